@@ -1,0 +1,447 @@
+/**
+ * Public types of lexground's knowledge grounding, named as in NeuroLink's `knowledge.ts` so that code written
+ * against NeuroLink compiles unchanged against lexground.
+ *
+ * Grounding here is retrieval without vectors: exact identifiers, reviewed aliases, metadata filters and a
+ * field-aware BM25 score select a few entries of a host's own registry, which are rendered as an ephemeral,
+ * citation-carrying block for one generation call and never persisted to conversation memory.
+ *
+ * @module
+ */
+
+/** What a knowledge entry primarily is. Labels the rendered context; never affects ranking. */
+export type KnowledgeEntryKind =
+  | "concept"
+  | "text"
+  | "configuration"
+  | "tool"
+  | "procedure"
+  | "policy"
+  | "troubleshooting";
+
+/** Lifecycle state of an entry. Only `active` entries can be retrieved. */
+export type KnowledgeStatus = "draft" | "active" | "deprecated";
+
+/**
+ * Retrieval mode. Only `"lexical"` exists; the single-member union keeps room for other modes without a
+ * breaking change. The value is accepted and does not change behaviour.
+ */
+export type KnowledgeRetrievalMode = "lexical";
+
+/**
+ * How strongly the retrieval supports the selected entries, so a host prompt can tell the model to qualify
+ * low-confidence answers.
+ * - `high`: the top candidate matched an entry id, title or reviewed alias as a phrase of the query.
+ * - `medium`: the top candidate matched in two or more fields, or clearly leads the second one.
+ * - `low`: some lexical evidence, nothing more.
+ * - `none`: nothing matched.
+ */
+export type KnowledgeRetrievalConfidence = "high" | "medium" | "low" | "none";
+
+/** The five text fields scored by the field-aware lexical index. */
+export type KnowledgeFieldName = "title" | "aliases" | "keywords" | "summary" | "body";
+
+/**
+ * Analyzer applied to the BM25 tokens of entries and queries (never to exact id, title or alias phrases).
+ * - `"none"` (default): the seed's tokenizer only, no stop words, no stemming.
+ * - `"english"`: the same tokenizer, then English stop words removed and the remaining tokens stemmed.
+ */
+export type KnowledgeAnalyzerName = "none" | "english";
+
+/**
+ * How per-field evidence is combined.
+ * - `"sum"` (default, NeuroLink parity): BM25 computed per field, with per-field IDF, then summed by weight.
+ * - `"bm25f"`: true BM25F: weighted, length-normalized term frequencies summed across fields before one
+ *   saturation, with one IDF over all fields.
+ */
+export type KnowledgeScoringMode = "sum" | "bm25f";
+
+/** Which rule turns candidate scores into a confidence class. */
+export type KnowledgeConfidenceRule = "seed" | "calibrated";
+
+/**
+ * One entry as a host writes it. `id`, `title`, `summary`, `domain` and `integrations` are required; omitted
+ * optional fields take their defaults during normalization.
+ */
+export type KnowledgeEntryInput = {
+  /** Stable unique id such as `"account.multi-step-flow"`. Matched as a phrase and used in citations. */
+  id: string;
+  /** Human-readable name. Matched as a phrase; the most heavily weighted search field. */
+  title: string;
+  /** One-line description: the short answer, and what remains when the context budget is tight. */
+  summary: string;
+  /** Primary grouping, e.g. `"account-settings"`. Domains can be blocked per engine. */
+  domain: string;
+  /** Integrations the entry applies to. An empty array means it applies whatever is enabled. */
+  integrations: string[];
+  /** What the entry is. Default `"text"`. */
+  kind?: KnowledgeEntryKind;
+  /** Lifecycle state. Default `"active"`; only active entries are retrievable. */
+  status?: KnowledgeStatus;
+  /** Full explanation in Markdown. Default `""`. */
+  body?: string;
+  /** Reviewed alternative phrasings or raw identifiers (e.g. configuration keys); matched as phrases. */
+  aliases?: string[];
+  /** Extra search terms that help recall without being full aliases. */
+  keywords?: string[];
+  /** Ids of directly related entries, added by bounded relationship expansion. */
+  relatedEntryIds?: string[];
+  /** Id of the parent entry when this one is a subtype or child. */
+  parentEntryId?: string;
+};
+
+/**
+ * An entry with every default applied: arrays are copies (later changes to the input do not leak in), `body` is a
+ * string, `kind` and `status` are set, and `version` is the version of the source it came from. Frozen.
+ */
+export type NormalizedKnowledgeEntry = {
+  id: string;
+  title: string;
+  summary: string;
+  domain: string;
+  integrations: string[];
+  kind: KnowledgeEntryKind;
+  status: KnowledgeStatus;
+  body: string;
+  aliases: string[];
+  keywords: string[];
+  relatedEntryIds: string[];
+  parentEntryId?: string;
+  /** Content version of the source or manifest; appears in citations as `[KB:id@version]`. */
+  version: string;
+};
+
+/** One catalog of a build manifest: a source id and its entries. */
+export type KnowledgeManifestCatalog = {
+  id: string;
+  entries: KnowledgeEntryInput[];
+};
+
+/**
+ * The versioned artifact a host emits at build time. {@link manifestToSources} turns each catalog into a
+ * {@link KnowledgeSource} carrying the manifest's `contentVersion`.
+ */
+export type KnowledgeManifest = {
+  schemaVersion: string;
+  contentVersion: string;
+  generatedAt: string;
+  catalogs: KnowledgeManifestCatalog[];
+};
+
+/** A configured source: inline structured entries with an id and an optional version (default `"0"`). */
+export type KnowledgeSource = {
+  id: string;
+  version?: string;
+  entries: KnowledgeEntryInput[];
+};
+
+/** Relative weight of a lexical match in each field. Defaults: title 5, aliases 5, keywords 3, summary 3, body 1. */
+export type KnowledgeFieldWeights = {
+  title: number;
+  aliases: number;
+  keywords: number;
+  summary: number;
+  body: number;
+};
+
+/** Lexical retrieval tuning. Every field is optional; defaults are listed with each. */
+export type KnowledgeRetrievalConfig = {
+  /** Retrieval mode. Default `"lexical"` (the only mode). */
+  mode?: KnowledgeRetrievalMode;
+  /** How many scored candidates are kept before the result cut; lexical search fetches twice this. Default 24. */
+  candidateLimit?: number;
+  /** How many primary entries are selected. Default 8. */
+  resultLimit?: number;
+  /** How many relationship-expanded entries may be added after the primary ones. Default 4. */
+  relationLimit?: number;
+  /**
+   * Per-field BM25 weights. Unlike NeuroLink, a partial object is accepted: missing fields keep their defaults.
+   * Weights must be finite and non-negative; a weight of 0 disables the field.
+   */
+  fieldWeights?: Partial<KnowledgeFieldWeights>;
+  /** Additive boost when an entry id or title occurs as a phrase of the query. Default 100. */
+  exactBoost?: number;
+  /** Additive boost when a reviewed alias occurs as a phrase of the query. Default 60. */
+  aliasBoost?: number;
+  /** BM25 term-frequency saturation, finite and >= 0. Default 1.5 (NeuroLink parity). */
+  k1?: number;
+  /** BM25 length normalization in [0, 1]. Default 0.75 (NeuroLink parity). */
+  b?: number;
+  /** Analyzer for BM25 tokens. Default `"none"` (NeuroLink parity). */
+  analyzer?: KnowledgeAnalyzerName;
+  /** How per-field evidence is combined. Default `"sum"` (NeuroLink parity). */
+  scoring?: KnowledgeScoringMode;
+  /** Confidence rule. Default `"seed"` (NeuroLink parity). */
+  confidenceRule?: KnowledgeConfidenceRule;
+};
+
+/** Limits of the rendered grounding block. */
+export type KnowledgeContextConfig = {
+  /**
+   * Hard token budget of the whole block, separators included: `contextTokens` never exceeds it. Default 4000.
+   */
+  maxTokens?: number;
+  /** Emit `[KB:<id>@<version>]` citation markers. Default true. */
+  includeCitations?: boolean;
+};
+
+/**
+ * Engine configuration, given as `knowledgeGrounding` on the NeuroLink constructor or directly to
+ * {@link KnowledgeGroundingEngine}. Sources are fixed for an engine's lifetime unless it is explicitly rebuilt.
+ */
+export type KnowledgeGroundingConfig = {
+  /** Master switch. Grounding runs only when true and at least one source is configured. */
+  enabled: boolean;
+  /** Sources of the engine's immutable in-memory index. */
+  sources: KnowledgeSource[];
+  /** Domains excluded from retrieval (exact, case-sensitive match). Empty or omitted: every domain is eligible. */
+  blockedDomains?: string[];
+  /** Retrieval tuning. */
+  retrieval?: KnowledgeRetrievalConfig;
+  /** Context block limits. */
+  context?: KnowledgeContextConfig;
+  /** Ceiling for one grounding operation, after which the turn continues ungrounded. Default 800 ms. */
+  timeoutMs?: number;
+};
+
+/** Per-call scope, given as `knowledgeContext` on a generate or stream call. */
+export type KnowledgeRequestScope = {
+  /**
+   * Integrations enabled for this turn (compared case-insensitively). Entries bound to integrations are eligible
+   * only when one of theirs is enabled; entries with no integrations are always eligible.
+   */
+  enabledIntegrations?: string[];
+};
+
+/** One recent conversation message used to add context to the lexical query. */
+export type KnowledgeConversationTurn = {
+  role: "user" | "assistant";
+  text: string;
+};
+
+/** The retrieval request the engine builds from the query, the recent turns and the scope. */
+export type KnowledgeRetrievalRequest = {
+  query: string;
+  recentTurns: KnowledgeConversationTurn[];
+  enabledIntegrations: string[];
+};
+
+/** The internal search document of one entry: phrase keys and per-field token arrays. */
+export type IndexedKnowledgeDocument = {
+  id: string;
+  /** Normalized id and title phrases used for exact lookup. */
+  exactKeys: string[];
+  /** Per-field tokens fed to the lexical scorer. */
+  fields: {
+    title: string[];
+    aliases: string[];
+    keywords: string[];
+    summary: string[];
+    body: string[];
+  };
+};
+
+/** One lexical match with its per-field breakdown. Only fields that contributed appear in `fieldScores`. */
+export type KnowledgeLexicalMatch = {
+  id: string;
+  score: number;
+  fieldScores: Partial<Record<KnowledgeFieldName, number>>;
+};
+
+/**
+ * Structural contract of the lexical index held by a snapshot: the seam behind which another backend (OpenSearch,
+ * Redis query engine) can stand. Results are sorted by descending score, ties by ascending id in code-unit order.
+ */
+export type KnowledgeLexicalSearcher = {
+  search: (queryTokens: string[], topK: number, eligibleEntryIds?: ReadonlySet<string>) => KnowledgeLexicalMatch[];
+};
+
+/** The immutable, ready-to-query index built once per source set and shared by every engine that uses it. */
+export type KnowledgeIndexSnapshot = {
+  /** Every normalized entry by id. */
+  entriesById: Map<string, NormalizedKnowledgeEntry>;
+  /** Normalized id or title phrase to the ids of the entries it names. */
+  exactIndex: Map<string, Set<string>>;
+  /** Normalized reviewed alias phrase to the ids of the entries it names. */
+  aliasIndex: Map<string, Set<string>>;
+  /** Entry id to its related ids followed by its parent id (only when non-empty), for one-hop expansion. */
+  relationIndex: Map<string, string[]>;
+  /** The field-aware lexical index. */
+  lexical: KnowledgeLexicalSearcher;
+  /** Number of indexed entries. */
+  entryCount: number;
+};
+
+/** A stable citation of one entry version. */
+export type KnowledgeCitation = {
+  id: string;
+  version: string;
+};
+
+/** Everything one retrieval produced, for host diagnostics. */
+export type KnowledgeRetrievalResult = {
+  /** Primary then expanded entries, including any later dropped from the context for budget. */
+  entries: NormalizedKnowledgeEntry[];
+  /** The rendered block, or `""` when nothing was selected or nothing fit. */
+  assembledContext: string;
+  confidence: KnowledgeRetrievalConfidence;
+  /** Citations of the entries actually included in the block. */
+  citations: KnowledgeCitation[];
+  /** Primary entry ids in final order. */
+  selectedEntryIds: string[];
+  /** Ids added by relationship expansion. */
+  expandedEntryIds: string[];
+  /** Number of eligible candidates before the candidate-limit cut. */
+  candidateCount: number;
+  /** Estimated tokens of `assembledContext`. */
+  contextTokens: number;
+  /** True when an entry was reduced to its summary or dropped to respect the budget. */
+  truncated: boolean;
+  durationMs: number;
+};
+
+/**
+ * A block of context for one generation call. It is appended to that call's system prompt and never stored as
+ * a conversation message.
+ */
+export type EphemeralContext = {
+  content: string;
+  kind: "knowledge";
+  /** Host-supplied, reviewed content is trusted reference data. */
+  trusted: boolean;
+  citations?: KnowledgeCitation[];
+  metadata?: Record<string, unknown>;
+};
+
+/** Content-free diagnostics attached to generate and stream results as `result.knowledge`. */
+export type KnowledgeGroundingMetadata = {
+  retrievalMode: KnowledgeRetrievalMode;
+  selectedIds: string[];
+  expandedIds: string[];
+  candidateCount: number;
+  contextTokens: number;
+  truncated: boolean;
+  durationMs: number;
+  confidence?: KnowledgeRetrievalConfidence;
+  /**
+   * Present when grounding failed open: `"index-not-ready"`, a timeout (`"TimeoutError: Knowledge grounding timed
+   * out after <N>ms"`) or the error that occurred.
+   */
+  failureReason?: string;
+};
+
+/** One problem found while validating sources or configuration. */
+export type KnowledgeValidationIssue = {
+  level: "error" | "warning";
+  /** Stable machine-readable code, e.g. `missing-title`, `bad-field-type`, `duplicate-alias`. */
+  code: string;
+  /** Human-readable explanation. */
+  message: string;
+  entryId?: string;
+  sourceId?: string;
+  /** Where the problem is, e.g. `sources[0].entries[3].title`. */
+  path?: string;
+};
+
+/** Result of validation: `ok` is false when any issue has level `error`. */
+export type KnowledgeValidationResult = {
+  ok: boolean;
+  issues: KnowledgeValidationIssue[];
+};
+
+/** Options of {@link normalizeAndValidate}. */
+export type KnowledgeNormalizeOptions = {
+  /** Version given to sources that have none. The engine passes `"0"`. */
+  manifestVersion: string;
+};
+
+/** Normalized entries together with the validation outcome. */
+export type KnowledgeNormalizeResult = {
+  entries: NormalizedKnowledgeEntry[];
+  validation: KnowledgeValidationResult;
+};
+
+/** Retrieval settings after configuration and defaults are merged. */
+export type KnowledgeResolvedRetrieval = {
+  candidateLimit: number;
+  resultLimit: number;
+  relationLimit: number;
+  fieldWeights: KnowledgeFieldWeights;
+  exactBoost: number;
+  aliasBoost: number;
+  /** BM25 k1. */
+  k1?: number;
+  /** BM25 b. */
+  b?: number;
+  analyzer?: KnowledgeAnalyzerName;
+  scoring?: KnowledgeScoringMode;
+  confidenceRule?: KnowledgeConfidenceRule;
+};
+
+/** One scored candidate with the evidence behind its score. */
+export type KnowledgeScoredCandidate = {
+  id: string;
+  /** Lexical score plus the exact and alias boosts that applied. */
+  score: number;
+  /** The id or title occurred as a phrase of the query. */
+  exact: boolean;
+  /** A reviewed alias occurred as a phrase of the query. */
+  alias: boolean;
+  /** Lexical (BM25) part of the score; 0 when outside the lexical top-K. */
+  lexical: number;
+  fieldScores: Partial<Record<KnowledgeFieldName, number>>;
+  /** Query phrases that hit: exact hits first, then alias hits. */
+  matchedPhrases: string[];
+};
+
+/** The entries selected for one turn. */
+export type KnowledgeSelection = {
+  primary: NormalizedKnowledgeEntry[];
+  expanded: NormalizedKnowledgeEntry[];
+  /** Candidates after the candidate-limit cut, best first. */
+  candidates: KnowledgeScoredCandidate[];
+  confidence: KnowledgeRetrievalConfidence;
+  /** Number of eligible candidates before the candidate-limit cut. */
+  candidateCount: number;
+};
+
+/** The rendered block and its diagnostics. */
+export type KnowledgeAssembledContext = {
+  assembledContext: string;
+  citations: KnowledgeCitation[];
+  contextTokens: number;
+  truncated: boolean;
+};
+
+/** Per-turn input of `KnowledgeGroundingEngine.ground()`. */
+export type KnowledgeGroundingInput = {
+  query: string;
+  recentTurns?: KnowledgeConversationTurn[];
+  scope?: KnowledgeRequestScope;
+};
+
+/**
+ * What one turn's grounding produced: the context to inject (null when disabled, nothing matched, nothing fit,
+ * or grounding failed open), metadata for the result, and the full retrieval for host diagnostics.
+ */
+export type KnowledgeGroundingOutcome = {
+  ephemeralContext: EphemeralContext | null;
+  metadata: KnowledgeGroundingMetadata;
+  retrieval: KnowledgeRetrievalResult | null;
+};
+
+/** Engine health for telemetry and host introspection. */
+export type KnowledgeEngineStatus = {
+  enabled: boolean;
+  /** A snapshot is installed and serving. */
+  ready: boolean;
+  entryCount: number;
+  lastError: string | null;
+  validationIssues: KnowledgeValidationIssue[];
+  /** A build or rebuild is in progress (the previous snapshot, if any, keeps serving). */
+  building?: boolean;
+  /** Where the serving snapshot came from: built in this process or loaded from a prebuilt artifact. */
+  snapshotOrigin?: "built" | "cache" | "artifact";
+  /** Notes about the last build, e.g. why a prebuilt artifact was not used. */
+  notes?: string[];
+};
