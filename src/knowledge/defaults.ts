@@ -1,0 +1,78 @@
+/**
+ * Every default, limit and constant of the grounding engine, in one place. Values marked "parity" are NeuroLink's;
+ * limits are lexground's own and bound the work any single input can cause.
+ */
+import type { KnowledgeFieldName, KnowledgeFieldWeights } from "../types/knowledge.js";
+
+/** Per-field BM25 weights (parity). */
+export const DEFAULT_FIELD_WEIGHTS: Readonly<KnowledgeFieldWeights> = Object.freeze({
+  title: 5,
+  aliases: 5,
+  keywords: 3,
+  summary: 3,
+  body: 1,
+});
+/** Candidates kept before the result cut; lexical search fetches twice this (parity). */
+export const DEFAULT_CANDIDATE_LIMIT = 24;
+/** Primary entries selected per turn (parity). */
+export const DEFAULT_RESULT_LIMIT = 8;
+/** Relationship-expanded entries added per turn (parity). */
+export const DEFAULT_RELATION_LIMIT = 4;
+/** Additive boost for an id or title phrase match (parity). */
+export const DEFAULT_EXACT_BOOST = 100;
+/** Additive boost for a reviewed alias phrase match (parity). */
+export const DEFAULT_ALIAS_BOOST = 60;
+/** Token budget of the rendered block (parity). */
+export const DEFAULT_MAX_CONTEXT_TOKENS = 4000;
+/** Ceiling of one grounding operation in milliseconds (parity). */
+export const DEFAULT_TIMEOUT_MS = 800;
+/** Recent conversation messages considered per turn (parity). */
+export const DEFAULT_RECENT_TURNS = 4;
+/** UTF-16 code units of each recent message that feed the lexical query (parity). */
+export const HISTORY_TURN_CHARS = 400;
+/** BM25 term-frequency saturation (parity). */
+export const DEFAULT_BM25_K1 = 1.5;
+/** BM25 length normalization (parity). */
+export const DEFAULT_BM25_B = 0.75;
+/** Version given to sources without one; appears in citations (parity). */
+export const FALLBACK_VERSION = "0";
+/** Version tag of the process-level cache key. */
+export const CACHE_SCHEMA_VERSION = "knowledge-index-cache:v1";
+/** Snapshots kept by the process-level cache (parity). */
+export const KNOWLEDGE_INDEX_CACHE_LIMIT = 32;
+/** Ratio by which a top candidate must lead the second for `medium` confidence (parity). */
+export const CONFIDENCE_DOMINANCE_RATIO = 1.5;
+/** Fields with lexical evidence needed for `medium` confidence (parity). */
+export const CONFIDENCE_MIN_FIELDS = 2;
+
+/** Scored fields in scoring order. */
+export const KNOWLEDGE_FIELD_NAMES: readonly KnowledgeFieldName[] = Object.freeze([
+  "title",
+  "aliases",
+  "keywords",
+  "summary",
+  "body",
+]);
+
+// Limits (lexground's own). They keep every per-turn and per-build cost bounded whatever the input.
+
+/** The query is cut to this many UTF-16 code units before tokenizing. */
+export const MAX_QUERY_CHARS = 32_768;
+/** At most this many query tokens take part in phrase lookup, and at most this many distinct lexical tokens are scored. */
+export const MAX_QUERY_TOKENS = 1_024;
+/** Longer tokens are cut to this many UTF-16 code units (at a code point boundary), at index and query time alike. */
+export const MAX_TOKEN_LENGTH = 128;
+/** Entries accepted in one source set. */
+export const MAX_ENTRIES = 250_000;
+/** Aliases accepted per entry. */
+export const MAX_ALIASES_PER_ENTRY = 1_000;
+/** Keywords accepted per entry. */
+export const MAX_KEYWORDS_PER_ENTRY = 1_000;
+/** Related entry ids accepted per entry. */
+export const MAX_RELATIONS_PER_ENTRY = 1_000;
+/** Characters accepted in an entry body. */
+export const MAX_BODY_CHARS = 1_000_000;
+/** Characters accepted in an id, title, summary, domain, alias, keyword, integration or version. */
+export const MAX_FIELD_CHARS = 10_000;
+/** Distinct scopes whose eligibility bitmap is cached per snapshot. */
+export const ELIGIBILITY_CACHE_LIMIT = 64;
