@@ -1,0 +1,943 @@
+/**
+ * The knowledge compiler: turns a folder of authored files (Markdown with YAML front matter, YAML or JSON entry
+ * files, grouped into catalogs) into a deterministic {@link KnowledgeManifest}, and keeps a source map so every
+ * later validation issue can point at `file:line`.
+ *
+ * Layout rules, in order:
+ * - A folder holding `catalog.yaml` (or `catalog.yml`, keys `id` and optional `name`) is one catalog; every entry
+ *   file below it belongs to it, except those under a nested catalog folder.
+ * - A folder without `catalog.yaml` whose subfolders contain catalog folders is a collection of catalogs; loose
+ *   files outside any catalog folder (for example a `questions.json`) are ignored and reported as notes.
+ * - Any other folder is one catalog named after the folder.
+ * - A file given directly belongs to its parent folder's catalog (`catalog.yaml` there, or the folder's name).
+ *
+ * Entry files: `*.md` / `*.markdown` (one entry; YAML front matter between `---` lines, the Markdown after it is
+ * the body, the id defaults to the file name), and `*.yaml` / `*.yml` / `*.json` (one entry, a list of entries, or
+ * `{entries: [...]}`). `README.md` files and dot-files are skipped.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { createInterface } from "node:readline";
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from "yaml";
+import type {
+  KnowledgeEntryInput,
+  KnowledgeManifest,
+  KnowledgeManifestCatalog,
+  KnowledgeSource,
+} from "../types/knowledge.js";
+import { KnowledgeCompileError } from "./errors.js";
+
+/** Schema version written into every compiled manifest. */
+export const MANIFEST_SCHEMA_VERSION = "1";
+
+/** Entry fields in the order they are written to a manifest. Anything else in an entry file is reported. */
+export const ENTRY_FIELD_ORDER = [
+  "id",
+  "title",
+  "summary",
+  "domain",
+  "integrations",
+  "kind",
+  "status",
+  "aliases",
+  "keywords",
+  "relatedEntryIds",
+  "parentEntryId",
+  "body",
+] as const;
+
+/** A field of an authored entry. */
+export type EntryFieldName = (typeof ENTRY_FIELD_ORDER)[number];
+
+const ENTRY_FIELDS: ReadonlySet<string> = new Set(ENTRY_FIELD_ORDER);
+const MARKDOWN_EXTENSIONS = new Set([".md", ".markdown"]);
+const DATA_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
+const CATALOG_FILE_NAMES = ["catalog.yaml", "catalog.yml"];
+/** Citation markers are `[KB:id@version]`, so a version must not contain characters that would break them. */
+const CONTENT_VERSION_PATTERN = /^[^\s[\]@]+$/;
+/** A BEIR summary is the first sentence of the text, capped so one run-on "sentence" stays a summary. */
+const BEIR_SUMMARY_MAX_CHARS = 600;
+
+/** Where one entry came from: its file, the line it starts on, and the line of each field that was written. */
+export type KnowledgeEntryLocation = {
+  /** Display path (relative to the working directory when inside it, with `/` separators). */
+  file: string;
+  /** 1-based line where the entry starts (the front matter's first key, or the list item). */
+  line: number;
+  /** 1-based line of each authored field; a Markdown body maps to the line after the front matter. */
+  fields: Partial<Record<EntryFieldName, number>>;
+};
+
+/** Locations of one catalog's entries, index-aligned with the manifest catalog's `entries`. */
+export type KnowledgeCatalogLocation = {
+  id: string;
+  /** Display path of the `catalog.yaml` that named the catalog, if any. */
+  file?: string;
+  /** Human-readable name from `catalog.yaml`, if any (not part of the manifest). */
+  name?: string;
+  entries: KnowledgeEntryLocation[];
+};
+
+/** Source map of a compiled manifest: `catalogs[i].entries[j]` locates `manifest.catalogs[i].entries[j]`. */
+export type KnowledgeSourceMap = {
+  catalogs: KnowledgeCatalogLocation[];
+};
+
+/** Something the compiler noticed and dropped or ignored; never fatal. */
+export type KnowledgeCompileNote = {
+  level: "warning" | "info";
+  /** `unknown-field`, `ignored-file`, `body-conflict`, `unknown-catalog-field`. */
+  code: string;
+  message: string;
+  file?: string;
+  line?: number;
+  entryId?: string;
+  field?: string;
+};
+
+/** Progress of a long compile, reported per file (or per 1000 corpus lines). */
+export type KnowledgeCompileProgress = {
+  phase: "read" | "corpus";
+  done: number;
+  /** Known total, or undefined while streaming a corpus. */
+  total?: number;
+};
+
+/** Options of {@link compileKnowledgeBase} and {@link loadKnowledgeBase}. */
+export type KnowledgeCompileOptions = {
+  /** Directory relative paths are resolved against (and displayed relative to). Default `process.cwd()`. */
+  cwd?: string;
+  /** Content version to write; default: the first 12 hex characters of the SHA-256 of the canonical content. */
+  contentVersion?: string;
+  /** ISO timestamp to write; default: `SOURCE_DATE_EPOCH` from `env`, else the newest input file's mtime. */
+  generatedAt?: string;
+  /** Environment consulted for `SOURCE_DATE_EPOCH`. Default `process.env`. */
+  env?: Record<string, string | undefined>;
+  /** Called as files are read; used by the CLI's progress line. */
+  onProgress?: (progress: KnowledgeCompileProgress) => void;
+  /** For manifest files: also compute line numbers (costs a second parse). Default false. */
+  locate?: boolean;
+};
+
+/** The outcome of compiling or loading a knowledge base. */
+export type LoadedKnowledgeBase = {
+  manifest: KnowledgeManifest;
+  /** The manifest's catalogs as engine sources (`version` = `contentVersion`). */
+  sources: KnowledgeSource[];
+  sourceMap: KnowledgeSourceMap;
+  notes: KnowledgeCompileNote[];
+  /** What the input was. */
+  origin: "folder" | "files" | "manifest" | "beir" | "object";
+};
+
+type PendingEntry = { entry: unknown; location: KnowledgeEntryLocation; order: number };
+type PendingCatalog = {
+  id: string;
+  name?: string;
+  catalogFile?: string;
+  directory: string;
+  files: string[];
+  entries: PendingEntry[];
+};
+
+/** Display form of a path: relative to `cwd` when inside it, `/`-separated. */
+function displayPath(absolute: string, cwd: string): string {
+  const relativePath = relative(cwd, absolute);
+  const shown =
+    relativePath && !relativePath.startsWith("..") && !isAbsolute(relativePath) ? relativePath : absolute;
+  return shown.split(sep).join("/");
+}
+
+function isEntryFileName(name: string): boolean {
+  if (name.startsWith(".")) return false;
+  const lower = name.toLowerCase();
+  if (CATALOG_FILE_NAMES.includes(lower)) return false;
+  if (lower === "readme.md" || lower === "readme.markdown") return false;
+  const extension = extname(lower);
+  return MARKDOWN_EXTENSIONS.has(extension) || DATA_EXTENSIONS.has(extension);
+}
+
+async function findCatalogFile(directory: string): Promise<string | undefined> {
+  const names = await readdir(directory).catch(() => [] as string[]);
+  for (const candidate of CATALOG_FILE_NAMES)
+    if (names.includes(candidate)) return join(directory, candidate);
+  return undefined;
+}
+
+/** Sorted directory listing (code-unit order) so every walk, and therefore every output, is deterministic. */
+async function listDirectory(directory: string) {
+  const items = await readdir(directory, { withFileTypes: true });
+  return items
+    .filter((item) => !item.name.startsWith(".") && item.name !== "node_modules")
+    .sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0));
+}
+
+type WalkResult = { catalogDirectories: string[]; looseFiles: string[] };
+
+/** Walks `directory`, stopping at nested catalog folders (which are returned instead of descended into). */
+async function walk(directory: string, isRoot: boolean): Promise<WalkResult> {
+  const result: WalkResult = { catalogDirectories: [], looseFiles: [] };
+  if (!isRoot && (await findCatalogFile(directory))) {
+    result.catalogDirectories.push(directory);
+    return result;
+  }
+  for (const item of await listDirectory(directory)) {
+    const path = join(directory, item.name);
+    if (item.isDirectory()) {
+      const nested = await walk(path, false);
+      result.catalogDirectories.push(...nested.catalogDirectories);
+      result.looseFiles.push(...nested.looseFiles);
+    } else if ((item.isFile() || item.isSymbolicLink()) && isEntryFileName(item.name)) {
+      result.looseFiles.push(path);
+    }
+  }
+  return result;
+}
+
+function lineOf(lineCounter: LineCounter, offset: number | undefined, lineOffset: number): number {
+  return lineCounter.linePos(offset ?? 0).line + lineOffset;
+}
+
+/** Parses YAML (or JSON, which is YAML) keeping positions; malformed input is a typed error at its line. */
+function parseYaml(text: string, file: string, lineOffset: number) {
+  const lineCounter = new LineCounter();
+  const document = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const [firstError] = document.errors;
+  if (firstError) {
+    throw new KnowledgeCompileError("yaml-syntax", `malformed YAML: ${firstError.message}`, {
+      file,
+      line: lineOf(lineCounter, firstError.pos[0], lineOffset),
+      hint: "fix the YAML syntax (indentation, quoting, unique keys); quote values that contain ': ' or start with '['",
+    });
+  }
+  return { document, lineCounter };
+}
+
+function parseJsonStrict(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const position = /position (\d+)/.exec(message);
+    const lineMatch = /line (\d+)/.exec(message);
+    const line = lineMatch
+      ? Number(lineMatch[1])
+      : position
+        ? text.slice(0, Number(position[1])).split("\n").length
+        : undefined;
+    throw new KnowledgeCompileError("json-syntax", `malformed JSON: ${message.split("\n")[0]}`, {
+      file,
+      ...(line ? { line } : {}),
+      hint: "fix the JSON syntax, or write the file as YAML",
+    });
+  }
+}
+
+type EntryNodeContext = {
+  file: string;
+  lineCounter: LineCounter;
+  lineOffset: number;
+  notes: KnowledgeCompileNote[];
+};
+
+/**
+ * Keeps the known fields of one authored entry in the manifest's key order and records the line of each. Values
+ * are passed through untouched: type checking is the engine's validation, which reports issues with paths that
+ * the source map turns into `file:line`.
+ */
+function shapeEntry(
+  value: unknown,
+  node: YamlNode | null | undefined,
+  context: EntryNodeContext,
+  defaults: { id?: string; body?: string; bodyLine?: number },
+): { entry: unknown; location: KnowledgeEntryLocation } {
+  const startLine = node?.range ? lineOf(context.lineCounter, node.range[0], context.lineOffset) : 1;
+  const location: KnowledgeEntryLocation = { file: context.file, line: startLine, fields: {} };
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { entry: value, location };
+  }
+  const record = value as Record<string, unknown>;
+  const keyLines = new Map<string, number>();
+  if (node && isMap(node)) {
+    for (const pair of node.items) {
+      if (isScalar(pair.key) && pair.key.range) {
+        keyLines.set(
+          String(pair.key.value),
+          lineOf(context.lineCounter, pair.key.range[0], context.lineOffset),
+        );
+      }
+    }
+  }
+  const entryId = typeof record.id === "string" ? record.id : defaults.id;
+  for (const key of Object.keys(record)) {
+    if (!ENTRY_FIELDS.has(key)) {
+      context.notes.push({
+        level: "warning",
+        code: "unknown-field",
+        message: `unknown field "${key}" is ignored (known fields: ${ENTRY_FIELD_ORDER.join(", ")})`,
+        file: context.file,
+        ...(keyLines.has(key) ? { line: keyLines.get(key)! } : {}),
+        ...(entryId !== undefined ? { entryId } : {}),
+        field: key,
+      });
+    }
+  }
+  const shaped: Record<string, unknown> = {};
+  for (const field of ENTRY_FIELD_ORDER) {
+    let fieldValue = Object.hasOwn(record, field) ? record[field] : undefined;
+    let fieldLine = keyLines.get(field);
+    if (field === "id" && fieldValue === undefined && defaults.id !== undefined) fieldValue = defaults.id;
+    if (field === "body" && defaults.body !== undefined && defaults.body !== "") {
+      if (fieldValue !== undefined && fieldValue !== defaults.body) {
+        context.notes.push({
+          level: "warning",
+          code: "body-conflict",
+          message: "both a front-matter body and a Markdown body are present; the Markdown body is used",
+          file: context.file,
+          ...(fieldLine !== undefined ? { line: fieldLine } : {}),
+          ...(entryId !== undefined ? { entryId } : {}),
+          field: "body",
+        });
+      }
+      fieldValue = defaults.body;
+      fieldLine = defaults.bodyLine;
+    }
+    if (fieldValue === undefined) continue;
+    shaped[field] = fieldValue;
+    if (fieldLine !== undefined) location.fields[field] = fieldLine;
+  }
+  return { entry: shaped, location };
+}
+
+/** Splits a Markdown file into front matter (with its first line number) and body (with its first line number). */
+function splitFrontMatter(text: string, file: string) {
+  const lines = text.replace(/^\uFEFF/, "").split(/\r?\n/);
+  if (lines[0]?.trimEnd() !== "---") {
+    throw new KnowledgeCompileError(
+      "missing-front-matter",
+      "no YAML front matter (the file must start with ---)",
+      {
+        file,
+        line: 1,
+        hint: "start the file with a '---' line, the entry's fields (id, title, summary, domain, integrations), and a closing '---' line",
+      },
+    );
+  }
+  let closing = -1;
+  for (let index = 1; index < lines.length; index++) {
+    const trimmed = lines[index]!.trimEnd();
+    if (trimmed === "---" || trimmed === "...") {
+      closing = index;
+      break;
+    }
+  }
+  if (closing < 0) {
+    throw new KnowledgeCompileError("unclosed-front-matter", "front matter is not closed", {
+      file,
+      line: 1,
+      hint: "add a '---' line after the last front-matter field",
+    });
+  }
+  const frontMatter = lines.slice(1, closing).join("\n");
+  const bodyLines = lines.slice(closing + 1);
+  let firstBodyLine = 0;
+  while (firstBodyLine < bodyLines.length && bodyLines[firstBodyLine]!.trim() === "") firstBodyLine++;
+  const body = bodyLines.slice(firstBodyLine).join("\n").trimEnd();
+  // Line numbers are 1-based: the front matter's first line is line 2; the body starts after the closing line.
+  return { frontMatter, frontMatterLineOffset: 1, body, bodyLine: closing + 2 + firstBodyLine };
+}
+
+async function readText(path: string, file: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      throw new KnowledgeCompileError("not-found", "no such file or directory", {
+        file,
+        hint: "check the path; it is resolved against the current directory",
+      });
+    }
+    throw new KnowledgeCompileError("unreadable", `cannot read: ${code ?? String(error)}`, { file });
+  }
+}
+
+async function compileMarkdownFile(path: string, file: string, notes: KnowledgeCompileNote[]) {
+  const text = await readText(path, file);
+  const { frontMatter, frontMatterLineOffset, body, bodyLine } = splitFrontMatter(text, file);
+  const { document, lineCounter } = parseYaml(frontMatter, file, frontMatterLineOffset);
+  const value = document.contents === null ? {} : document.toJS();
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new KnowledgeCompileError(
+      "bad-front-matter",
+      "front matter must be a mapping of fields (key: value)",
+      {
+        file,
+        line: 2,
+        hint: "write one 'field: value' per line between the '---' lines",
+      },
+    );
+  }
+  const defaultId = basename(path, extname(path));
+  const shaped = shapeEntry(
+    value,
+    document.contents,
+    { file, lineCounter, lineOffset: frontMatterLineOffset, notes },
+    { id: defaultId, body, bodyLine },
+  );
+  if (shaped.location.line === 1) shaped.location.line = 2;
+  return [shaped];
+}
+
+async function compileDataFile(path: string, file: string, notes: KnowledgeCompileNote[]) {
+  const text = await readText(path, file);
+  const isJson = extname(path).toLowerCase() === ".json";
+  let value: unknown;
+  let root: YamlNode | null = null;
+  let lineCounter = new LineCounter();
+  if (isJson) {
+    value = parseJsonStrict(text, file);
+    // JSON is YAML, so a second, position-keeping parse gives line numbers; if it disagrees, lines are dropped.
+    try {
+      const parsed = parseYaml(text, file, 0);
+      root = parsed.document.contents;
+      lineCounter = parsed.lineCounter;
+    } catch {
+      root = null;
+    }
+  } else {
+    const parsed = parseYaml(text, file, 0);
+    value = parsed.document.toJS();
+    root = parsed.document.contents;
+    lineCounter = parsed.lineCounter;
+  }
+  const context: EntryNodeContext = { file, lineCounter, lineOffset: 0, notes };
+  let items: unknown[];
+  let itemNodes: (YamlNode | null | undefined)[];
+  if (Array.isArray(value)) {
+    items = value;
+    itemNodes = isSeq(root) ? (root.items as (YamlNode | null)[]) : [];
+  } else if (value !== null && typeof value === "object" && "entries" in value) {
+    const entries = (value as { entries: unknown }).entries;
+    const entriesNode = isMap(root) ? root.get("entries", true) : undefined;
+    if (!Array.isArray(entries)) {
+      throw new KnowledgeCompileError("bad-entry-file", '"entries" must be a list of entries', {
+        file,
+        ...(entriesNode?.range ? { line: lineOf(lineCounter, entriesNode.range[0], 0) } : {}),
+        hint: "write entries as a YAML list ('- id: ...') or a JSON array",
+      });
+    }
+    items = entries;
+    itemNodes = isSeq(entriesNode) ? (entriesNode.items as (YamlNode | null)[]) : [];
+  } else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+    items = [value];
+    itemNodes = [root];
+  } else {
+    throw new KnowledgeCompileError(
+      "bad-entry-file",
+      "expected an entry, a list of entries or {entries: [...]}",
+      {
+        file,
+        line: 1,
+        hint: "an entry file holds one mapping with id, title, summary, domain, integrations (or a list of them)",
+      },
+    );
+  }
+  return items.map((item, index) => shapeEntry(item, itemNodes[index], context, {}));
+}
+
+async function readCatalogFile(path: string, cwd: string, notes: KnowledgeCompileNote[]) {
+  const file = displayPath(path, cwd);
+  const text = await readText(path, file);
+  const { document, lineCounter } = parseYaml(text, file, 0);
+  const value: unknown = document.toJS();
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new KnowledgeCompileError("bad-catalog-file", "catalog file must be a mapping with an id", {
+      file,
+      line: 1,
+      hint: "write 'id: <catalog-id>' and optionally 'name: <display name>'",
+    });
+  }
+  const record = value as Record<string, unknown>;
+  const keyLine = (key: string) => {
+    const node = isMap(document.contents)
+      ? document.contents.items.find((pair) => isScalar(pair.key) && pair.key.value === key)
+      : undefined;
+    return isScalar(node?.key) && node.key.range ? lineOf(lineCounter, node.key.range[0], 0) : 1;
+  };
+  for (const key of Object.keys(record)) {
+    if (key !== "id" && key !== "name") {
+      notes.push({
+        level: "warning",
+        code: "unknown-catalog-field",
+        message: `unknown catalog field "${key}" is ignored (known fields: id, name)`,
+        file,
+        line: keyLine(key),
+        field: key,
+      });
+    }
+  }
+  if (record.id !== undefined && (typeof record.id !== "string" || record.id.trim() === "")) {
+    throw new KnowledgeCompileError("bad-catalog-file", "catalog id must be a non-empty string", {
+      file,
+      line: keyLine("id"),
+      hint: "write 'id: <catalog-id>', e.g. 'id: billing'",
+    });
+  }
+  if (record.name !== undefined && typeof record.name !== "string") {
+    throw new KnowledgeCompileError("bad-catalog-file", "catalog name must be a string", {
+      file,
+      line: keyLine("name"),
+    });
+  }
+  return {
+    id: typeof record.id === "string" ? record.id : basename(dirname(path)),
+    ...(typeof record.name === "string" ? { name: record.name } : {}),
+  };
+}
+
+/** Code-unit comparison (not locale), the order used for every id in lexground. */
+export function compareCodeUnits(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+function entrySortKey(entry: unknown): string {
+  if (entry !== null && typeof entry === "object" && "id" in entry) {
+    const id = (entry as { id: unknown }).id;
+    return typeof id === "string" ? id : String(id);
+  }
+  return "";
+}
+
+/** SHA-256 of the canonical (already key-ordered) content: the default `contentVersion`. */
+export function deriveContentVersion(catalogs: KnowledgeManifestCatalog[]): string {
+  const canonical = JSON.stringify({ schemaVersion: MANIFEST_SCHEMA_VERSION, catalogs });
+  return createHash("sha256").update(canonical).digest("hex").slice(0, 12);
+}
+
+function checkContentVersion(version: string): string {
+  if (!CONTENT_VERSION_PATTERN.test(version)) {
+    throw new KnowledgeCompileError(
+      "bad-content-version",
+      `content version "${version}" must be non-empty without spaces, '[', ']' or '@'`,
+      { hint: "citations are rendered as [KB:id@version]; use e.g. 2026-07-14.1" },
+    );
+  }
+  return version;
+}
+
+function resolveGeneratedAt(options: KnowledgeCompileOptions, newestMtimeMs: number): string {
+  if (options.generatedAt !== undefined) {
+    const parsed = new Date(options.generatedAt);
+    if (Number.isNaN(parsed.getTime())) {
+      throw new KnowledgeCompileError(
+        "bad-generated-at",
+        `generatedAt "${options.generatedAt}" is not a date`,
+        {
+          hint: "give an ISO 8601 timestamp such as 2026-07-14T09:30:00Z",
+        },
+      );
+    }
+    return parsed.toISOString();
+  }
+  const epoch = (options.env ?? process.env).SOURCE_DATE_EPOCH;
+  if (epoch !== undefined && epoch !== "") {
+    if (!/^\d+$/.test(epoch)) {
+      throw new KnowledgeCompileError(
+        "bad-generated-at",
+        `SOURCE_DATE_EPOCH "${epoch}" is not whole seconds`,
+        {
+          hint: "set SOURCE_DATE_EPOCH to a Unix timestamp in seconds, e.g. $(git log -1 --format=%ct)",
+        },
+      );
+    }
+    return new Date(Number(epoch) * 1000).toISOString();
+  }
+  // Whole seconds: sub-second mtimes differ between file systems and would make outputs differ for no reason.
+  return new Date(Math.floor(newestMtimeMs / 1000) * 1000).toISOString();
+}
+
+/** Builds the manifest (catalogs by id, entries by id, stable keys) and the index-aligned source map. */
+function assemble(
+  catalogs: PendingCatalog[],
+  options: KnowledgeCompileOptions,
+  newestMtimeMs: number,
+): { manifest: KnowledgeManifest; sourceMap: KnowledgeSourceMap } {
+  const ordered = [...catalogs].sort((left, right) => compareCodeUnits(left.id, right.id));
+  const manifestCatalogs: KnowledgeManifestCatalog[] = [];
+  const mapCatalogs: KnowledgeCatalogLocation[] = [];
+  for (const catalog of ordered) {
+    const entries = [...catalog.entries].sort(
+      (left, right) =>
+        compareCodeUnits(entrySortKey(left.entry), entrySortKey(right.entry)) ||
+        compareCodeUnits(left.location.file, right.location.file) ||
+        left.order - right.order,
+    );
+    manifestCatalogs.push({
+      id: catalog.id,
+      entries: entries.map((item) => item.entry as KnowledgeEntryInput),
+    });
+    mapCatalogs.push({
+      id: catalog.id,
+      ...(catalog.catalogFile ? { file: catalog.catalogFile } : {}),
+      ...(catalog.name !== undefined ? { name: catalog.name } : {}),
+      entries: entries.map((item) => item.location),
+    });
+  }
+  const contentVersion =
+    options.contentVersion !== undefined
+      ? checkContentVersion(options.contentVersion)
+      : deriveContentVersion(manifestCatalogs);
+  const manifest: KnowledgeManifest = {
+    schemaVersion: MANIFEST_SCHEMA_VERSION,
+    contentVersion,
+    generatedAt: resolveGeneratedAt(options, newestMtimeMs),
+    catalogs: manifestCatalogs,
+  };
+  return { manifest, sourceMap: { catalogs: mapCatalogs } };
+}
+
+/** Turns manifest catalogs into engine sources (the same mapping as the engine's `manifestToSources`). */
+function toSources(manifest: KnowledgeManifest): KnowledgeSource[] {
+  return manifest.catalogs.map((catalog) => ({
+    id: catalog.id,
+    version: manifest.contentVersion,
+    entries: catalog.entries,
+  }));
+}
+
+async function statOrThrow(path: string, file: string) {
+  try {
+    return await stat(path);
+  } catch {
+    throw new KnowledgeCompileError("not-found", "no such file or directory", {
+      file,
+      hint: "check the path; it is resolved against the current directory",
+    });
+  }
+}
+
+/**
+ * Compiles folders and entry files into a manifest. Throws {@link KnowledgeCompileError} for anything that
+ * prevents compiling (missing file, malformed YAML, front matter missing); entry content problems are left to
+ * validation so that all of them can be reported at once.
+ */
+export async function compileKnowledgeBase(
+  inputs: readonly string[],
+  options: KnowledgeCompileOptions = {},
+): Promise<LoadedKnowledgeBase> {
+  const cwd = options.cwd ?? process.cwd();
+  const notes: KnowledgeCompileNote[] = [];
+  if (inputs.length === 0) {
+    throw new KnowledgeCompileError("no-entries", "no input folder or file given", {
+      hint: "pass a folder of Markdown entries, e.g. examples/knowledge-base",
+    });
+  }
+  const catalogsById = new Map<string, PendingCatalog>();
+  const seenFiles = new Set<string>();
+  let onlyFiles = true;
+
+  const catalogFor = async (directory: string, catalogFile: string | undefined): Promise<PendingCatalog> => {
+    const header = catalogFile ? await readCatalogFile(catalogFile, cwd, notes) : { id: basename(directory) };
+    const shownCatalogFile = catalogFile ? displayPath(catalogFile, cwd) : undefined;
+    const existing = catalogsById.get(header.id);
+    if (existing) {
+      if (existing.directory !== directory && (existing.catalogFile || shownCatalogFile)) {
+        throw new KnowledgeCompileError(
+          "duplicate-catalog-id",
+          `catalog id "${header.id}" is also used by ${existing.catalogFile ?? displayPath(existing.directory, cwd)}`,
+          {
+            file: shownCatalogFile ?? displayPath(directory, cwd),
+            line: 1,
+            hint: "give every catalog folder its own id in catalog.yaml",
+          },
+        );
+      }
+      return existing;
+    }
+    const created: PendingCatalog = {
+      id: header.id,
+      ...("name" in header && header.name !== undefined ? { name: header.name } : {}),
+      ...(shownCatalogFile ? { catalogFile: shownCatalogFile } : {}),
+      directory,
+      files: [],
+      entries: [],
+    };
+    catalogsById.set(header.id, created);
+    return created;
+  };
+
+  const addCatalogDirectory = async (directory: string) => {
+    const catalog = await catalogFor(directory, await findCatalogFile(directory));
+    const walked = await walk(directory, true);
+    for (const file of walked.looseFiles) catalog.files.push(file);
+    for (const nested of walked.catalogDirectories) await addCatalogDirectory(nested);
+  };
+
+  for (const input of inputs) {
+    const absolute = resolve(cwd, input);
+    const shown = displayPath(absolute, cwd);
+    const info = await statOrThrow(absolute, shown);
+    if (info.isDirectory()) {
+      onlyFiles = false;
+      if (await findCatalogFile(absolute)) {
+        await addCatalogDirectory(absolute);
+        continue;
+      }
+      const walked = await walk(absolute, true);
+      if (walked.catalogDirectories.length === 0) {
+        const catalog = await catalogFor(absolute, undefined);
+        catalog.files.push(...walked.looseFiles);
+        continue;
+      }
+      for (const directory of walked.catalogDirectories) await addCatalogDirectory(directory);
+      for (const loose of walked.looseFiles) {
+        // A loose file at the root (a questions file, notes) is expected; one in a subfolder is more likely an
+        // entry whose folder lacks its catalog.yaml.
+        const atRoot = dirname(loose) === absolute;
+        notes.push({
+          level: atRoot ? "info" : "warning",
+          code: "ignored-file",
+          message: atRoot
+            ? "not inside a catalog folder; ignored"
+            : "not inside a catalog folder (no catalog.yaml in its folder or above it); ignored",
+          file: displayPath(loose, cwd),
+        });
+      }
+    } else {
+      const extension = extname(absolute).toLowerCase();
+      if (!MARKDOWN_EXTENSIONS.has(extension) && !DATA_EXTENSIONS.has(extension)) {
+        throw new KnowledgeCompileError(
+          "unsupported-file",
+          `unsupported file type "${extension || "(none)"}"`,
+          {
+            file: shown,
+            hint: "entry files are .md/.markdown (front matter) or .yaml/.yml/.json",
+          },
+        );
+      }
+      const directory = dirname(absolute);
+      const catalog = await catalogFor(directory, await findCatalogFile(directory));
+      catalog.files.push(absolute);
+    }
+  }
+
+  const allFiles = [...catalogsById.values()].flatMap((catalog) => catalog.files);
+  const total = allFiles.length;
+  let done = 0;
+  let newestMtimeMs = 0;
+  let order = 0;
+  for (const catalog of catalogsById.values()) {
+    const files = catalog.files;
+    catalog.files = [];
+    for (const path of files) {
+      if (seenFiles.has(path)) continue;
+      seenFiles.add(path);
+      catalog.files.push(path);
+      const file = displayPath(path, cwd);
+      const info = await statOrThrow(path, file);
+      newestMtimeMs = Math.max(newestMtimeMs, info.mtimeMs);
+      const extension = extname(path).toLowerCase();
+      const compiled = MARKDOWN_EXTENSIONS.has(extension)
+        ? await compileMarkdownFile(path, file, notes)
+        : await compileDataFile(path, file, notes);
+      for (const item of compiled) catalog.entries.push({ ...item, order: order++ });
+      done++;
+      options.onProgress?.({ phase: "read", done, total });
+    }
+    if (catalog.catalogFile) {
+      const info = await stat(resolve(cwd, catalog.catalogFile)).catch(() => undefined);
+      if (info) newestMtimeMs = Math.max(newestMtimeMs, info.mtimeMs);
+    }
+  }
+  if (order === 0) {
+    throw new KnowledgeCompileError("no-entries", "no entries found", {
+      file: inputs.map((input) => displayPath(resolve(cwd, input), cwd)).join(", "),
+      hint: "entries are .md files with front matter or .yaml/.yml/.json files; catalog folders hold a catalog.yaml",
+    });
+  }
+  const { manifest, sourceMap } = assemble([...catalogsById.values()], options, newestMtimeMs);
+  return { manifest, sources: toSources(manifest), sourceMap, notes, origin: onlyFiles ? "files" : "folder" };
+}
+
+/** First sentence of `text` (up to `.`, `!` or `?` followed by whitespace), capped in length. */
+export function firstSentence(text: string): string {
+  const trimmed = text.trim();
+  const match = /[.!?](?=\s)/.exec(trimmed);
+  const sentence = match ? trimmed.slice(0, match.index + 1) : trimmed;
+  if (sentence.length <= BEIR_SUMMARY_MAX_CHARS) return sentence;
+  const cut = sentence.slice(0, BEIR_SUMMARY_MAX_CHARS);
+  const lastSpace = cut.lastIndexOf(" ");
+  return `${lastSpace > 0 ? cut.slice(0, lastSpace) : cut}…`;
+}
+
+/**
+ * Loads a BEIR collection's `corpus.jsonl` as one catalog named after the folder: `_id` → id, `title` → title
+ * (the id when empty), the first sentence of `text` → summary, `text` → body, domain `corpus`, no integrations.
+ */
+export async function loadBeirCorpus(
+  directory: string,
+  options: KnowledgeCompileOptions = {},
+): Promise<LoadedKnowledgeBase> {
+  const cwd = options.cwd ?? process.cwd();
+  const corpusPath = join(directory, "corpus.jsonl");
+  const file = displayPath(corpusPath, cwd);
+  const info = await statOrThrow(corpusPath, file);
+  const pending: PendingEntry[] = [];
+  const lines = createInterface({
+    input: createReadStream(corpusPath, "utf8"),
+    crlfDelay: Number.POSITIVE_INFINITY,
+  });
+  let lineNumber = 0;
+  for await (const line of lines) {
+    lineNumber++;
+    if (line.trim() === "") continue;
+    let document: unknown;
+    try {
+      document = JSON.parse(line);
+    } catch (error) {
+      lines.close();
+      throw new KnowledgeCompileError("bad-corpus", `malformed JSON line: ${(error as Error).message}`, {
+        file,
+        line: lineNumber,
+        hint: "corpus.jsonl holds one JSON object per line with _id, title and text",
+      });
+    }
+    const record = (document ?? {}) as { _id?: unknown; title?: unknown; text?: unknown };
+    if (typeof record._id !== "string" && typeof record._id !== "number") {
+      lines.close();
+      throw new KnowledgeCompileError("bad-corpus", 'line has no "_id"', { file, line: lineNumber });
+    }
+    const id = String(record._id);
+    const text = typeof record.text === "string" ? record.text : "";
+    const title = typeof record.title === "string" && record.title.trim() !== "" ? record.title.trim() : id;
+    const summary = firstSentence(text) || title;
+    pending.push({
+      entry: { id, title, summary, domain: "corpus", integrations: [], body: text },
+      location: { file, line: lineNumber, fields: {} },
+      order: pending.length,
+    });
+    if (pending.length % 1000 === 0) options.onProgress?.({ phase: "corpus", done: pending.length });
+  }
+  options.onProgress?.({ phase: "corpus", done: pending.length, total: pending.length });
+  if (pending.length === 0) {
+    throw new KnowledgeCompileError("no-entries", "corpus.jsonl has no documents", { file });
+  }
+  const { manifest, sourceMap } = assemble(
+    [{ id: basename(resolve(directory)), directory, files: [corpusPath], entries: pending }],
+    options,
+    info.mtimeMs,
+  );
+  return { manifest, sources: toSources(manifest), sourceMap, notes: [], origin: "beir" };
+}
+
+function checkManifestShape(value: unknown, file: string | undefined): KnowledgeManifest {
+  const fail = (description: string): never => {
+    throw new KnowledgeCompileError("bad-manifest", description, {
+      ...(file ? { file } : {}),
+      hint: "a manifest is {schemaVersion, contentVersion, generatedAt, catalogs: [{id, entries: [...]}]}; build one with 'lexground build'",
+    });
+  };
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    fail("not a knowledge manifest (expected an object)");
+  const record = value as Record<string, unknown>;
+  if (!Array.isArray(record.catalogs)) fail('not a knowledge manifest: "catalogs" must be an array');
+  if (typeof record.contentVersion !== "string" || record.contentVersion === "") {
+    fail('not a knowledge manifest: "contentVersion" must be a non-empty string');
+  }
+  (record.catalogs as unknown[]).forEach((catalog, index) => {
+    if (catalog === null || typeof catalog !== "object" || Array.isArray(catalog)) {
+      fail(`catalogs[${index}] must be an object with id and entries`);
+    }
+    if (!Array.isArray((catalog as { entries?: unknown }).entries))
+      fail(`catalogs[${index}].entries must be an array`);
+  });
+  return value as KnowledgeManifest;
+}
+
+/** Line numbers of a manifest JSON file's entries, from a position-keeping parse of the same text. */
+function locateManifest(text: string, file: string, manifest: KnowledgeManifest): KnowledgeSourceMap {
+  const { document, lineCounter } = parseYaml(text, file, 0);
+  const notes: KnowledgeCompileNote[] = [];
+  const context: EntryNodeContext = { file, lineCounter, lineOffset: 0, notes };
+  const catalogsNode = isMap(document.contents) ? document.contents.get("catalogs", true) : undefined;
+  return {
+    catalogs: manifest.catalogs.map((catalog, catalogIndex) => {
+      const catalogNode = isSeq(catalogsNode) ? catalogsNode.items[catalogIndex] : undefined;
+      const entriesNode = isMap(catalogNode) ? catalogNode.get("entries", true) : undefined;
+      return {
+        id: String(catalog.id),
+        entries: catalog.entries.map((entry, entryIndex) => {
+          const node = isSeq(entriesNode) ? (entriesNode.items[entryIndex] as YamlNode) : undefined;
+          return shapeEntry(entry, node, context, {}).location;
+        }),
+      };
+    }),
+  };
+}
+
+function unlocatedSourceMap(manifest: KnowledgeManifest, file: string): KnowledgeSourceMap {
+  return {
+    catalogs: manifest.catalogs.map((catalog) => ({
+      id: String(catalog.id),
+      entries: catalog.entries.map(() => ({ file, line: 0, fields: {} })),
+    })),
+  };
+}
+
+/**
+ * Loads a knowledge base from whatever the user points at: a manifest object, a manifest JSON file, a BEIR folder
+ * (holding `corpus.jsonl`), a folder of authored entries, or entry files.
+ */
+export async function loadKnowledgeBase(
+  pathOrManifest: string | readonly string[] | KnowledgeManifest,
+  options: KnowledgeCompileOptions = {},
+): Promise<LoadedKnowledgeBase> {
+  if (typeof pathOrManifest === "object" && !Array.isArray(pathOrManifest)) {
+    const manifest = checkManifestShape(pathOrManifest, undefined);
+    return {
+      manifest,
+      sources: toSources(manifest),
+      sourceMap: unlocatedSourceMap(manifest, "(manifest)"),
+      notes: [],
+      origin: "object",
+    };
+  }
+  const inputs =
+    typeof pathOrManifest === "string" ? [pathOrManifest] : (pathOrManifest as readonly string[]);
+  const cwd = options.cwd ?? process.cwd();
+  if (inputs.length === 1) {
+    const absolute = resolve(cwd, inputs[0]!);
+    const shown = displayPath(absolute, cwd);
+    const info = await statOrThrow(absolute, shown);
+    if (info.isDirectory()) {
+      const corpus = await stat(join(absolute, "corpus.jsonl")).catch(() => undefined);
+      if (corpus?.isFile()) return loadBeirCorpus(absolute, options);
+    } else if (extname(absolute).toLowerCase() === ".json") {
+      const text = await readText(absolute, shown);
+      const value = parseJsonStrict(text, shown);
+      if (value !== null && typeof value === "object" && !Array.isArray(value) && "catalogs" in value) {
+        const manifest = checkManifestShape(value, shown);
+        return {
+          manifest,
+          sources: toSources(manifest),
+          sourceMap: options.locate
+            ? locateManifest(text, shown, manifest)
+            : unlocatedSourceMap(manifest, shown),
+          notes: [],
+          origin: "manifest",
+        };
+      }
+    }
+  }
+  return compileKnowledgeBase(inputs, options);
+}
+
+/** The manifest as written by `lexground build`: two-space JSON with a trailing newline. */
+export function serializeManifest(manifest: KnowledgeManifest): string {
+  return `${JSON.stringify(manifest, null, 2)}\n`;
+}

@@ -1,0 +1,59 @@
+/**
+ * Errors of the CLI and the knowledge compiler. Every error names what is wrong, where (file and line when known)
+ * and what to do about it, so the CLI can print one clear line plus a hint.
+ */
+
+/** Stable codes of {@link KnowledgeCompileError}. */
+export type KnowledgeCompileErrorCode =
+  | "not-found"
+  | "unreadable"
+  | "unsupported-file"
+  | "yaml-syntax"
+  | "json-syntax"
+  | "missing-front-matter"
+  | "unclosed-front-matter"
+  | "bad-front-matter"
+  | "bad-entry-file"
+  | "bad-catalog-file"
+  | "duplicate-catalog-id"
+  | "bad-manifest"
+  | "bad-corpus"
+  | "bad-content-version"
+  | "bad-generated-at"
+  | "no-entries";
+
+/** A knowledge base could not be compiled or loaded. `file` and `line` locate the problem when known. */
+export class KnowledgeCompileError extends Error {
+  override readonly name = "KnowledgeCompileError";
+  /** Stable machine-readable code. */
+  readonly code: KnowledgeCompileErrorCode;
+  /** Display path of the offending file, when there is one. */
+  readonly file: string | undefined;
+  /** 1-based line in `file`, when known. */
+  readonly line: number | undefined;
+  /** What the author can do about it. */
+  readonly hint: string | undefined;
+
+  constructor(
+    code: KnowledgeCompileErrorCode,
+    description: string,
+    location: { file?: string; line?: number; hint?: string } = {},
+  ) {
+    const where = location.file ? `${location.file}${location.line ? `:${location.line}` : ""}: ` : "";
+    super(`${where}${description}`);
+    this.code = code;
+    this.file = location.file;
+    this.line = location.line;
+    this.hint = location.hint;
+  }
+}
+
+/** A command was used wrongly (bad flag value, missing argument). Exit code 2, like commander's usage errors. */
+export class CliUsageError extends Error {
+  override readonly name = "CliUsageError";
+  readonly hint: string | undefined;
+  constructor(message: string, hint?: string) {
+    super(message);
+    this.hint = hint;
+  }
+}
