@@ -39,14 +39,63 @@ function capTokenLength(token: string): string {
   return token.slice(0, end);
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, control characters included, is meant.
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
+/**
+ * Tokenizes pure-ASCII text in one pass with the same result as the Unicode pipeline: ASCII is unchanged by
+ * NFKC/NFD and has no combining marks, so only the identifier splits, separators and lowercasing remain.
+ * Indexing is dominated by tokenization, and most registries are ASCII.
+ */
+function tokenizeAscii(text: string): string[] {
+  const tokens: string[] = [];
+  const length = text.length;
+  let start = -1;
+  for (let index = 0; index < length; index++) {
+    const code = text.charCodeAt(index);
+    const isUpper = code >= 65 && code <= 90;
+    const isLower = code >= 97 && code <= 122;
+    const isDigit = code >= 48 && code <= 57;
+    if (!isUpper && !isLower && !isDigit) {
+      if (start >= 0) {
+        tokens.push(text.slice(start, index).toLowerCase());
+        start = -1;
+      }
+      continue;
+    }
+    if (start >= 0 && isUpper) {
+      const previous = text.charCodeAt(index - 1);
+      const previousIsUpper = previous >= 65 && previous <= 90;
+      const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
+      const splitsHere = previousIsUpper ? next >= 97 && next <= 122 : true;
+      if (splitsHere) {
+        tokens.push(text.slice(start, index).toLowerCase());
+        start = index;
+      }
+    } else if (start < 0) {
+      start = index;
+    }
+  }
+  if (start >= 0) tokens.push(text.slice(start).toLowerCase());
+  return tokens;
+}
+
 /**
  * Splits normalized text into tokens. No stop words, no stemming, no minimum length; tokens longer than
  * {@link MAX_TOKEN_LENGTH} code units are cut to that length. Empty input gives `[]`.
  */
 export function tokenize(text: string | null | undefined): string[] {
-  const normalized = normalizeText(text);
-  if (normalized === "") return [];
-  const tokens = normalized.split(" ");
+  if (!text) return [];
+  const source = String(text);
+  if (ASCII_ONLY.test(source)) return capTokens(tokenizeAscii(source));
+  return capTokens(splitNormalized(normalizeText(source)));
+}
+
+function splitNormalized(normalized: string): string[] {
+  return normalized === "" ? [] : normalized.split(" ");
+}
+
+function capTokens(tokens: string[]): string[] {
   for (let index = 0; index < tokens.length; index++) {
     const token = tokens[index]!;
     if (token.length > MAX_TOKEN_LENGTH) tokens[index] = capTokenLength(token);

@@ -56,9 +56,6 @@ export type KnowledgeAnalyzerName = "none" | "english";
  */
 export type KnowledgeScoringMode = "sum" | "bm25f";
 
-/** Which rule turns candidate scores into a confidence class. */
-export type KnowledgeConfidenceRule = "seed" | "calibrated";
-
 /**
  * One entry as a host writes it. `id`, `title`, `summary`, `domain` and `integrations` are required; omitted
  * optional fields take their defaults during normalization.
@@ -171,8 +168,6 @@ export type KnowledgeRetrievalConfig = {
   analyzer?: KnowledgeAnalyzerName;
   /** How per-field evidence is combined. Default `"sum"` (NeuroLink parity). */
   scoring?: KnowledgeScoringMode;
-  /** Confidence rule. Default `"seed"` (NeuroLink parity). */
-  confidenceRule?: KnowledgeConfidenceRule;
 };
 
 /** Limits of the rendered grounding block. */
@@ -253,7 +248,11 @@ export type KnowledgeLexicalMatch = {
  * Redis query engine) can stand. Results are sorted by descending score, ties by ascending id in code-unit order.
  */
 export type KnowledgeLexicalSearcher = {
-  search: (queryTokens: string[], topK: number, eligibleEntryIds?: ReadonlySet<string>) => KnowledgeLexicalMatch[];
+  search: (
+    queryTokens: string[],
+    topK: number,
+    eligibleEntryIds?: ReadonlySet<string>,
+  ) => KnowledgeLexicalMatch[];
 };
 
 /** The immutable, ready-to-query index built once per source set and shared by every engine that uses it. */
@@ -375,7 +374,6 @@ export type KnowledgeResolvedRetrieval = {
   b?: number;
   analyzer?: KnowledgeAnalyzerName;
   scoring?: KnowledgeScoringMode;
-  confidenceRule?: KnowledgeConfidenceRule;
 };
 
 /** One scored candidate with the evidence behind its score. */

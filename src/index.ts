@@ -1,0 +1,77 @@
+/**
+ * lexground: lexical knowledge grounding for LLM turns. The engine and every public type, with no runtime
+ * dependencies. The NeuroLink-compatible client is `lexground/neurolink`; the AI SDK middleware is
+ * `lexground/ai-sdk`.
+ *
+ * @module
+ */
+
+export { resolveRetrieval, validateGroundingConfig } from "./knowledge/config.js";
+export {
+  assembleKnowledgeContext,
+  buildOpening,
+  estimateTokens,
+  KNOWLEDGE_CONTEXT_CLOSE,
+  KNOWLEDGE_CONTEXT_OPEN,
+  neutralizeDelimiters,
+  renderEntry,
+} from "./knowledge/context.js";
+export {
+  CACHE_SCHEMA_VERSION,
+  CONFIDENCE_DOMINANCE_RATIO,
+  CONFIDENCE_MIN_FIELDS,
+  DEFAULT_ALIAS_BOOST,
+  DEFAULT_BM25_B,
+  DEFAULT_BM25_K1,
+  DEFAULT_CANDIDATE_LIMIT,
+  DEFAULT_EXACT_BOOST,
+  DEFAULT_FIELD_WEIGHTS,
+  DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_RECENT_TURNS,
+  DEFAULT_RELATION_LIMIT,
+  DEFAULT_RESULT_LIMIT,
+  DEFAULT_TIMEOUT_MS,
+  ELIGIBILITY_CACHE_LIMIT,
+  FALLBACK_VERSION,
+  HISTORY_TURN_CHARS,
+  KNOWLEDGE_FIELD_NAMES,
+  KNOWLEDGE_INDEX_CACHE_LIMIT,
+  MAX_ALIASES_PER_ENTRY,
+  MAX_BODY_CHARS,
+  MAX_ENTRIES,
+  MAX_FIELD_CHARS,
+  MAX_KEYWORDS_PER_ENTRY,
+  MAX_QUERY_CHARS,
+  MAX_QUERY_TOKENS,
+  MAX_RELATIONS_PER_ENTRY,
+  MAX_TOKEN_LENGTH,
+} from "./knowledge/defaults.js";
+export {
+  INDEX_NOT_READY,
+  KnowledgeGroundingEngine,
+  KnowledgeGroundingTimeoutError,
+} from "./knowledge/engine.js";
+export {
+  buildKnowledgeIndexCacheKey,
+  clearKnowledgeIndexCache,
+  getKnowledgeIndexCacheSize,
+  getOrBuildKnowledgeIndexSnapshot,
+  type KnowledgeIndexBuildResult,
+} from "./knowledge/indexCache.js";
+export {
+  buildDocument,
+  buildIndexSnapshot,
+  type KnowledgeIndexBuildOptions,
+  KnowledgeLexicalIndex,
+  type KnowledgeLexicalIndexOptions,
+} from "./knowledge/knowledgeIndex.js";
+export { normalizePhrases, normalizeText, tokenize } from "./knowledge/normalize.js";
+export {
+  KNOWLEDGE_ENTRY_KINDS,
+  KNOWLEDGE_STATUSES,
+  manifestToSources,
+  normalizeAndValidate,
+  resolveEntry,
+} from "./knowledge/resolve.js";
+export { classifyConfidence, isAuthorized, retrieve } from "./knowledge/retrieval.js";
+export type * from "./types/knowledge.js";

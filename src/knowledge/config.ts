@@ -1,0 +1,152 @@
+/**
+ * Engine configuration: merging retrieval settings with defaults (`resolveRetrieval`) and validating every
+ * number a host can set, so bad values become issues instead of NaN scores.
+ */
+import type {
+  KnowledgeGroundingConfig,
+  KnowledgeResolvedRetrieval,
+  KnowledgeRetrievalConfig,
+  KnowledgeValidationIssue,
+} from "../types/knowledge.js";
+import {
+  DEFAULT_ALIAS_BOOST,
+  DEFAULT_BM25_B,
+  DEFAULT_BM25_K1,
+  DEFAULT_CANDIDATE_LIMIT,
+  DEFAULT_EXACT_BOOST,
+  DEFAULT_RELATION_LIMIT,
+  DEFAULT_RESULT_LIMIT,
+  DEFAULT_TIMEOUT_MS,
+  KNOWLEDGE_FIELD_NAMES,
+} from "./defaults.js";
+import { resolveFieldWeights } from "./knowledgeIndex.js";
+import { describeType } from "./resolve.js";
+
+const ANALYZERS: ReadonlySet<string> = new Set(["none", "english"]);
+const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
+
+/**
+ * Merges retrieval configuration with the defaults. Each value is `config ?? default`, so an explicit 0 is kept;
+ * `fieldWeights` may be partial. Values are not checked here; see {@link validateGroundingConfig}.
+ */
+export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): KnowledgeResolvedRetrieval {
+  const source = config && typeof config === "object" ? config : {};
+  return {
+    candidateLimit: source.candidateLimit ?? DEFAULT_CANDIDATE_LIMIT,
+    resultLimit: source.resultLimit ?? DEFAULT_RESULT_LIMIT,
+    relationLimit: source.relationLimit ?? DEFAULT_RELATION_LIMIT,
+    fieldWeights: resolveFieldWeights(source.fieldWeights),
+    exactBoost: source.exactBoost ?? DEFAULT_EXACT_BOOST,
+    aliasBoost: source.aliasBoost ?? DEFAULT_ALIAS_BOOST,
+    k1: source.k1 ?? DEFAULT_BM25_K1,
+    b: source.b ?? DEFAULT_BM25_B,
+    analyzer: source.analyzer ?? "none",
+    scoring: source.scoring ?? "sum",
+  };
+}
+
+type Check = (value: number) => boolean;
+const isCount: Check = (value) => Number.isInteger(value) && value >= 0;
+const isNonNegative: Check = (value) => Number.isFinite(value) && value >= 0;
+const isFiniteNumber: Check = (value) => Number.isFinite(value);
+
+/**
+ * Validates an engine configuration. Returns issues (code `bad-config`, with a path such as
+ * `retrieval.fieldWeights.title`); an error-level issue means the engine must not build.
+ */
+export function validateGroundingConfig(config: unknown): KnowledgeValidationIssue[] {
+  const issues: KnowledgeValidationIssue[] = [];
+  const fail = (path: string, message: string): void => {
+    issues.push({ level: "error", code: "bad-config", message: `${path} ${message}`, path });
+  };
+  if (!config || typeof config !== "object" || Array.isArray(config)) {
+    fail("config", `must be an object, got ${describeType(config)}`);
+    return issues;
+  }
+  const record = config as Partial<KnowledgeGroundingConfig> & Record<string, unknown>;
+  const number = (path: string, value: unknown, check: Check, expectation: string): void => {
+    if (value === undefined) return;
+    if (typeof value !== "number" || !check(value))
+      fail(path, `must be ${expectation}, got ${describeValue(value)}`);
+  };
+  if (record.timeoutMs !== undefined) {
+    number(
+      "timeoutMs",
+      record.timeoutMs,
+      (value) => Number.isFinite(value) && value > 0,
+      "a finite number > 0",
+    );
+  }
+  if (record.blockedDomains !== undefined) {
+    if (
+      !Array.isArray(record.blockedDomains) ||
+      record.blockedDomains.some((domain) => typeof domain !== "string")
+    ) {
+      fail("blockedDomains", `must be an array of strings, got ${describeValue(record.blockedDomains)}`);
+    }
+  }
+  const retrieval = record.retrieval;
+  if (retrieval !== undefined) {
+    if (!retrieval || typeof retrieval !== "object" || Array.isArray(retrieval)) {
+      fail("retrieval", `must be an object, got ${describeType(retrieval)}`);
+    } else {
+      if (retrieval.mode !== undefined && retrieval.mode !== "lexical") {
+        fail("retrieval.mode", `must be "lexical", got ${describeValue(retrieval.mode)}`);
+      }
+      number("retrieval.candidateLimit", retrieval.candidateLimit, isCount, "an integer >= 0");
+      number("retrieval.resultLimit", retrieval.resultLimit, isCount, "an integer >= 0");
+      number("retrieval.relationLimit", retrieval.relationLimit, isCount, "an integer >= 0");
+      number("retrieval.exactBoost", retrieval.exactBoost, isFiniteNumber, "a finite number");
+      number("retrieval.aliasBoost", retrieval.aliasBoost, isFiniteNumber, "a finite number");
+      number("retrieval.k1", retrieval.k1, isNonNegative, "a finite number >= 0");
+      number("retrieval.b", retrieval.b, (value) => value >= 0 && value <= 1, "a number in [0, 1]");
+      if (retrieval.analyzer !== undefined && !ANALYZERS.has(retrieval.analyzer as string)) {
+        fail("retrieval.analyzer", `must be "none" or "english", got ${describeValue(retrieval.analyzer)}`);
+      }
+      if (retrieval.scoring !== undefined && !SCORING_MODES.has(retrieval.scoring as string)) {
+        fail("retrieval.scoring", `must be "sum" or "bm25f", got ${describeValue(retrieval.scoring)}`);
+      }
+      const weights = retrieval.fieldWeights;
+      if (weights !== undefined) {
+        if (!weights || typeof weights !== "object" || Array.isArray(weights)) {
+          fail("retrieval.fieldWeights", `must be an object, got ${describeType(weights)}`);
+        } else {
+          for (const field of KNOWLEDGE_FIELD_NAMES) {
+            number(`retrieval.fieldWeights.${field}`, weights[field], isNonNegative, "a finite number >= 0");
+          }
+          for (const key of Object.keys(weights)) {
+            if (!(KNOWLEDGE_FIELD_NAMES as readonly string[]).includes(key)) {
+              fail(
+                `retrieval.fieldWeights.${key}`,
+                `is not a field; expected one of ${KNOWLEDGE_FIELD_NAMES.join(", ")}`,
+              );
+            }
+          }
+        }
+      }
+    }
+  }
+  const context = record.context;
+  if (context !== undefined) {
+    if (!context || typeof context !== "object" || Array.isArray(context)) {
+      fail("context", `must be an object, got ${describeType(context)}`);
+    } else {
+      number("context.maxTokens", context.maxTokens, isNonNegative, "a finite number >= 0");
+      if (context.includeCitations !== undefined && typeof context.includeCitations !== "boolean") {
+        fail("context.includeCitations", `must be a boolean, got ${describeValue(context.includeCitations)}`);
+      }
+    }
+  }
+  return issues;
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return JSON.stringify(value);
+  return describeType(value);
+}
+
+/** The timeout of one grounding operation. */
+export function resolveTimeout(config: KnowledgeGroundingConfig): number {
+  return config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+}

@@ -1,0 +1,763 @@
+/**
+ * The immutable index: the search document of each entry, the field-aware BM25 index and the snapshot that
+ * bundles them with the phrase and relation maps.
+ *
+ * Layout (why it is fast): entries get dense integer ids; postings of each field are compressed-sparse-row typed
+ * arrays per term; each posting stores its finished BM25 contribution, computed once at build time with exactly
+ * the expression of the straightforward scorer, so a query only adds precomputed numbers for the postings of its
+ * own terms. Eligibility is a byte mask applied while scoring, before top-K.
+ */
+import type {
+  IndexedKnowledgeDocument,
+  KnowledgeAnalyzerName,
+  KnowledgeFieldName,
+  KnowledgeFieldWeights,
+  KnowledgeIndexSnapshot,
+  KnowledgeLexicalMatch,
+  KnowledgeLexicalSearcher,
+  KnowledgeScoringMode,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
+import {
+  DEFAULT_BM25_B,
+  DEFAULT_BM25_K1,
+  DEFAULT_FIELD_WEIGHTS,
+  KNOWLEDGE_FIELD_NAMES,
+  MAX_QUERY_TOKENS,
+} from "./defaults.js";
+import { normalizePhrases, phraseKey, tokenize } from "./normalize.js";
+
+/** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
+export type KnowledgeLexicalIndexOptions = {
+  /** BM25 term-frequency saturation. Default 1.5. */
+  k1?: number;
+  /** BM25 length normalization. Default 0.75. */
+  b?: number;
+  /** Analyzer for document and query tokens. Default `"none"`. */
+  analyzer?: KnowledgeAnalyzerName;
+  /** Evidence combination. Default `"sum"`. */
+  scoring?: KnowledgeScoringMode;
+};
+
+/** Options of {@link buildIndexSnapshot}: the index parameters plus field weights (partial allowed). */
+export type KnowledgeIndexBuildOptions = KnowledgeLexicalIndexOptions & {
+  fieldWeights?: Partial<KnowledgeFieldWeights>;
+};
+
+const FIELD_COUNT = 5;
+
+/** Builds the search document of an entry: its id and title phrases and the tokens of its five fields. */
+export function buildDocument(entry: NormalizedKnowledgeEntry): IndexedKnowledgeDocument {
+  return {
+    id: entry.id,
+    exactKeys: normalizePhrases([entry.id, entry.title]),
+    fields: {
+      title: tokenize(entry.title),
+      aliases: tokenizeList(entry.aliases),
+      keywords: tokenizeList(entry.keywords),
+      summary: tokenize(entry.summary),
+      body: tokenize(entry.body),
+    },
+  };
+}
+
+function tokenizeList(values: readonly string[]): string[] {
+  if (values.length === 0) return [];
+  if (values.length === 1) return tokenize(values[0]);
+  const tokens: string[] = [];
+  for (const value of values) for (const token of tokenize(value)) tokens.push(token);
+  return tokens;
+}
+
+/** Merges partial weights over the defaults. */
+export function resolveFieldWeights(weights?: Partial<KnowledgeFieldWeights> | null): KnowledgeFieldWeights {
+  const resolved = { ...DEFAULT_FIELD_WEIGHTS };
+  if (weights) {
+    for (const field of KNOWLEDGE_FIELD_NAMES) {
+      const value = weights[field];
+      if (value !== undefined) resolved[field] = value;
+    }
+  }
+  return resolved;
+}
+
+/** A growable Int32 buffer used only while building. */
+class IntBuffer {
+  data = new Int32Array(1024);
+  length = 0;
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const next = new Int32Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = value;
+  }
+}
+
+/** Per-field build state, dropped by finalize. */
+type FieldBuilder = {
+  terms: IntBuffer;
+  docs: IntBuffer;
+  frequencies: IntBuffer;
+  lengths: IntBuffer;
+  total: number;
+};
+
+/** Finished per-field postings. */
+type FieldPostings = {
+  /** Term id → first posting; `offsets[termId + 1]` ends it. Empty for skipped fields. */
+  offsets: Int32Array;
+  docs: Int32Array;
+  contributions: Float64Array;
+  active: boolean;
+};
+
+/**
+ * Field-aware BM25 index (NeuroLink's "BM25F-style" scorer): per field, Okapi BM25 with Lucene's always-positive
+ * IDF `ln(1 + (N − df + 0.5) / (df + 0.5))`, df counted in that field only and N over every document, then summed
+ * with the field weights. `k1` (default 1.5) is in [0, ∞), `b` (default 0.75) in [0, 1]. A field whose weight is
+ * ≤ 0, or that is empty in every document, is skipped. Use: `add` each document, `finalize` once, then `search`.
+ *
+ * With `scoring: "bm25f"`, the weighted, length-normalized term frequencies of all fields are summed before one
+ * saturation, with one IDF over documents containing the term in any scored field; the per-field breakdown then
+ * splits each term's score in proportion to the fields' normalized frequencies.
+ */
+export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
+  /** Resolved field weights. */
+  readonly fieldWeights: Readonly<KnowledgeFieldWeights>;
+  readonly k1: number;
+  readonly b: number;
+  readonly analyzerName: KnowledgeAnalyzerName;
+  readonly scoring: KnowledgeScoringMode;
+  private readonly analyzer: TokenAnalyzer | null;
+  private readonly termIds = new Map<string, number>();
+  private readonly ids: string[] = [];
+  private readonly denseIds = new Map<string, number>();
+  private builders: FieldBuilder[] | null;
+  private postings: FieldPostings[] = [];
+  private averageLengths = new Float64Array(FIELD_COUNT);
+  /** Rank of each dense id in code-unit order of entry ids: the deterministic tie-break. */
+  private ranks: Int32Array = new Int32Array(0);
+  private finalized = false;
+  // Scratch accumulators reused by every search; searches are synchronous, so they never interleave.
+  private totals: Float64Array | null = null;
+  private fieldTotals: Float64Array[] = [];
+  private fieldMarks: Uint8Array | null = null;
+  private touched: Int32Array | null = null;
+
+  constructor(fieldWeights?: Partial<KnowledgeFieldWeights>, options: KnowledgeLexicalIndexOptions = {}) {
+    this.fieldWeights = Object.freeze(resolveFieldWeights(fieldWeights));
+    this.k1 = options.k1 ?? DEFAULT_BM25_K1;
+    this.b = options.b ?? DEFAULT_BM25_B;
+    this.analyzerName = options.analyzer ?? "none";
+    this.scoring = options.scoring ?? "sum";
+    this.analyzer = getAnalyzer(this.analyzerName);
+    assertIndexParameters(this.fieldWeights, this.k1, this.b);
+    this.builders = Array.from({ length: FIELD_COUNT }, () => ({
+      terms: new IntBuffer(),
+      docs: new IntBuffer(),
+      frequencies: new IntBuffer(),
+      lengths: new IntBuffer(),
+      total: 0,
+    }));
+  }
+
+  /** Number of documents added. */
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** Entry id of a dense id. */
+  idAt(denseId: number): string {
+    return this.ids[denseId]!;
+  }
+
+  /** Dense id of an entry id, or -1. */
+  denseIdOf(id: string): number {
+    return this.denseIds.get(id) ?? -1;
+  }
+
+  /** Adds one document. Ids must be unique; documents cannot be added after {@link finalize}. */
+  add(document: IndexedKnowledgeDocument): void {
+    const builders = this.builders;
+    if (!builders) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
+    if (this.denseIds.has(document.id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(document.id)}`);
+    const docId = this.ids.length;
+    this.ids.push(document.id);
+    this.denseIds.set(document.id, docId);
+    const counts = new Map<number, number>();
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const builder = builders[field]!;
+      const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
+      const tokens = this.analyzer ? this.analyzer(raw) : raw;
+      builder.lengths.push(tokens.length);
+      builder.total += tokens.length;
+      if (tokens.length === 0) continue;
+      counts.clear();
+      for (const token of tokens) {
+        let termId = this.termIds.get(token);
+        if (termId === undefined) {
+          termId = this.termIds.size;
+          this.termIds.set(token, termId);
+        }
+        counts.set(termId, (counts.get(termId) ?? 0) + 1);
+      }
+      for (const [termId, frequency] of counts) {
+        builder.terms.push(termId);
+        builder.docs.push(docId);
+        builder.frequencies.push(frequency);
+      }
+    }
+  }
+
+  /** Computes average field lengths, IDF and every posting's contribution, and releases the build state. */
+  finalize(): void {
+    if (this.finalized) return;
+    const builders = this.builders!;
+    const documentCount = this.ids.length;
+    const termCount = this.termIds.size;
+    const { k1, b } = this;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      this.averageLengths[field] = documentCount > 0 ? builders[field]!.total / documentCount : 0;
+    }
+    if (this.scoring === "bm25f") {
+      this.postings = [this.finalizeBm25f(builders, termCount)];
+    } else {
+      for (let field = 0; field < FIELD_COUNT; field++) {
+        const builder = builders[field]!;
+        const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+        const averageLength = this.averageLengths[field]!;
+        if (!(weight > 0) || !(averageLength > 0)) {
+          this.postings.push({
+            offsets: new Int32Array(0),
+            docs: new Int32Array(0),
+            contributions: new Float64Array(0),
+            active: false,
+          });
+          continue;
+        }
+        const { offsets, order } = groupByTerm(builder.terms, termCount);
+        const postingCount = builder.terms.length;
+        const docs = new Int32Array(postingCount);
+        const contributions = new Float64Array(postingCount);
+        const lengths = builder.lengths.data;
+        for (let term = 0; term < termCount; term++) {
+          const begin = offsets[term]!;
+          const end = offsets[term + 1]!;
+          if (begin === end) continue;
+          const documentFrequency = end - begin;
+          const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+          for (let position = begin; position < end; position++) {
+            const source = order[position]!;
+            const doc = builder.docs.data[source]!;
+            const tf = builder.frequencies.data[source]!;
+            const len = lengths[doc]!;
+            docs[position] = doc;
+            // Same expression and evaluation order as the straightforward scorer, so scores are bit-identical.
+            contributions[position] =
+              (weight * idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * len) / averageLength));
+          }
+        }
+        this.postings.push({ offsets, docs, contributions, active: true });
+      }
+    }
+    this.ranks = rankIds(this.ids);
+    this.builders = null;
+    this.finalized = true;
+  }
+
+  /**
+   * True BM25F: one posting list per term over all fields, each posting the complete term score, with the
+   * per-field shares kept for the breakdown.
+   */
+  private finalizeBm25f(
+    builders: FieldBuilder[],
+    termCount: number,
+  ): FieldPostings & { shares?: Float64Array } {
+    const documentCount = this.ids.length;
+    const { k1, b } = this;
+    // Weighted, length-normalized frequency per (term, doc, field), merged by (term, doc).
+    const perTermDoc = new Map<number, Map<number, Float64Array>>();
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const builder = builders[field]!;
+      const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+      const averageLength = this.averageLengths[field]!;
+      if (!(weight > 0) || !(averageLength > 0)) continue;
+      for (let index = 0; index < builder.terms.length; index++) {
+        const term = builder.terms.data[index]!;
+        const doc = builder.docs.data[index]!;
+        const tf = builder.frequencies.data[index]!;
+        const len = builder.lengths.data[doc]!;
+        let docs = perTermDoc.get(term);
+        if (!docs) {
+          docs = new Map();
+          perTermDoc.set(term, docs);
+        }
+        let parts = docs.get(doc);
+        if (!parts) {
+          parts = new Float64Array(FIELD_COUNT);
+          docs.set(doc, parts);
+        }
+        parts[field] = (weight * tf) / (1 - b + (b * len) / averageLength);
+      }
+    }
+    const offsets = new Int32Array(termCount + 1);
+    let postingCount = 0;
+    for (let term = 0; term < termCount; term++) {
+      offsets[term] = postingCount;
+      postingCount += perTermDoc.get(term)?.size ?? 0;
+    }
+    offsets[termCount] = postingCount;
+    const docs = new Int32Array(postingCount);
+    const contributions = new Float64Array(postingCount);
+    const shares = new Float64Array(postingCount * FIELD_COUNT);
+    for (let term = 0; term < termCount; term++) {
+      const termDocs = perTermDoc.get(term);
+      if (!termDocs) continue;
+      const documentFrequency = termDocs.size;
+      const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+      const sorted = [...termDocs.keys()].sort((left, right) => left - right);
+      let position = offsets[term]!;
+      for (const doc of sorted) {
+        const parts = termDocs.get(doc)!;
+        let pseudoFrequency = 0;
+        for (let field = 0; field < FIELD_COUNT; field++) pseudoFrequency += parts[field]!;
+        const score = (idf * (pseudoFrequency * (k1 + 1))) / (pseudoFrequency + k1);
+        docs[position] = doc;
+        contributions[position] = score;
+        for (let field = 0; field < FIELD_COUNT; field++) {
+          shares[position * FIELD_COUNT + field] =
+            pseudoFrequency > 0 ? (score * parts[field]!) / pseudoFrequency : 0;
+        }
+        position++;
+      }
+    }
+    this.bm25fShares = shares;
+    return { offsets, docs, contributions, active: postingCount > 0 };
+  }
+
+  private bm25fShares: Float64Array | null = null;
+
+  /**
+   * Searches with an eligibility set of entry ids (the seed's contract). Results are sorted by score descending,
+   * ties by entry id in code-unit order; at most `topK`.
+   */
+  search(
+    queryTokens: string[],
+    topK: number,
+    eligibleEntryIds?: ReadonlySet<string>,
+  ): KnowledgeLexicalMatch[] {
+    let mask: Uint8Array | null = null;
+    if (eligibleEntryIds) {
+      mask = new Uint8Array(this.ids.length);
+      for (const id of eligibleEntryIds) {
+        const denseId = this.denseIds.get(id);
+        if (denseId !== undefined) mask[denseId] = 1;
+      }
+    }
+    return this.searchWithMask(queryTokens, topK, mask);
+  }
+
+  /**
+   * Searches with an eligibility mask indexed by dense id (1 = eligible; null = all eligible). This is the hot
+   * path: it touches only the postings of the query's own terms.
+   */
+  searchWithMask(
+    queryTokens: readonly string[],
+    topK: number,
+    mask: Uint8Array | null,
+  ): KnowledgeLexicalMatch[] {
+    if (!this.finalized) throw new Error("KnowledgeLexicalIndex.search: call finalize() first");
+    const documentCount = this.ids.length;
+    if (documentCount === 0 || queryTokens.length === 0 || !(topK > 0)) return [];
+    const termIds = this.queryTermIds(queryTokens);
+    if (termIds.length === 0) return [];
+
+    if (!this.totals) {
+      this.totals = new Float64Array(documentCount);
+      this.fieldTotals = Array.from({ length: FIELD_COUNT }, () => new Float64Array(documentCount));
+      this.fieldMarks = new Uint8Array(documentCount);
+      this.touched = new Int32Array(documentCount);
+    }
+    const totals = this.totals;
+    const fieldTotals = this.fieldTotals;
+    const marks = this.fieldMarks!;
+    const touched = this.touched!;
+    let touchedCount = 0;
+
+    if (this.scoring === "bm25f") {
+      const postings = this.postings[0]!;
+      const shares = this.bm25fShares!;
+      for (const term of termIds) {
+        const end = postings.offsets[term + 1]!;
+        for (let position = postings.offsets[term]!; position < end; position++) {
+          const doc = postings.docs[position]!;
+          if (mask !== null && mask[doc] === 0) continue;
+          if (marks[doc] === 0) touched[touchedCount++] = doc;
+          totals[doc]! += postings.contributions[position]!;
+          for (let field = 0; field < FIELD_COUNT; field++) {
+            const share = shares[position * FIELD_COUNT + field]!;
+            if (share > 0) {
+              fieldTotals[field]![doc]! += share;
+              marks[doc]! |= 1 << field;
+            }
+          }
+          marks[doc]! |= 1 << 5;
+        }
+      }
+    } else {
+      for (let field = 0; field < FIELD_COUNT; field++) {
+        const postings = this.postings[field]!;
+        if (!postings.active) continue;
+        const fieldTotal = fieldTotals[field]!;
+        const bit = 1 << field;
+        const { offsets, docs, contributions } = postings;
+        for (const term of termIds) {
+          const end = offsets[term + 1]!;
+          for (let position = offsets[term]!; position < end; position++) {
+            const doc = docs[position]!;
+            if (mask !== null && mask[doc] === 0) continue;
+            if (marks[doc] === 0) touched[touchedCount++] = doc;
+            const contribution = contributions[position]!;
+            totals[doc]! += contribution;
+            fieldTotal[doc]! += contribution;
+            marks[doc]! |= bit;
+          }
+        }
+      }
+    }
+
+    const selected = selectTop(touched, touchedCount, topK, totals, this.ranks);
+    const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
+    for (let index = 0; index < selected.length; index++) {
+      const doc = selected[index]!;
+      const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+      for (let field = 0; field < FIELD_COUNT; field++) {
+        if (marks[doc]! & (1 << field))
+          fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = fieldTotals[field]![doc]!;
+      }
+      matches[index] = { id: this.ids[doc]!, score: totals[doc]!, fieldScores };
+    }
+    for (let index = 0; index < touchedCount; index++) {
+      const doc = touched[index]!;
+      totals[doc] = 0;
+      marks[doc] = 0;
+      for (let field = 0; field < FIELD_COUNT; field++) fieldTotals[field]![doc] = 0;
+    }
+    return matches;
+  }
+
+  /** Distinct known term ids of the query, in first-occurrence order, at most {@link MAX_QUERY_TOKENS}. */
+  private queryTermIds(queryTokens: readonly string[]): number[] {
+    const analyzed = this.analyzer ? this.analyzer(queryTokens) : queryTokens;
+    const seen = new Set<string>();
+    const termIds: number[] = [];
+    for (const token of analyzed) {
+      if (seen.has(token)) continue;
+      if (seen.size >= MAX_QUERY_TOKENS) break;
+      seen.add(token);
+      const termId = this.termIds.get(token);
+      if (termId !== undefined) termIds.push(termId);
+    }
+    return termIds;
+  }
+
+  /** Approximate bytes held by the finished index (typed arrays plus an estimate for maps and strings). */
+  estimateBytes(): number {
+    let bytes = 0;
+    for (const postings of this.postings) {
+      bytes += postings.offsets.byteLength + postings.docs.byteLength + postings.contributions.byteLength;
+    }
+    if (this.bm25fShares) bytes += this.bm25fShares.byteLength;
+    return bytes;
+  }
+}
+
+function assertIndexParameters(weights: KnowledgeFieldWeights, k1: number, b: number): void {
+  for (const field of KNOWLEDGE_FIELD_NAMES) {
+    const weight = weights[field];
+    if (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0) {
+      throw new RangeError(`fieldWeights.${field} must be a finite number >= 0, got ${String(weight)}`);
+    }
+  }
+  if (typeof k1 !== "number" || !Number.isFinite(k1) || k1 < 0) {
+    throw new RangeError(`k1 must be a finite number >= 0, got ${String(k1)}`);
+  }
+  if (typeof b !== "number" || !Number.isFinite(b) || b < 0 || b > 1) {
+    throw new RangeError(`b must be a number in [0, 1], got ${String(b)}`);
+  }
+}
+
+/** Counting sort of postings by term id: offsets per term and, per slot, the index of the source posting. */
+function groupByTerm(terms: IntBuffer, termCount: number): { offsets: Int32Array; order: Int32Array } {
+  const offsets = new Int32Array(termCount + 1);
+  const data = terms.data;
+  const count = terms.length;
+  for (let index = 0; index < count; index++) offsets[data[index]! + 1]!++;
+  for (let term = 0; term < termCount; term++) offsets[term + 1]! += offsets[term]!;
+  const cursor = offsets.slice(0, termCount);
+  const order = new Int32Array(count);
+  // Postings were appended in document order, so each term's slice stays sorted by document.
+  for (let index = 0; index < count; index++) order[cursor[data[index]!]!++] = index;
+  return { offsets, order };
+}
+
+/** Rank of every id in code-unit order (JavaScript `<` on strings). */
+function rankIds(ids: readonly string[]): Int32Array {
+  const ranks = new Int32Array(ids.length);
+  let sorted = true;
+  for (let index = 1; index < ids.length; index++) {
+    if (!(ids[index - 1]! < ids[index]!)) {
+      sorted = false;
+      break;
+    }
+  }
+  if (sorted) {
+    for (let index = 0; index < ids.length; index++) ranks[index] = index;
+    return ranks;
+  }
+  const order = ids.map((_, index) => index).sort((left, right) => compareCodeUnits(ids[left]!, ids[right]!));
+  order.forEach((doc, rank) => {
+    ranks[doc] = rank;
+  });
+  return ranks;
+}
+
+/** Code-unit order comparison, the tie-break everywhere (never locale-dependent). */
+export function compareCodeUnits(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/**
+ * The best `topK` touched documents by score descending, rank ascending. A bounded heap keeps the selection
+ * O(T log K) instead of sorting every touched document.
+ */
+function selectTop(
+  touched: Int32Array,
+  count: number,
+  topK: number,
+  scores: Float64Array,
+  ranks: Int32Array,
+): number[] {
+  // `worse(a, b)`: a ranks below b.
+  const worse = (a: number, b: number): boolean => {
+    const difference = scores[a]! - scores[b]!;
+    return difference < 0 || (difference === 0 && ranks[a]! > ranks[b]!);
+  };
+  const limit = Math.min(topK, count);
+  const heap: number[] = [];
+  for (let index = 0; index < count; index++) {
+    const doc = touched[index]!;
+    if (heap.length < limit) {
+      heap.push(doc);
+      let child = heap.length - 1;
+      while (child > 0) {
+        const parent = (child - 1) >> 1;
+        if (!worse(heap[child]!, heap[parent]!)) break;
+        [heap[child], heap[parent]] = [heap[parent]!, heap[child]!];
+        child = parent;
+      }
+    } else if (worse(heap[0]!, doc)) {
+      heap[0] = doc;
+      let parent = 0;
+      for (;;) {
+        const left = parent * 2 + 1;
+        const right = left + 1;
+        let smallest = parent;
+        if (left < limit && worse(heap[left]!, heap[smallest]!)) smallest = left;
+        if (right < limit && worse(heap[right]!, heap[smallest]!)) smallest = right;
+        if (smallest === parent) break;
+        [heap[smallest], heap[parent]] = [heap[parent]!, heap[smallest]!];
+        parent = smallest;
+      }
+    }
+  }
+  return heap.sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
+}
+
+/** Internal, compiled companions of a snapshot built here: dense entries and precomputed lookups. */
+export type CompiledSnapshot = {
+  lexical: KnowledgeLexicalIndex;
+  /** Entries by dense id. */
+  entries: NormalizedKnowledgeEntry[];
+  /** Active entries with no integrations (eligible in every scope unless their domain is blocked). */
+  universalMask: Uint8Array;
+  /** Lowercased integration → dense ids of active entries bound to it. */
+  activeByIntegration: Map<string, Int32Array>;
+  /** Domain → dense ids. */
+  byDomain: Map<string, Int32Array>;
+  /** First token of any exact or alias phrase → the longest such phrase's word count. */
+  phraseLengthByFirstToken: Map<string, number>;
+  /** Scope key → eligibility mask (bounded LRU). */
+  eligibilityCache: Map<string, Uint8Array>;
+};
+
+const compiledSnapshots = new WeakMap<KnowledgeIndexSnapshot, CompiledSnapshot>();
+
+/** The compiled companion of a snapshot built by {@link buildIndexSnapshot}, if any. */
+export function getCompiledSnapshot(snapshot: KnowledgeIndexSnapshot): CompiledSnapshot | undefined {
+  return compiledSnapshots.get(snapshot);
+}
+
+/** Registers a compiled companion (used when a snapshot is loaded from an artifact). */
+export function registerCompiledSnapshot(snapshot: KnowledgeIndexSnapshot, compiled: CompiledSnapshot): void {
+  compiledSnapshots.set(snapshot, compiled);
+}
+
+/**
+ * Builds the immutable snapshot of a validated entry set. The second argument is the field weights (as in
+ * NeuroLink; a partial object is merged over the defaults) or {@link KnowledgeIndexBuildOptions}.
+ */
+export function buildIndexSnapshot(
+  entries: readonly NormalizedKnowledgeEntry[],
+  weightsOrOptions?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): KnowledgeIndexSnapshot {
+  const builder = startIndexBuild(entries, weightsOrOptions);
+  while (!builder.step(Number.POSITIVE_INFINITY)) {
+    // Runs to completion synchronously.
+  }
+  return builder.finish();
+}
+
+/** An incremental snapshot build, so an async caller can yield to the event loop between chunks. */
+export type IndexBuild = {
+  /** Indexes entries for up to `budgetMs`; returns true when every entry is indexed. */
+  step(budgetMs: number): boolean;
+  /** Finalizes and returns the snapshot. */
+  finish(): KnowledgeIndexSnapshot;
+};
+
+function isBuildOptions(value: unknown): value is KnowledgeIndexBuildOptions {
+  if (!value || typeof value !== "object") return false;
+  return ["fieldWeights", "k1", "b", "analyzer", "scoring"].some((key) => key in value);
+}
+
+/** Starts an incremental build; see {@link buildIndexSnapshot}. */
+export function startIndexBuild(
+  entries: readonly NormalizedKnowledgeEntry[],
+  weightsOrOptions?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): IndexBuild {
+  const options: KnowledgeIndexBuildOptions = isBuildOptions(weightsOrOptions)
+    ? weightsOrOptions
+    : { fieldWeights: (weightsOrOptions ?? undefined) as Partial<KnowledgeFieldWeights> | undefined };
+  const lexical = new KnowledgeLexicalIndex(options.fieldWeights, options);
+  // Dense ids follow code-unit order of entry ids, which makes "lower id first" the natural tie-break.
+  const sorted = entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
+  const entriesById = new Map<string, NormalizedKnowledgeEntry>();
+  const exactIndex = new Map<string, Set<string>>();
+  const aliasIndex = new Map<string, Set<string>>();
+  const relationIndex = new Map<string, string[]>();
+  const phraseLengthByFirstToken = new Map<string, number>();
+  let next = 0;
+
+  const notePhrase = (key: string): void => {
+    const space = key.indexOf(" ");
+    const first = space < 0 ? key : key.slice(0, space);
+    const words = space < 0 ? 1 : key.split(" ").length;
+    if ((phraseLengthByFirstToken.get(first) ?? 0) < words) phraseLengthByFirstToken.set(first, words);
+  };
+  const addKey = (map: Map<string, Set<string>>, key: string, id: string): void => {
+    let ids = map.get(key);
+    if (!ids) {
+      ids = new Set();
+      map.set(key, ids);
+      notePhrase(key);
+    }
+    ids.add(id);
+  };
+
+  return {
+    step(budgetMs: number): boolean {
+      const deadline =
+        budgetMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : performance.now() + budgetMs;
+      while (next < sorted.length) {
+        const entry = sorted[next++]!;
+        const document = buildDocument(entry);
+        entriesById.set(entry.id, entry);
+        for (const key of document.exactKeys) addKey(exactIndex, key, entry.id);
+        for (const alias of entry.aliases) {
+          const key = phraseKey(alias);
+          if (key !== "") addKey(aliasIndex, key, entry.id);
+        }
+        const relations =
+          entry.parentEntryId !== undefined
+            ? [...entry.relatedEntryIds, entry.parentEntryId]
+            : entry.relatedEntryIds.slice();
+        if (relations.length > 0) relationIndex.set(entry.id, relations);
+        lexical.add(document);
+        if ((next & 63) === 0 && performance.now() >= deadline) break;
+      }
+      return next >= sorted.length;
+    },
+    finish(): KnowledgeIndexSnapshot {
+      lexical.finalize();
+      const snapshot: KnowledgeIndexSnapshot = {
+        entriesById,
+        exactIndex,
+        aliasIndex,
+        relationIndex,
+        lexical,
+        entryCount: entriesById.size,
+      };
+      compiledSnapshots.set(snapshot, compileSnapshot(lexical, sorted, phraseLengthByFirstToken));
+      return Object.freeze(snapshot);
+    },
+  };
+}
+
+/** Precomputes the per-scope eligibility building blocks. */
+export function compileSnapshot(
+  lexical: KnowledgeLexicalIndex,
+  entries: readonly NormalizedKnowledgeEntry[],
+  phraseLengthByFirstToken: Map<string, number>,
+): CompiledSnapshot {
+  const count = entries.length;
+  const denseEntries: NormalizedKnowledgeEntry[] = new Array(count);
+  const universalMask = new Uint8Array(count);
+  const integrationLists = new Map<string, number[]>();
+  const domainLists = new Map<string, number[]>();
+  for (const entry of entries) {
+    const doc = lexical.denseIdOf(entry.id);
+    denseEntries[doc] = entry;
+    let domainList = domainLists.get(entry.domain);
+    if (!domainList) {
+      domainList = [];
+      domainLists.set(entry.domain, domainList);
+    }
+    domainList.push(doc);
+    if (entry.status !== "active") continue;
+    if (entry.integrations.length === 0) {
+      universalMask[doc] = 1;
+      continue;
+    }
+    const seen = new Set<string>();
+    for (const integration of entry.integrations) {
+      const key = integration.toLowerCase();
+      if (seen.has(key)) continue;
+      seen.add(key);
+      let list = integrationLists.get(key);
+      if (!list) {
+        list = [];
+        integrationLists.set(key, list);
+      }
+      list.push(doc);
+    }
+  }
+  const toTyped = (lists: Map<string, number[]>): Map<string, Int32Array> => {
+    const typed = new Map<string, Int32Array>();
+    for (const [key, list] of lists) typed.set(key, Int32Array.from(list));
+    return typed;
+  };
+  return {
+    lexical,
+    entries: denseEntries,
+    universalMask,
+    activeByIntegration: toTyped(integrationLists),
+    byDomain: toTyped(domainLists),
+    phraseLengthByFirstToken,
+    eligibilityCache: new Map(),
+  };
+}

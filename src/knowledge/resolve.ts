@@ -1,0 +1,651 @@
+/**
+ * Source normalization and validation. `normalizeAndValidate` accepts any JavaScript value and never throws:
+ * every problem becomes an issue with a code, the entry and source it concerns, and a path such as
+ * `sources[0].entries[3].title`. Errors block the whole set; warnings do not.
+ */
+import type {
+  KnowledgeEntryInput,
+  KnowledgeEntryKind,
+  KnowledgeManifest,
+  KnowledgeNormalizeOptions,
+  KnowledgeNormalizeResult,
+  KnowledgeSource,
+  KnowledgeStatus,
+  KnowledgeValidationIssue,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import {
+  FALLBACK_VERSION,
+  MAX_ALIASES_PER_ENTRY,
+  MAX_BODY_CHARS,
+  MAX_ENTRIES,
+  MAX_FIELD_CHARS,
+  MAX_KEYWORDS_PER_ENTRY,
+  MAX_RELATIONS_PER_ENTRY,
+} from "./defaults.js";
+import { phraseKey } from "./normalize.js";
+
+/** Entry kinds accepted by validation. */
+export const KNOWLEDGE_ENTRY_KINDS: readonly KnowledgeEntryKind[] = Object.freeze([
+  "concept",
+  "text",
+  "configuration",
+  "tool",
+  "procedure",
+  "policy",
+  "troubleshooting",
+]);
+/** Lifecycle statuses accepted by validation. */
+export const KNOWLEDGE_STATUSES: readonly KnowledgeStatus[] = Object.freeze([
+  "draft",
+  "active",
+  "deprecated",
+]);
+
+const KIND_SET: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_KINDS);
+const STATUS_SET: ReadonlySet<string> = new Set(KNOWLEDGE_STATUSES);
+const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set([
+  "id",
+  "title",
+  "summary",
+  "domain",
+  "integrations",
+  "kind",
+  "status",
+  "body",
+  "aliases",
+  "keywords",
+  "relatedEntryIds",
+  "parentEntryId",
+]);
+// Characters that would make a `[KB:id@version]` marker ambiguous or span lines.
+const FORBIDDEN_ID_CHARACTERS = /[[\]\p{Cc}\p{Zl}\p{Zp}]|\s/u;
+const FORBIDDEN_VERSION_CHARACTERS = /[[\]@\p{Cc}\p{Zl}\p{Zp}]|\s/u;
+
+/** Freezes an array after copying it, so no caller can change a snapshot through it. */
+function frozenCopy(values: readonly string[] | undefined): string[] {
+  return Object.freeze(values ? values.slice() : []) as string[];
+}
+
+/**
+ * Applies every default to one entry: copies of the arrays, `body` `""`, `kind` `"text"`, `status` `"active"`,
+ * and the given source version. The input must already be valid (see {@link normalizeAndValidate}); the result is
+ * frozen.
+ */
+export function resolveEntry(input: KnowledgeEntryInput, version: string): NormalizedKnowledgeEntry {
+  const entry: NormalizedKnowledgeEntry = {
+    id: input.id,
+    title: input.title,
+    summary: input.summary,
+    domain: input.domain,
+    integrations: frozenCopy(Array.isArray(input.integrations) ? input.integrations : []),
+    kind: input.kind ?? "text",
+    status: input.status ?? "active",
+    body: input.body ?? "",
+    aliases: frozenCopy(input.aliases),
+    keywords: frozenCopy(input.keywords),
+    relatedEntryIds: frozenCopy(input.relatedEntryIds),
+    version,
+  };
+  if (input.parentEntryId !== undefined) entry.parentEntryId = input.parentEntryId;
+  return Object.freeze(entry);
+}
+
+/**
+ * Turns a build manifest into sources: one per catalog, `{id: catalog.id, version: manifest.contentVersion,
+ * entries}`. `schemaVersion` and `generatedAt` are not used. A manifest that is not an object, or has no catalogs
+ * array, gives `[]`; bad catalogs are passed through for {@link normalizeAndValidate} to report.
+ */
+export function manifestToSources(manifest: KnowledgeManifest): KnowledgeSource[] {
+  if (!isRecord(manifest) || !Array.isArray(manifest.catalogs)) return [];
+  return manifest.catalogs.map((catalog) => {
+    const record = isRecord(catalog) ? catalog : ({} as Record<string, unknown>);
+    return {
+      id: record.id as string,
+      version: manifest.contentVersion,
+      entries: record.entries as KnowledgeEntryInput[],
+    };
+  });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A short description of a value's type for messages: `number`, `null`, `array`, `object`. */
+export function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number" && Number.isNaN(value)) return "NaN";
+  return typeof value;
+}
+
+function quote(value: string): string {
+  const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
+  return JSON.stringify(shown);
+}
+
+/** Collects issues for one validation run. */
+class IssueCollector {
+  readonly issues: KnowledgeValidationIssue[] = [];
+  errorCount = 0;
+
+  add(
+    level: "error" | "warning",
+    code: string,
+    message: string,
+    where: { path?: string; entryId?: string; sourceId?: string },
+  ): void {
+    const issue: KnowledgeValidationIssue = { level, code, message };
+    if (where.entryId !== undefined) issue.entryId = where.entryId;
+    if (where.sourceId !== undefined) issue.sourceId = where.sourceId;
+    if (where.path !== undefined) issue.path = where.path;
+    this.issues.push(issue);
+    if (level === "error") this.errorCount++;
+  }
+}
+
+type EntryContext = { path: string; entryId: string; sourceId: string | undefined; issues: IssueCollector };
+
+function error(context: EntryContext, code: string, field: string, message: string): void {
+  context.issues.add("error", code, message, {
+    path: field ? `${context.path}.${field}` : context.path,
+    entryId: context.entryId,
+    sourceId: context.sourceId,
+  });
+}
+
+function warning(context: EntryContext, code: string, field: string, message: string): void {
+  context.issues.add("warning", code, message, {
+    path: field ? `${context.path}.${field}` : context.path,
+    entryId: context.entryId,
+    sourceId: context.sourceId,
+  });
+}
+
+/** Validates a required non-blank string field; returns the value, or `""` when unusable. */
+function requiredText(
+  context: EntryContext,
+  record: Record<string, unknown>,
+  field: string,
+  missingCode: string,
+): string {
+  const value = record[field];
+  if (typeof value === "string") {
+    if (value.trim() === "") {
+      error(context, missingCode, field, `entry ${quote(context.entryId)} has no ${field}`);
+      return "";
+    }
+    if (value.length > MAX_FIELD_CHARS) {
+      error(
+        context,
+        "limit-exceeded",
+        field,
+        `${field} of entry ${quote(context.entryId)} has ${value.length} characters; the limit is ${MAX_FIELD_CHARS}`,
+      );
+    }
+    return value;
+  }
+  if (value === undefined || value === null || value === "") {
+    error(context, missingCode, field, `entry ${quote(context.entryId)} has no ${field}`);
+  } else {
+    error(
+      context,
+      "bad-field-type",
+      field,
+      `${field} of entry ${quote(context.entryId)} must be a string, got ${describeType(value)}`,
+    );
+  }
+  return "";
+}
+
+/** Validates an optional array of strings; returns the usable strings. */
+function optionalStringList(
+  context: EntryContext,
+  record: Record<string, unknown>,
+  field: string,
+  limit: number,
+): string[] | undefined {
+  const value = record[field];
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) {
+    error(
+      context,
+      "bad-field-type",
+      field,
+      `${field} of entry ${quote(context.entryId)} must be an array of strings, got ${describeType(value)}`,
+    );
+    return undefined;
+  }
+  if (value.length > limit) {
+    error(
+      context,
+      "limit-exceeded",
+      field,
+      `entry ${quote(context.entryId)} has ${value.length} ${field}; the limit is ${limit}`,
+    );
+    return undefined;
+  }
+  const strings: string[] = [];
+  for (let index = 0; index < value.length; index++) {
+    const item = value[index];
+    if (typeof item !== "string") {
+      error(
+        context,
+        "bad-field-type",
+        `${field}[${index}]`,
+        `${field}[${index}] of entry ${quote(context.entryId)} must be a string, got ${describeType(item)}`,
+      );
+    } else if (item.length > MAX_FIELD_CHARS) {
+      error(
+        context,
+        "limit-exceeded",
+        `${field}[${index}]`,
+        `${field}[${index}] of entry ${quote(context.entryId)} has ${item.length} characters; the limit is ${MAX_FIELD_CHARS}`,
+      );
+    } else {
+      strings.push(item);
+    }
+  }
+  return strings;
+}
+
+/**
+ * Normalizes and validates sources. Never throws, whatever it is given. Each source's version is
+ * `source.version ?? manifestVersion` and every entry inherits it. Issue codes (errors unless noted):
+ * `bad-sources`, `bad-field-type`, `missing-source-id`, `bad-version`, `missing-entry-id`, `bad-entry-id`,
+ * `duplicate-entry-id`, `missing-title`, `missing-summary`, `missing-domain`, `missing-integrations`,
+ * `bad-integrations`, `bad-kind`, `bad-status`, `limit-exceeded`; warnings `ambiguous-entry-id`, `unknown-field`,
+ * `empty-alias`, `duplicate-alias`, `broken-relation`, `broken-parent`.
+ *
+ * Entries with field errors are still normalized (with safe defaults in place of unusable values) and returned,
+ * but `validation.ok` is false. Entries without a usable id, and duplicates, are skipped.
+ */
+export function normalizeAndValidate(
+  sources: unknown,
+  options: KnowledgeNormalizeOptions = { manifestVersion: FALLBACK_VERSION },
+): KnowledgeNormalizeResult {
+  const { entries, validation } = normalizeSources(sources, options);
+  return { entries, validation };
+}
+
+/** Entries of one source after normalization, with the source's id and effective version. */
+export type NormalizedSourceGroup = { id: string; version: string; entries: NormalizedKnowledgeEntry[] };
+
+/** {@link normalizeAndValidate}, also returning the entries grouped by source (for the cache key). */
+export function normalizeSources(
+  sources: unknown,
+  options: KnowledgeNormalizeOptions = { manifestVersion: FALLBACK_VERSION },
+): KnowledgeNormalizeResult & { groups: NormalizedSourceGroup[] } {
+  const issues = new IssueCollector();
+  const entries: NormalizedKnowledgeEntry[] = [];
+  const groups: NormalizedSourceGroup[] = [];
+  try {
+    collectEntries(sources, options, issues, entries, groups);
+  } catch (caught) {
+    // Reached only through exotic inputs such as throwing getters or revoked proxies.
+    issues.add("error", "unreadable-input", `sources could not be read: ${String(caught)}`, {
+      path: "sources",
+    });
+  }
+  return { entries, validation: { ok: issues.errorCount === 0, issues: issues.issues }, groups };
+}
+
+function collectEntries(
+  sources: unknown,
+  options: KnowledgeNormalizeOptions,
+  issues: IssueCollector,
+  entries: NormalizedKnowledgeEntry[],
+  groups: NormalizedSourceGroup[],
+): void {
+  if (!Array.isArray(sources)) {
+    issues.add("error", "bad-sources", `sources must be an array of sources, got ${describeType(sources)}`, {
+      path: "sources",
+    });
+    return;
+  }
+  const manifestVersion =
+    isRecord(options) && typeof options.manifestVersion === "string"
+      ? options.manifestVersion
+      : FALLBACK_VERSION;
+  const seenIds = new Set<string>();
+  const seenCanonicalIds = new Map<string, string>();
+  const seenCaseFoldedIds = new Map<string, string>();
+  const aliasOwners = new Map<string, string>();
+  const locations = new Map<string, { path: string; sourceId: string | undefined }>();
+  let total = 0;
+
+  for (let sourceIndex = 0; sourceIndex < sources.length; sourceIndex++) {
+    const sourcePath = `sources[${sourceIndex}]`;
+    const source: unknown = sources[sourceIndex];
+    if (!isRecord(source)) {
+      issues.add("error", "bad-field-type", `${sourcePath} must be an object, got ${describeType(source)}`, {
+        path: sourcePath,
+      });
+      continue;
+    }
+    let sourceId: string | undefined;
+    if (typeof source.id === "string" && source.id !== "") sourceId = source.id;
+    else if (!source.id)
+      issues.add("error", "missing-source-id", `${sourcePath} has no id`, { path: `${sourcePath}.id` });
+    else
+      issues.add(
+        "error",
+        "bad-field-type",
+        `${sourcePath}.id must be a string, got ${describeType(source.id)}`,
+        {
+          path: `${sourcePath}.id`,
+        },
+      );
+
+    const rawVersion = source.version ?? manifestVersion;
+    let version = FALLBACK_VERSION;
+    if (typeof rawVersion !== "string") {
+      issues.add(
+        "error",
+        "bad-field-type",
+        `${sourcePath}.version must be a string, got ${describeType(rawVersion)}`,
+        {
+          path: `${sourcePath}.version`,
+          sourceId,
+        },
+      );
+    } else if (
+      rawVersion === "" ||
+      rawVersion.length > MAX_FIELD_CHARS ||
+      FORBIDDEN_VERSION_CHARACTERS.test(rawVersion)
+    ) {
+      issues.add(
+        "error",
+        "bad-version",
+        `version ${quote(rawVersion)} of ${sourcePath} must be non-empty and contain no whitespace, "[", "]" or "@" (it appears in [KB:id@version] citations)`,
+        { path: `${sourcePath}.version`, sourceId },
+      );
+    } else {
+      version = rawVersion;
+    }
+
+    const group: NormalizedSourceGroup = { id: sourceId ?? "", version, entries: [] };
+    groups.push(group);
+    const sourceEntries = source.entries;
+    if (!Array.isArray(sourceEntries)) {
+      issues.add(
+        "error",
+        "bad-field-type",
+        `${sourcePath}.entries must be an array of entries, got ${describeType(sourceEntries)}`,
+        { path: `${sourcePath}.entries`, sourceId },
+      );
+      continue;
+    }
+    for (let entryIndex = 0; entryIndex < sourceEntries.length; entryIndex++) {
+      total++;
+      if (total > MAX_ENTRIES) {
+        issues.add("error", "limit-exceeded", `more than ${MAX_ENTRIES} entries; the rest were not read`, {
+          path: `${sourcePath}.entries[${entryIndex}]`,
+          sourceId,
+        });
+        return;
+      }
+      const path = `${sourcePath}.entries[${entryIndex}]`;
+      const input: unknown = sourceEntries[entryIndex];
+      if (!isRecord(input)) {
+        issues.add("error", "bad-field-type", `${path} must be an object, got ${describeType(input)}`, {
+          path,
+          sourceId,
+        });
+        continue;
+      }
+      const id = input.id;
+      if (typeof id !== "string" || id === "") {
+        if (!id)
+          issues.add("error", "missing-entry-id", `${path} has no id`, { path: `${path}.id`, sourceId });
+        else
+          issues.add("error", "bad-field-type", `${path}.id must be a string, got ${describeType(id)}`, {
+            path: `${path}.id`,
+            sourceId,
+          });
+        continue;
+      }
+      const context: EntryContext = { path, entryId: id, sourceId, issues };
+      if (id.length > MAX_FIELD_CHARS) {
+        error(
+          context,
+          "limit-exceeded",
+          "id",
+          `id has ${id.length} characters; the limit is ${MAX_FIELD_CHARS}`,
+        );
+        continue;
+      }
+      if (seenIds.has(id)) {
+        error(
+          context,
+          "duplicate-entry-id",
+          "id",
+          `duplicate entry id ${quote(id)}; the first entry with it is kept`,
+        );
+        continue;
+      }
+      const canonicalId = id.normalize("NFC");
+      const canonicalTwin = seenCanonicalIds.get(canonicalId);
+      if (canonicalTwin !== undefined) {
+        error(
+          context,
+          "duplicate-entry-id",
+          "id",
+          `entry id ${quote(id)} differs from ${quote(canonicalTwin)} only in Unicode normalization; the first is kept`,
+        );
+        continue;
+      }
+      seenIds.add(id);
+      seenCanonicalIds.set(canonicalId, id);
+      const caseFolded = canonicalId.toLowerCase();
+      const caseTwin = seenCaseFoldedIds.get(caseFolded);
+      if (caseTwin !== undefined) {
+        warning(
+          context,
+          "ambiguous-entry-id",
+          "id",
+          `entry id ${quote(id)} differs from ${quote(caseTwin)} only in case`,
+        );
+      } else {
+        seenCaseFoldedIds.set(caseFolded, id);
+      }
+      if (FORBIDDEN_ID_CHARACTERS.test(id)) {
+        error(
+          context,
+          "bad-entry-id",
+          "id",
+          `entry id ${quote(id)} must not contain whitespace, control characters, "[" or "]" (it appears in [KB:id@version] citations)`,
+        );
+      }
+      const entry = validateEntry(input, context, version, aliasOwners);
+      entries.push(entry);
+      group.entries.push(entry);
+      locations.set(id, { path, sourceId });
+    }
+  }
+
+  for (const entry of entries) {
+    const location = locations.get(entry.id)!;
+    entry.relatedEntryIds.forEach((relatedId, index) => {
+      if (!seenIds.has(relatedId)) {
+        issues.add(
+          "warning",
+          "broken-relation",
+          `entry ${quote(entry.id)} relates to missing entry ${quote(relatedId)}`,
+          {
+            entryId: entry.id,
+            sourceId: location.sourceId,
+            path: `${location.path}.relatedEntryIds[${index}]`,
+          },
+        );
+      }
+    });
+    if (entry.parentEntryId !== undefined && !seenIds.has(entry.parentEntryId)) {
+      issues.add(
+        "warning",
+        "broken-parent",
+        `entry ${quote(entry.id)} has missing parent entry ${quote(entry.parentEntryId)}`,
+        {
+          entryId: entry.id,
+          sourceId: location.sourceId,
+          path: `${location.path}.parentEntryId`,
+        },
+      );
+    }
+  }
+}
+
+function validateEntry(
+  input: Record<string, unknown>,
+  context: EntryContext,
+  version: string,
+  aliasOwners: Map<string, string>,
+): NormalizedKnowledgeEntry {
+  const title = requiredText(context, input, "title", "missing-title");
+  const summary = requiredText(context, input, "summary", "missing-summary");
+  const domain = requiredText(context, input, "domain", "missing-domain");
+
+  let integrations: string[] = [];
+  const rawIntegrations = input.integrations;
+  if (rawIntegrations === undefined) {
+    error(
+      context,
+      "missing-integrations",
+      "integrations",
+      `entry ${quote(context.entryId)} has no integrations (use [] for all)`,
+    );
+  } else if (!Array.isArray(rawIntegrations)) {
+    error(
+      context,
+      "bad-integrations",
+      "integrations",
+      `integrations of entry ${quote(context.entryId)} must be an array of strings, got ${describeType(rawIntegrations)}`,
+    );
+  } else {
+    const badIndex = rawIntegrations.findIndex((item) => typeof item !== "string");
+    if (badIndex >= 0) {
+      error(
+        context,
+        "bad-integrations",
+        `integrations[${badIndex}]`,
+        `integrations[${badIndex}] of entry ${quote(context.entryId)} must be a string, got ${describeType(rawIntegrations[badIndex])}`,
+      );
+    } else {
+      integrations = rawIntegrations as string[];
+    }
+  }
+
+  const kind = (input.kind ?? "text") as KnowledgeEntryKind;
+  if (typeof kind !== "string" || !KIND_SET.has(kind)) {
+    error(
+      context,
+      "bad-kind",
+      "kind",
+      `kind ${typeof kind === "string" ? quote(kind) : describeType(kind)} of entry ${quote(context.entryId)} is not one of ${KNOWLEDGE_ENTRY_KINDS.join(", ")}`,
+    );
+  }
+  const status = (input.status ?? "active") as KnowledgeStatus;
+  if (typeof status !== "string" || !STATUS_SET.has(status)) {
+    error(
+      context,
+      "bad-status",
+      "status",
+      `status ${typeof status === "string" ? quote(status) : describeType(status)} of entry ${quote(context.entryId)} is not one of ${KNOWLEDGE_STATUSES.join(", ")}`,
+    );
+  }
+
+  let body: string | undefined;
+  if (input.body !== undefined) {
+    if (typeof input.body !== "string") {
+      error(
+        context,
+        "bad-field-type",
+        "body",
+        `body of entry ${quote(context.entryId)} must be a string, got ${describeType(input.body)}`,
+      );
+    } else if (input.body.length > MAX_BODY_CHARS) {
+      error(
+        context,
+        "limit-exceeded",
+        "body",
+        `body of entry ${quote(context.entryId)} has ${input.body.length} characters; the limit is ${MAX_BODY_CHARS}`,
+      );
+    } else {
+      body = input.body;
+    }
+  }
+
+  const aliases = optionalStringList(context, input, "aliases", MAX_ALIASES_PER_ENTRY);
+  const keywords = optionalStringList(context, input, "keywords", MAX_KEYWORDS_PER_ENTRY);
+  const relatedEntryIds = optionalStringList(context, input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY);
+
+  let parentEntryId: string | undefined;
+  if (input.parentEntryId !== undefined) {
+    if (typeof input.parentEntryId !== "string") {
+      error(
+        context,
+        "bad-field-type",
+        "parentEntryId",
+        `parentEntryId of entry ${quote(context.entryId)} must be a string, got ${describeType(input.parentEntryId)}`,
+      );
+    } else {
+      parentEntryId = input.parentEntryId;
+    }
+  }
+
+  for (const key of Object.keys(input)) {
+    if (!KNOWN_ENTRY_FIELDS.has(key)) {
+      warning(
+        context,
+        "unknown-field",
+        key,
+        `entry ${quote(context.entryId)} has unknown field ${quote(key)}; it is ignored`,
+      );
+    }
+  }
+
+  if (aliases) {
+    const ownKeys = new Set<string>();
+    aliases.forEach((alias, index) => {
+      const key = phraseKey(alias);
+      if (key === "") {
+        warning(
+          context,
+          "empty-alias",
+          `aliases[${index}]`,
+          `alias ${quote(alias)} of entry ${quote(context.entryId)} has no letters or digits; it is not indexed`,
+        );
+        return;
+      }
+      if (ownKeys.has(key)) return;
+      ownKeys.add(key);
+      const owner = aliasOwners.get(key);
+      if (owner === undefined) aliasOwners.set(key, context.entryId);
+      else if (owner !== context.entryId) {
+        warning(
+          context,
+          "duplicate-alias",
+          `aliases[${index}]`,
+          `alias ${quote(alias)} of entry ${quote(context.entryId)} is also an alias of ${quote(owner)}`,
+        );
+      }
+    });
+  }
+
+  const resolvedInput: KnowledgeEntryInput = {
+    id: context.entryId,
+    title,
+    summary,
+    domain,
+    integrations,
+    kind: KIND_SET.has(kind) ? kind : "text",
+    status: STATUS_SET.has(status) ? status : "active",
+  };
+  if (body !== undefined) resolvedInput.body = body;
+  if (aliases !== undefined) resolvedInput.aliases = aliases;
+  if (keywords !== undefined) resolvedInput.keywords = keywords;
+  if (relatedEntryIds !== undefined) resolvedInput.relatedEntryIds = relatedEntryIds;
+  if (parentEntryId !== undefined) resolvedInput.parentEntryId = parentEntryId;
+  return resolveEntry(resolvedInput, version);
+}

@@ -1,0 +1,321 @@
+/**
+ * Per-turn selection: phrase lookup, authorization, lexical search, scoring, cuts, relation expansion and
+ * confidence. Everything here is synchronous and bounded by the query (its tokens and their postings), never by
+ * the number of entries, except the first turn of each distinct scope, which builds that scope's eligibility mask.
+ */
+import type {
+  KnowledgeConversationTurn,
+  KnowledgeIndexSnapshot,
+  KnowledgeLexicalMatch,
+  KnowledgeResolvedRetrieval,
+  KnowledgeRetrievalConfidence,
+  KnowledgeRetrievalRequest,
+  KnowledgeScoredCandidate,
+  KnowledgeSelection,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import {
+  CONFIDENCE_DOMINANCE_RATIO,
+  CONFIDENCE_MIN_FIELDS,
+  ELIGIBILITY_CACHE_LIMIT,
+  HISTORY_TURN_CHARS,
+  MAX_QUERY_CHARS,
+  MAX_QUERY_TOKENS,
+} from "./defaults.js";
+import {
+  type CompiledSnapshot,
+  compareCodeUnits,
+  getCompiledSnapshot,
+  KnowledgeLexicalIndex,
+} from "./knowledgeIndex.js";
+import { phraseWordCount, tokenize } from "./normalize.js";
+
+/** Phrase hits of one query: entry id → matched phrases, for exact (id/title) and alias keys. */
+export type KnowledgePhraseHits = {
+  exact: Map<string, string[]>;
+  alias: Map<string, string[]>;
+};
+
+/** The query text as used: at most {@link MAX_QUERY_CHARS} code units, `""` for non-strings. */
+function boundedQuery(query: unknown): string {
+  if (typeof query !== "string") return "";
+  return query.length > MAX_QUERY_CHARS ? query.slice(0, MAX_QUERY_CHARS) : query;
+}
+
+/** Tokens of the query used for phrase lookup (at most {@link MAX_QUERY_TOKENS}). */
+export function queryTokens(query: unknown): string[] {
+  const tokens = tokenize(boundedQuery(query));
+  return tokens.length > MAX_QUERY_TOKENS ? tokens.slice(0, MAX_QUERY_TOKENS) : tokens;
+}
+
+/**
+ * Finds every contiguous query phrase (1 word up to the longest indexed phrase) that is an exact or alias key.
+ * Phrases are reported in NeuroLink's generation order: by length, then by start, each distinct phrase once.
+ * The walk from each start stops at the longest key beginning with that start's token.
+ */
+export function lookupPhrases(
+  tokens: readonly string[],
+  snapshot: KnowledgeIndexSnapshot,
+  phraseLengthByFirstToken: ReadonlyMap<string, number>,
+): KnowledgePhraseHits {
+  const hits: { size: number; start: number; phrase: string }[] = [];
+  for (let start = 0; start < tokens.length; start++) {
+    const longest = Math.min(phraseLengthByFirstToken.get(tokens[start]!) ?? 0, tokens.length - start);
+    let phrase = "";
+    for (let size = 1; size <= longest; size++) {
+      phrase = size === 1 ? tokens[start]! : `${phrase} ${tokens[start + size - 1]}`;
+      if (snapshot.exactIndex.has(phrase) || snapshot.aliasIndex.has(phrase))
+        hits.push({ size, start, phrase });
+    }
+  }
+  hits.sort((left, right) => left.size - right.size || left.start - right.start);
+  const exact = new Map<string, string[]>();
+  const alias = new Map<string, string[]>();
+  const seen = new Set<string>();
+  const record = (target: Map<string, string[]>, ids: Set<string> | undefined, phrase: string): void => {
+    if (!ids) return;
+    for (const id of ids) {
+      const list = target.get(id);
+      if (list) list.push(phrase);
+      else target.set(id, [phrase]);
+    }
+  };
+  for (const hit of hits) {
+    if (seen.has(hit.phrase)) continue;
+    seen.add(hit.phrase);
+    record(exact, snapshot.exactIndex.get(hit.phrase), hit.phrase);
+    record(alias, snapshot.aliasIndex.get(hit.phrase), hit.phrase);
+  }
+  return { exact, alias };
+}
+
+/** Lowercased set of enabled integrations (non-strings ignored). */
+function enabledSet(enabledIntegrations: unknown): Set<string> {
+  const set = new Set<string>();
+  if (Array.isArray(enabledIntegrations)) {
+    for (const integration of enabledIntegrations)
+      if (typeof integration === "string") set.add(integration.toLowerCase());
+  }
+  return set;
+}
+
+/**
+ * Whether an entry may be retrieved for a request: it is `active`, its domain is not blocked (exact,
+ * case-sensitive), and it has no integrations or one of them is enabled (case-insensitive).
+ */
+export function isAuthorized(
+  entry: NormalizedKnowledgeEntry,
+  enabledIntegrations: ReadonlySet<string> | readonly string[],
+  blockedDomains?: ReadonlySet<string> | readonly string[],
+): boolean {
+  if (entry.status !== "active") return false;
+  if (blockedDomains) {
+    const blocked =
+      "has" in blockedDomains ? blockedDomains.has(entry.domain) : blockedDomains.includes(entry.domain);
+    if (blocked) return false;
+  }
+  if (entry.integrations.length === 0) return true;
+  const enabled = "has" in enabledIntegrations ? enabledIntegrations : enabledSet(enabledIntegrations);
+  for (const integration of entry.integrations) if (enabled.has(integration.toLowerCase())) return true;
+  return false;
+}
+
+/** The eligibility mask of a scope, from the snapshot's bounded cache or built from precomputed lists. */
+function eligibilityMask(
+  compiled: CompiledSnapshot,
+  enabled: ReadonlySet<string>,
+  blocked: ReadonlySet<string>,
+): Uint8Array {
+  const key = JSON.stringify([[...blocked].sort(compareCodeUnits), [...enabled].sort(compareCodeUnits)]);
+  const cache = compiled.eligibilityCache;
+  const cached = cache.get(key);
+  if (cached) {
+    cache.delete(key);
+    cache.set(key, cached);
+    return cached;
+  }
+  const mask = compiled.universalMask.slice();
+  for (const integration of enabled) {
+    const docs = compiled.activeByIntegration.get(integration);
+    if (docs) for (const doc of docs) mask[doc] = 1;
+  }
+  for (const domain of blocked) {
+    const docs = compiled.byDomain.get(domain);
+    if (docs) for (const doc of docs) mask[doc] = 0;
+  }
+  cache.set(key, mask);
+  while (cache.size > ELIGIBILITY_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+  return mask;
+}
+
+/** Phrase-length table for snapshots built elsewhere (computed once per snapshot). */
+const fallbackPhraseTables = new WeakMap<KnowledgeIndexSnapshot, Map<string, number>>();
+function phraseTable(
+  snapshot: KnowledgeIndexSnapshot,
+  compiled: CompiledSnapshot | undefined,
+): ReadonlyMap<string, number> {
+  if (compiled) return compiled.phraseLengthByFirstToken;
+  let table = fallbackPhraseTables.get(snapshot);
+  if (!table) {
+    table = new Map();
+    for (const map of [snapshot.exactIndex, snapshot.aliasIndex]) {
+      for (const key of map.keys()) {
+        const first = key.split(" ")[0]!;
+        const words = phraseWordCount(key);
+        if ((table.get(first) ?? 0) < words) table.set(first, words);
+      }
+    }
+    fallbackPhraseTables.set(snapshot, table);
+  }
+  return table;
+}
+
+/** Lexical tokens of a request: the query's, then the first 400 code units of each recent turn's. */
+function lexicalTokens(tokens: readonly string[], recentTurns: unknown): string[] {
+  const all = tokens.slice();
+  if (Array.isArray(recentTurns)) {
+    for (const turn of recentTurns as KnowledgeConversationTurn[]) {
+      const text = turn && typeof turn.text === "string" ? turn.text : "";
+      if (text === "") continue;
+      for (const token of tokenize(text.slice(0, HISTORY_TURN_CHARS))) all.push(token);
+    }
+  }
+  return all;
+}
+
+/**
+ * Classifies retrieval confidence from the (trimmed) candidates, NeuroLink's rule: `none` without candidates;
+ * `high` when the top one matched an id, title or alias phrase; `medium` when it has lexical evidence in at least
+ * two fields or scores at least 1.5× the second; otherwise `low`.
+ */
+export function classifyConfidence(
+  candidates: readonly KnowledgeScoredCandidate[],
+): KnowledgeRetrievalConfidence {
+  const top = candidates[0];
+  if (!top) return "none";
+  if (top.exact || top.alias) return "high";
+  if (Object.keys(top.fieldScores).length >= CONFIDENCE_MIN_FIELDS) return "medium";
+  const second = candidates[1];
+  if (second && top.score >= CONFIDENCE_DOMINANCE_RATIO * second.score) return "medium";
+  return "low";
+}
+
+function compareCandidates(left: KnowledgeScoredCandidate, right: KnowledgeScoredCandidate): number {
+  if (left.score !== right.score) return right.score - left.score;
+  return compareCodeUnits(left.id, right.id);
+}
+
+/**
+ * Selects the entries of one turn (see the module comment and SPEC §6): phrase hits on the query, eligibility
+ * before ranking, lexical top `2 × candidateLimit`, union and boosts, sort (score, then id), `candidateLimit`
+ * and `resultLimit` cuts, one-hop relation expansion up to `relationLimit`, confidence.
+ */
+export function retrieve(
+  snapshot: KnowledgeIndexSnapshot,
+  request: KnowledgeRetrievalRequest,
+  resolved: KnowledgeResolvedRetrieval,
+  blockedDomains?: readonly string[],
+): KnowledgeSelection {
+  const compiled = getCompiledSnapshot(snapshot);
+  const tokens = queryTokens(request?.query);
+  const hits = lookupPhrases(tokens, snapshot, phraseTable(snapshot, compiled));
+  const enabled = enabledSet(request?.enabledIntegrations);
+  const blocked = new Set<string>();
+  if (Array.isArray(blockedDomains))
+    for (const domain of blockedDomains) if (typeof domain === "string") blocked.add(domain);
+
+  const topK = resolved.candidateLimit * 2;
+  const lexicalQuery = lexicalTokens(tokens, request?.recentTurns);
+  let matches: KnowledgeLexicalMatch[];
+  let isEligible: (id: string) => boolean;
+  if (compiled && snapshot.lexical instanceof KnowledgeLexicalIndex) {
+    const mask = eligibilityMask(compiled, enabled, blocked);
+    const lexical = compiled.lexical;
+    isEligible = (id) => {
+      const doc = lexical.denseIdOf(id);
+      return doc >= 0 && mask[doc] === 1;
+    };
+    matches = lexical.searchWithMask(lexicalQuery, topK, mask);
+  } else {
+    // A snapshot assembled by hand or backed by another searcher: the seed's contract with an id set.
+    const eligibleIds = new Set<string>();
+    for (const entry of snapshot.entriesById.values())
+      if (isAuthorized(entry, enabled, blocked)) eligibleIds.add(entry.id);
+    isEligible = (id) => eligibleIds.has(id);
+    matches = snapshot.lexical.search(lexicalQuery, topK, eligibleIds);
+  }
+
+  const candidatesById = new Map<string, KnowledgeScoredCandidate>();
+  const candidateFor = (id: string): KnowledgeScoredCandidate => {
+    let candidate = candidatesById.get(id);
+    if (!candidate) {
+      candidate = {
+        id,
+        score: 0,
+        exact: false,
+        alias: false,
+        lexical: 0,
+        fieldScores: {},
+        matchedPhrases: [],
+      };
+      candidatesById.set(id, candidate);
+    }
+    return candidate;
+  };
+  for (const [id, phrases] of hits.exact) {
+    if (!isEligible(id)) continue;
+    const candidate = candidateFor(id);
+    candidate.exact = true;
+    candidate.matchedPhrases.push(...phrases);
+  }
+  for (const [id, phrases] of hits.alias) {
+    if (!isEligible(id)) continue;
+    const candidate = candidateFor(id);
+    candidate.alias = true;
+    candidate.matchedPhrases.push(...phrases);
+  }
+  for (const match of matches) {
+    const candidate = candidateFor(match.id);
+    candidate.lexical = match.score;
+    candidate.fieldScores = match.fieldScores;
+  }
+  const candidates = [...candidatesById.values()];
+  for (const candidate of candidates) {
+    candidate.score =
+      candidate.lexical +
+      (candidate.exact ? resolved.exactBoost : 0) +
+      (candidate.alias ? resolved.aliasBoost : 0);
+  }
+  candidates.sort(compareCandidates);
+  const candidateCount = candidates.length;
+  const trimmed = candidates.slice(0, Math.max(0, resolved.candidateLimit));
+  const primary = trimmed
+    .slice(0, Math.max(0, resolved.resultLimit))
+    .map((candidate) => snapshot.entriesById.get(candidate.id)!);
+
+  const expanded: NormalizedKnowledgeEntry[] = [];
+  const relationLimit = Math.max(0, resolved.relationLimit);
+  if (relationLimit > 0) {
+    const selected = new Set(primary.map((entry) => entry.id));
+    outer: for (const entry of primary) {
+      const relations = snapshot.relationIndex.get(entry.id);
+      if (!relations) continue;
+      for (const relatedId of relations) {
+        if (selected.has(relatedId)) continue;
+        const related = snapshot.entriesById.get(relatedId);
+        if (!related || !isAuthorized(related, enabled, blocked)) continue;
+        selected.add(relatedId);
+        expanded.push(related);
+        if (expanded.length >= relationLimit) break outer;
+      }
+    }
+  }
+
+  return {
+    primary,
+    expanded,
+    candidates: trimmed,
+    confidence: classifyConfidence(trimmed),
+    candidateCount,
+  };
+}
