@@ -1,0 +1,301 @@
+/**
+ * Errors of the NeuroLink client. Each class carries a stable `code` and a marker symbol registered with
+ * `Symbol.for`, so `XError.isInstance(error)` works across duplicated copies of the package (the AI SDK's
+ * convention), where `instanceof` would not.
+ *
+ * @module
+ */
+
+const BASE_MARKER = Symbol.for("lexground.neurolink.error");
+
+function hasMarker(error: unknown, marker: symbol): boolean {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    marker in error &&
+    (error as Record<symbol, unknown>)[marker] === true
+  );
+}
+
+/** Stable machine-readable codes of the client's errors. */
+export type NeuroLinkErrorCode =
+  | "PROVIDER_NOT_CONFIGURED"
+  | "UNKNOWN_PROVIDER"
+  | "INVALID_OPTIONS"
+  | "ALL_ATTEMPTS_FAILED"
+  | "FIRST_CONTENT_TIMEOUT"
+  | "ATTEMPT_TIMEOUT"
+  | "EMPTY_OUTPUT"
+  | "STREAM_INTERRUPTED"
+  | "KNOWLEDGE_NOT_CONFIGURED"
+  | "MEMORY_TIMEOUT"
+  | "MEMORY_UNAVAILABLE";
+
+/** Base class of every error thrown by `lexground/neurolink`. */
+export class NeuroLinkError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: NeuroLinkErrorCode;
+  readonly [BASE_MARKER] = true;
+
+  constructor(code: NeuroLinkErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "NeuroLinkError";
+    this.code = code;
+  }
+
+  /** True for any lexground NeuroLink error, from any copy of the package. */
+  static isInstance(error: unknown): error is NeuroLinkError {
+    return hasMarker(error, BASE_MARKER);
+  }
+}
+
+const PROVIDER_NOT_CONFIGURED = Symbol.for("lexground.neurolink.ProviderNotConfiguredError");
+
+/**
+ * A provider was selected (or none could be selected) but a setting it needs is missing, e.g. no
+ * `OPENAI_API_KEY`. `setting` names what to set.
+ */
+export class ProviderNotConfiguredError extends NeuroLinkError {
+  readonly [PROVIDER_NOT_CONFIGURED] = true;
+  /** The provider that could not be configured, or `undefined` when no provider could be chosen. */
+  readonly provider: string | undefined;
+  /** The missing setting (environment variable or config path), e.g. `OPENAI_API_KEY`. */
+  readonly setting: string;
+
+  constructor(params: { provider: string | undefined; setting: string; message: string }) {
+    super("PROVIDER_NOT_CONFIGURED", params.message);
+    this.name = "ProviderNotConfiguredError";
+    this.provider = params.provider;
+    this.setting = params.setting;
+  }
+
+  static override isInstance(error: unknown): error is ProviderNotConfiguredError {
+    return hasMarker(error, PROVIDER_NOT_CONFIGURED);
+  }
+}
+
+const UNKNOWN_PROVIDER = Symbol.for("lexground.neurolink.UnknownProviderError");
+
+/** The `provider` option names no supported provider. */
+export class UnknownProviderError extends NeuroLinkError {
+  readonly [UNKNOWN_PROVIDER] = true;
+  readonly provider: string;
+
+  constructor(provider: string, supported: readonly string[]) {
+    super(
+      "UNKNOWN_PROVIDER",
+      `Unknown provider "${provider}". Supported providers: ${supported.join(", ")}; or pass an AI SDK LanguageModel as \`model\`.`,
+    );
+    this.name = "UnknownProviderError";
+    this.provider = provider;
+  }
+
+  static override isInstance(error: unknown): error is UnknownProviderError {
+    return hasMarker(error, UNKNOWN_PROVIDER);
+  }
+}
+
+const INVALID_OPTIONS = Symbol.for("lexground.neurolink.InvalidOptionsError");
+
+/** Call options or constructor config are malformed. `path` names the offending field, e.g. `input.text`. */
+export class InvalidOptionsError extends NeuroLinkError {
+  readonly [INVALID_OPTIONS] = true;
+  readonly path: string;
+
+  constructor(path: string, message: string) {
+    super("INVALID_OPTIONS", `${message} (at ${path})`);
+    this.name = "InvalidOptionsError";
+    this.path = path;
+  }
+
+  static override isInstance(error: unknown): error is InvalidOptionsError {
+    return hasMarker(error, INVALID_OPTIONS);
+  }
+}
+
+/** Which phase of an attempt failed. */
+export type AttemptFailurePhase = "setup" | "generate" | "before-first-content" | "empty-output";
+
+/** One provider/model attempt of a call, as reported on results and on {@link AllAttemptsFailedError}. */
+export type AttemptRecord = {
+  /** 1-based position in the attempt sequence. */
+  attempt: number;
+  provider: string;
+  model: string;
+  /** Where the target came from: the primary selection, the model chain, the model pool or the fallback callback. */
+  source: "primary" | "model-chain" | "model-pool" | "fallback-option" | "provider-fallback";
+  outcome: "success" | "failure";
+  durationMs: number;
+  /** The error of a failed attempt. */
+  error?: unknown;
+  /** `error`'s message, for logs. */
+  errorMessage?: string;
+  phase?: AttemptFailurePhase;
+};
+
+const ALL_ATTEMPTS_FAILED = Symbol.for("lexground.neurolink.AllAttemptsFailedError");
+
+/**
+ * Every provider/model attempt of a call failed. `attempts` lists each one with its error; `cause` is the last
+ * error. Thrown only when more than one attempt ran; a single failed attempt rethrows its own error unchanged.
+ */
+export class AllAttemptsFailedError extends NeuroLinkError {
+  readonly [ALL_ATTEMPTS_FAILED] = true;
+  readonly attempts: readonly AttemptRecord[];
+  /** The errors of the attempts, in order. */
+  readonly errors: readonly unknown[];
+
+  constructor(attempts: readonly AttemptRecord[]) {
+    const lines = attempts.map(
+      (record) =>
+        `  ${record.attempt}. ${record.provider}/${record.model} (${record.phase ?? "generate"}): ${record.errorMessage ?? "unknown error"}`,
+    );
+    const last = attempts[attempts.length - 1];
+    super("ALL_ATTEMPTS_FAILED", `All ${attempts.length} provider attempts failed:\n${lines.join("\n")}`, {
+      cause: last?.error,
+    });
+    this.name = "AllAttemptsFailedError";
+    this.attempts = attempts;
+    this.errors = attempts.map((record) => record.error);
+  }
+
+  static override isInstance(error: unknown): error is AllAttemptsFailedError {
+    return hasMarker(error, ALL_ATTEMPTS_FAILED);
+  }
+}
+
+const FIRST_CONTENT_TIMEOUT = Symbol.for("lexground.neurolink.FirstContentTimeoutError");
+
+/** A stream opened but produced no content within `firstContentTimeoutMs`; the attempt is cancelled. */
+export class FirstContentTimeoutError extends NeuroLinkError {
+  readonly [FIRST_CONTENT_TIMEOUT] = true;
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super("FIRST_CONTENT_TIMEOUT", `No content received within ${timeoutMs}ms; the stream was cancelled`);
+    this.name = "FirstContentTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+
+  static override isInstance(error: unknown): error is FirstContentTimeoutError {
+    return hasMarker(error, FIRST_CONTENT_TIMEOUT);
+  }
+}
+
+const ATTEMPT_TIMEOUT = Symbol.for("lexground.neurolink.AttemptTimeoutError");
+
+/** One attempt exceeded the call's `timeout`; it is cancelled. */
+export class AttemptTimeoutError extends NeuroLinkError {
+  readonly [ATTEMPT_TIMEOUT] = true;
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super("ATTEMPT_TIMEOUT", `The provider call did not finish within ${timeoutMs}ms and was cancelled`);
+    this.name = "AttemptTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+
+  static override isInstance(error: unknown): error is AttemptTimeoutError {
+    return hasMarker(error, ATTEMPT_TIMEOUT);
+  }
+}
+
+const EMPTY_OUTPUT = Symbol.for("lexground.neurolink.EmptyOutputError");
+
+/** A stream finished without any text content. Treated as a failure so the next attempt can answer. */
+export class EmptyOutputError extends NeuroLinkError {
+  readonly [EMPTY_OUTPUT] = true;
+  readonly finishReason: string | undefined;
+
+  constructor(finishReason: string | undefined) {
+    super(
+      "EMPTY_OUTPUT",
+      `The stream finished without content${finishReason ? ` (finish reason: ${finishReason})` : ""}`,
+    );
+    this.name = "EmptyOutputError";
+    this.finishReason = finishReason;
+  }
+
+  static override isInstance(error: unknown): error is EmptyOutputError {
+    return hasMarker(error, EMPTY_OUTPUT);
+  }
+}
+
+const STREAM_INTERRUPTED = Symbol.for("lexground.neurolink.StreamInterruptedError");
+
+/**
+ * A stream failed after content had already been delivered. There is no fallback at that point (a retry would
+ * duplicate or splice answers); `partialContent` is what the consumer received, `cause` the provider error.
+ */
+export class StreamInterruptedError extends NeuroLinkError {
+  readonly [STREAM_INTERRUPTED] = true;
+  readonly provider: string;
+  readonly model: string;
+  readonly partialContent: string;
+
+  constructor(params: { provider: string; model: string; partialContent: string; cause: unknown }) {
+    super(
+      "STREAM_INTERRUPTED",
+      `The ${params.provider}/${params.model} stream failed after ${params.partialContent.length} characters of content: ${errorMessageOf(params.cause)}`,
+      { cause: params.cause },
+    );
+    this.name = "StreamInterruptedError";
+    this.provider = params.provider;
+    this.model = params.model;
+    this.partialContent = params.partialContent;
+  }
+
+  static override isInstance(error: unknown): error is StreamInterruptedError {
+    return hasMarker(error, STREAM_INTERRUPTED);
+  }
+}
+
+const KNOWLEDGE_NOT_CONFIGURED = Symbol.for("lexground.neurolink.KnowledgeNotConfiguredError");
+
+/** `rebuildKnowledge()` was called on an instance without knowledge grounding enabled. */
+export class KnowledgeNotConfiguredError extends NeuroLinkError {
+  readonly [KNOWLEDGE_NOT_CONFIGURED] = true;
+
+  constructor(message: string) {
+    super("KNOWLEDGE_NOT_CONFIGURED", message);
+    this.name = "KnowledgeNotConfiguredError";
+  }
+
+  static override isInstance(error: unknown): error is KnowledgeNotConfiguredError {
+    return hasMarker(error, KNOWLEDGE_NOT_CONFIGURED);
+  }
+}
+
+const MEMORY_ERROR = Symbol.for("lexground.neurolink.ConversationMemoryError");
+
+/** A conversation-memory operation failed or timed out. `operation` says which. */
+export class ConversationMemoryError extends NeuroLinkError {
+  readonly [MEMORY_ERROR] = true;
+  readonly operation: "read" | "write" | "connect" | "close";
+
+  constructor(params: {
+    code: "MEMORY_TIMEOUT" | "MEMORY_UNAVAILABLE";
+    operation: "read" | "write" | "connect" | "close";
+    message: string;
+    cause?: unknown;
+  }) {
+    super(params.code, params.message, { cause: params.cause });
+    this.name = "ConversationMemoryError";
+    this.operation = params.operation;
+  }
+
+  static override isInstance(error: unknown): error is ConversationMemoryError {
+    return hasMarker(error, MEMORY_ERROR);
+  }
+}
+
+/** The message of any thrown value. */
+export function errorMessageOf(error: unknown): string {
+  if (error instanceof Error) return error.message || error.name;
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * Fallback orchestration: the ordered attempt plan of one call (primary or model-pool members, then the model
+ * chain, then the `fallbackProvider`/`fallbackModel` option, then targets asked from `providerFallback`) and the
+ * loop that runs it.
+ *
+ * The loop is shared by generate and stream: an attempt either returns (a generate result, or a stream that has
+ * produced its first content) or throws, and a throw moves on to the next target. A caller abort is rethrown at
+ * once and never falls back. Every attempt receives the same prepared request, so grounding, which ran before the
+ * loop, is neither repeated nor appended twice.
+ *
+ * @module
+ */
+
+import { AllAttemptsFailedError, type AttemptRecord, errorMessageOf } from "./errors.js";
+import {
+  type ModelRequest,
+  type ProviderResolver,
+  type ResolvedModel,
+  splitProviderModel,
+} from "./providers.js";
+import type {
+  FallbackTarget,
+  LanguageModelObject,
+  ModelChainEntry,
+  ModelPoolConfig,
+  ModelPoolMember,
+  ProviderFallbackCallback,
+} from "./types.js";
+
+/** One planned attempt. */
+export type AttemptTarget = {
+  request: ModelRequest;
+  source: AttemptRecord["source"];
+  /** Index of the pool member, for cooldown bookkeeping. */
+  poolIndex?: number;
+};
+
+/** Per-instance state of a model pool: member cooldowns and the round-robin cursor. */
+export class ModelPool {
+  readonly members: readonly ModelPoolMember[];
+  private readonly strategy: "priority" | "round-robin";
+  private readonly cooldownMs: number;
+  private readonly cooldownUntil: number[];
+  private cursor = 0;
+
+  constructor(
+    config: ModelPoolConfig,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.members = [...config.members];
+    this.strategy = config.strategy ?? "priority";
+    this.cooldownMs = Math.max(0, config.cooldownMs ?? 60_000);
+    this.cooldownUntil = this.members.map(() => 0);
+  }
+
+  /** Members in the order to try for the next call: available ones first, cooling ones last. */
+  plan(): AttemptTarget[] {
+    const count = this.members.length;
+    const start = this.strategy === "round-robin" && count > 0 ? this.cursor++ % count : 0;
+    const time = this.now();
+    const available: AttemptTarget[] = [];
+    const cooling: AttemptTarget[] = [];
+    for (let offset = 0; offset < count; offset++) {
+      const index = (start + offset) % count;
+      const member = this.members[index] as ModelPoolMember;
+      const target: AttemptTarget = {
+        request: {
+          provider: member.provider,
+          ...(member.model === undefined ? {} : { model: member.model }),
+        },
+        source: "model-pool",
+        poolIndex: index,
+      };
+      ((this.cooldownUntil[index] ?? 0) > time ? cooling : available).push(target);
+    }
+    return available.concat(cooling);
+  }
+
+  markFailure(index: number): void {
+    this.cooldownUntil[index] = this.now() + this.cooldownMs;
+  }
+
+  markSuccess(index: number): void {
+    this.cooldownUntil[index] = 0;
+  }
+
+  /** Members currently cooling down (for diagnostics). */
+  coolingMembers(): ModelPoolMember[] {
+    const time = this.now();
+    return this.members.filter((_, index) => (this.cooldownUntil[index] ?? 0) > time);
+  }
+}
+
+/** Turns a model-chain entry into a target; bare model ids run on the primary call's provider. */
+export function chainEntryToTarget(
+  entry: ModelChainEntry,
+  primaryProvider: string | undefined,
+  source: AttemptRecord["source"],
+): AttemptTarget {
+  if (typeof entry === "string") {
+    const split = splitProviderModel(entry);
+    const provider = split.provider ?? primaryProvider;
+    return { request: { ...(provider === undefined ? {} : { provider }), model: split.model }, source };
+  }
+  if ("specificationVersion" in entry) return { request: { model: entry as LanguageModelObject }, source };
+  const target = entry as FallbackTarget;
+  const provider = target.provider ?? primaryProvider;
+  return {
+    request: {
+      ...(provider === undefined ? {} : { provider }),
+      ...(target.model === undefined ? {} : { model: target.model }),
+    },
+    source,
+  };
+}
+
+/** What the orchestration loop needs from its caller. */
+export type FallbackRun<T> = {
+  resolver: ProviderResolver;
+  targets: readonly AttemptTarget[];
+  providerFallback?: ProviderFallbackCallback;
+  maxAttempts: number;
+  callerSignal?: AbortSignal;
+  /** Runs one attempt; throws to fall back. */
+  attempt: (resolved: ResolvedModel, target: AttemptTarget) => Promise<T>;
+  /** Classifies a failure for the attempt record. */
+  phaseOf: (error: unknown) => AttemptRecord["phase"];
+  onFallback?: (event: {
+    from: { provider: string; model: string };
+    to: { provider: string; model: string };
+    error: unknown;
+    attempt: number;
+  }) => void;
+  onFailure?: (target: AttemptTarget, error: unknown) => void;
+  onSuccess?: (target: AttemptTarget) => void;
+  now?: () => number;
+};
+
+/** The successful attempt and the record of every attempt. */
+export type FallbackOutcome<T> = {
+  value: T;
+  resolved: ResolvedModel;
+  attempts: AttemptRecord[];
+};
+
+function describeRequest(request: ModelRequest): { provider: string; model: string } {
+  if (typeof request.model === "object")
+    return { provider: request.model.provider, model: request.model.modelId };
+  return { provider: request.provider ?? "(default)", model: request.model ?? "(default)" };
+}
+
+/**
+ * Runs attempts until one succeeds. Throws the caller's abort reason when the caller aborts, the single error when
+ * only one attempt ran, and {@link AllAttemptsFailedError} otherwise.
+ */
+export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackOutcome<T>> {
+  const now = run.now ?? Date.now;
+  const attempts: AttemptRecord[] = [];
+  let nextStatic = 0;
+  let lastError: unknown;
+  let lastFailure: { provider: string; model: string } | undefined;
+  while (attempts.length < run.maxAttempts) {
+    if (run.callerSignal?.aborted) throw run.callerSignal.reason;
+    let target: AttemptTarget | undefined = run.targets[nextStatic];
+    if (target !== undefined) {
+      nextStatic += 1;
+    } else {
+      if (!run.providerFallback || attempts.length === 0) break;
+      let proposal: FallbackTarget | null;
+      try {
+        proposal = await run.providerFallback(lastError);
+      } catch {
+        // A throwing callback means "no further target", like returning null.
+        proposal = null;
+      }
+      if (!proposal) break;
+      target = {
+        request: {
+          ...(proposal.provider === undefined ? {} : { provider: proposal.provider }),
+          ...(proposal.model === undefined ? {} : { model: proposal.model }),
+        },
+        source: "provider-fallback",
+      };
+    }
+    const started = now();
+    let resolved: ResolvedModel;
+    try {
+      resolved = run.resolver.resolve(target.request);
+    } catch (error) {
+      const described = describeRequest(target.request);
+      attempts.push({
+        attempt: attempts.length + 1,
+        ...described,
+        source: target.source,
+        outcome: "failure",
+        durationMs: now() - started,
+        error,
+        errorMessage: errorMessageOf(error),
+        phase: "setup",
+      });
+      lastError = error;
+      lastFailure = described;
+      continue;
+    }
+    if (lastFailure !== undefined) {
+      run.onFallback?.({
+        from: lastFailure,
+        to: { provider: resolved.provider, model: resolved.model },
+        error: lastError,
+        attempt: attempts.length + 1,
+      });
+    }
+    try {
+      const value = await run.attempt(resolved, target);
+      attempts.push({
+        attempt: attempts.length + 1,
+        provider: resolved.provider,
+        model: resolved.model,
+        source: target.source,
+        outcome: "success",
+        durationMs: now() - started,
+      });
+      run.onSuccess?.(target);
+      return { value, resolved, attempts };
+    } catch (error) {
+      // An abort by the caller is a decision, not a failure: never retried elsewhere.
+      if (run.callerSignal?.aborted) throw run.callerSignal.reason;
+      const phase = run.phaseOf(error);
+      attempts.push({
+        attempt: attempts.length + 1,
+        provider: resolved.provider,
+        model: resolved.model,
+        source: target.source,
+        outcome: "failure",
+        durationMs: now() - started,
+        error,
+        errorMessage: errorMessageOf(error),
+        ...(phase === undefined ? {} : { phase }),
+      });
+      lastError = error;
+      lastFailure = { provider: resolved.provider, model: resolved.model };
+      run.onFailure?.(target, error);
+    }
+  }
+  if (attempts.length === 1) throw attempts[0]?.error;
+  throw new AllAttemptsFailedError(attempts);
+}

@@ -1,0 +1,83 @@
+/**
+ * `lexground/neurolink`: a NeuroLink-compatible client with lexical knowledge grounding, provider fallback and
+ * conversation memory, on the Vercel AI SDK v6. Switch `import { NeuroLink } from "@juspay/neurolink"` to
+ * `import { NeuroLink } from "lexground/neurolink"` and keep the grounding code.
+ *
+ * @module
+ */
+
+export {
+  appendKnowledgeGroundingBlockToSystemPrompt,
+  cloneOptionsForCallIsolation,
+  type ResolvedCallOptions,
+  resolveDynamicArgument,
+  resolveDynamicOptions,
+} from "./dynamic.js";
+export {
+  AllAttemptsFailedError,
+  type AttemptFailurePhase,
+  type AttemptRecord,
+  AttemptTimeoutError,
+  ConversationMemoryError,
+  EmptyOutputError,
+  FirstContentTimeoutError,
+  InvalidOptionsError,
+  KnowledgeNotConfiguredError,
+  NeuroLinkError,
+  type NeuroLinkErrorCode,
+  ProviderNotConfiguredError,
+  StreamInterruptedError,
+  UnknownProviderError,
+} from "./errors.js";
+export { ModelPool } from "./fallback.js";
+export { InMemoryConversationStore, type InMemoryConversationStoreOptions } from "./memory/inMemory.js";
+export { RedisConversationMemoryStore, type RedisConversationStoreOptions } from "./memory/redis.js";
+export type {
+  ConversationMemoryStore,
+  ConversationSessionKey,
+  MemoryResetListener,
+  MemoryStoreStatus,
+} from "./memory/types.js";
+export { KNOWLEDGE_HOOK_FAILED_WARNING, KNOWLEDGE_NO_SOURCES_WARNING, NeuroLink } from "./neurolink.js";
+export {
+  isLanguageModelObject,
+  type ModelRequest,
+  PROVIDER_ALIASES,
+  PROVIDER_NAMES,
+  ProviderResolver,
+  type ResolvedModel,
+  splitProviderModel,
+} from "./providers.js";
+export type {
+  CallContext,
+  ChatMessage,
+  ConversationMemoryConfig,
+  DynamicArgument,
+  DynamicOptions,
+  DynamicResolutionContext,
+  FallbackTarget,
+  GenerateOptions,
+  GenerateResult,
+  LanguageModelObject,
+  MemoryCallOptions,
+  MemoryStatus,
+  MemoryWriteFailure,
+  ModelChainEntry,
+  ModelPoolConfig,
+  ModelPoolMember,
+  NeuroLinkEventName,
+  NeuroLinkEvents,
+  NeuroLinkLogger,
+  NeurolinkConstructorConfig,
+  OpenAICompatibleSettings,
+  ProviderFallbackCallback,
+  ProviderName,
+  ProviderSettings,
+  ProvidersConfig,
+  RedisMemoryOptions,
+  StreamChunk,
+  StreamFinalResult,
+  StreamOptions,
+  StreamResult,
+  TokenUsage,
+} from "./types.js";

@@ -1,0 +1,652 @@
+/**
+ * The NeuroLink-compatible client: grounded `generate` and `stream` over the Vercel AI SDK, with fallback across
+ * providers and models, and conversation memory.
+ *
+ * Per call, in this order (the seed's turn lifecycle):
+ * 1. the options are cloned, so nothing reaches the caller's object;
+ * 2. `retrieveKnowledgeGrounding` runs once, when the call opts in, with history from `conversationMessages` or
+ *    conversation memory;
+ * 3. a returned block is appended to `systemPrompt` (a function-valued prompt is wrapped);
+ * 4. dynamic arguments are resolved and the request is prepared once;
+ * 5. the provider/fallback loop runs every attempt with that same request;
+ * 6. `result.knowledge` carries the grounding metadata; the user input and the answer (never the block) are
+ *    stored in conversation memory.
+ *
+ * @module
+ */
+
+import { EventEmitter } from "node:events";
+import type { ModelMessage } from "ai";
+import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
+import { KnowledgeGroundingEngine } from "../knowledge/engine.js";
+import type {
+  KnowledgeConversationTurn,
+  KnowledgeEngineStatus,
+  KnowledgeGroundingConfig,
+  KnowledgeGroundingOutcome,
+  KnowledgeSource,
+} from "../types/knowledge.js";
+import {
+  type OpenedStream,
+  openStreamAttempt,
+  type PreparedRequest,
+  runGenerateAttempt,
+} from "./attempts.js";
+import {
+  appendKnowledgeGroundingBlockToSystemPrompt,
+  cloneOptionsForCallIsolation,
+  type ResolvedCallOptions,
+  resolveDynamicOptions,
+} from "./dynamic.js";
+import {
+  type AttemptRecord,
+  EmptyOutputError,
+  errorMessageOf,
+  InvalidOptionsError,
+  KnowledgeNotConfiguredError,
+  NeuroLinkError,
+} from "./errors.js";
+import { type AttemptTarget, chainEntryToTarget, ModelPool, runWithFallback } from "./fallback.js";
+import { InMemoryConversationStore } from "./memory/inMemory.js";
+import { RedisConversationMemoryStore } from "./memory/redis.js";
+import type { ConversationMemoryStore, ConversationSessionKey } from "./memory/types.js";
+import { isLanguageModelObject, ProviderResolver, splitProviderModel } from "./providers.js";
+import type {
+  ChatMessage,
+  GenerateOptions,
+  GenerateResult,
+  LanguageModelObject,
+  MemoryStatus,
+  MemoryWriteFailure,
+  NeuroLinkEventName,
+  NeuroLinkEvents,
+  NeuroLinkLogger,
+  NeurolinkConstructorConfig,
+  StreamChunk,
+  StreamFinalResult,
+  StreamOptions,
+  StreamResult,
+} from "./types.js";
+
+const DEFAULT_MAX_ATTEMPTS = 8;
+const DEFAULT_FIRST_CONTENT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_TURNS_PER_SESSION = 50;
+const DEFAULT_MAX_SESSIONS = 50;
+
+/** The exact warning of the original when grounding is enabled without sources. */
+export const KNOWLEDGE_NO_SOURCES_WARNING =
+  "[KnowledgeGrounding] enabled but no sources were provided; grounding disabled for this instance";
+/** Logged when the grounding hook throws; the turn continues ungrounded. */
+export const KNOWLEDGE_HOOK_FAILED_WARNING = "[KnowledgeGrounding] grounding hook failed open";
+
+function noop(): void {}
+
+/** Text of a message's content: a string as is; text parts of an array joined; anything else empty. */
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  let text = "";
+  for (const part of content) {
+    if (part && typeof part === "object" && (part as { type?: unknown }).type === "text") {
+      const value = (part as { text?: unknown }).text;
+      if (typeof value === "string") text += value;
+    }
+  }
+  return text;
+}
+
+function sessionOf(options: GenerateOptions): ConversationSessionKey | undefined {
+  const sessionId = options.context?.sessionId;
+  if (typeof sessionId !== "string" || sessionId.length === 0) return undefined;
+  const userId = options.context?.userId;
+  return typeof userId === "string" && userId.length > 0 ? { sessionId, userId } : { sessionId };
+}
+
+function validateCallOptions(options: GenerateOptions, method: "generate" | "stream"): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidOptionsError("options", `${method}() expects an options object`);
+  }
+  if (typeof options.input !== "object" || options.input === null) {
+    throw new InvalidOptionsError("input", `${method}() expects \`input: { text }\``);
+  }
+  if (typeof options.input.text !== "string") {
+    throw new InvalidOptionsError("input.text", "`input.text` must be a string");
+  }
+  if (options.conversationMessages !== undefined && !Array.isArray(options.conversationMessages)) {
+    throw new InvalidOptionsError(
+      "conversationMessages",
+      "`conversationMessages` must be an array when given",
+    );
+  }
+  if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {
+    throw new InvalidOptionsError("abortSignal", "`abortSignal` must be an AbortSignal");
+  }
+}
+
+/** Per-call state shared by retrieval and prompt building, so memory is read at most once per call. */
+type CallState = {
+  memoryHistory?: Promise<ChatMessage[]>;
+};
+
+/**
+ * NeuroLink-compatible client with lexical knowledge grounding.
+ *
+ * @example
+ * ```ts
+ * const neurolink = new NeuroLink({ knowledgeGrounding: { enabled: true, sources } });
+ * const result = await neurolink.generate({
+ *   input: { text: "How do I enable the multi-step flow?" },
+ *   provider: "openai",
+ *   useKnowledgeGrounding: true,
+ *   knowledgeContext: { enabledIntegrations: ["integration-a"] },
+ * });
+ * console.log(result.content, result.knowledge?.selectedIds);
+ * ```
+ */
+export class NeuroLink {
+  private knowledgeGroundingEngine: KnowledgeGroundingEngine | undefined;
+  private readonly knowledgeGroundingConfig: KnowledgeGroundingConfig | undefined;
+  private readonly config: NeurolinkConstructorConfig;
+  private readonly logger: NeuroLinkLogger;
+  private readonly resolver: ProviderResolver;
+  private readonly modelPool: ModelPool | undefined;
+  private readonly memoryStore: ConversationMemoryStore | undefined;
+  private readonly memoryHistoryLimit: number;
+  private readonly events = new EventEmitter();
+
+  constructor(config: NeurolinkConstructorConfig = {}) {
+    this.config = config ?? {};
+    this.logger = this.config.logger ?? console;
+
+    const knowledgeGroundingConfig = this.config.knowledgeGrounding;
+    this.knowledgeGroundingConfig = knowledgeGroundingConfig;
+    if (knowledgeGroundingConfig?.enabled) {
+      if (Array.isArray(knowledgeGroundingConfig.sources) && knowledgeGroundingConfig.sources.length > 0) {
+        this.knowledgeGroundingEngine = new KnowledgeGroundingEngine(knowledgeGroundingConfig);
+      } else {
+        this.logger.warn(KNOWLEDGE_NO_SOURCES_WARNING);
+      }
+    }
+
+    const defaultProvider = typeof this.config.provider === "string" ? this.config.provider : undefined;
+    this.resolver = new ProviderResolver({
+      ...(this.config.providers === undefined ? {} : { providers: this.config.providers }),
+      ...(this.config.env === undefined ? {} : { env: this.config.env }),
+      ...(defaultProvider === undefined ? {} : { defaultProvider }),
+    });
+
+    const pool = this.config.modelPool;
+    if (pool !== undefined) {
+      if (!Array.isArray(pool.members))
+        throw new InvalidOptionsError("modelPool.members", "must be an array");
+      pool.members.forEach((member, index) => {
+        if (typeof member?.provider !== "string" || member.provider.length === 0) {
+          throw new InvalidOptionsError(`modelPool.members[${index}].provider`, "must be a non-empty string");
+        }
+      });
+      this.modelPool = pool.members.length > 0 ? new ModelPool(pool) : undefined;
+    }
+
+    const memory = this.config.conversationMemory;
+    const maxTurns = Math.max(1, Math.floor(memory?.maxTurnsPerSession ?? DEFAULT_MAX_TURNS_PER_SESSION));
+    this.memoryHistoryLimit = maxTurns * 2;
+    if (memory?.enabled !== false) {
+      if (memory?.store) {
+        this.memoryStore = memory.store;
+      } else if (memory?.storageType === "redis") {
+        this.memoryStore = new RedisConversationMemoryStore({
+          ...memory.redis,
+          maxMessagesPerSession: this.memoryHistoryLimit,
+          ...(this.config.env === undefined ? {} : { env: this.config.env }),
+        });
+      } else {
+        this.memoryStore = new InMemoryConversationStore({
+          maxSessions: memory?.maxSessions ?? DEFAULT_MAX_SESSIONS,
+          maxMessagesPerSession: this.memoryHistoryLimit,
+        });
+      }
+      this.memoryStore.addResetListener?.((details) => {
+        this.emit("memory:reset", { store: this.memoryStore?.kind ?? "unknown", details });
+      });
+    }
+  }
+
+  // ---------------------------------------------------------------- events
+
+  /** Subscribes to an event. */
+  on<E extends NeuroLinkEventName>(event: E, listener: (payload: NeuroLinkEvents[E]) => void): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  /** Unsubscribes from an event. */
+  off<E extends NeuroLinkEventName>(event: E, listener: (payload: NeuroLinkEvents[E]) => void): this {
+    this.events.off(event, listener);
+    return this;
+  }
+
+  /** Subscribes to the next occurrence of an event. */
+  once<E extends NeuroLinkEventName>(event: E, listener: (payload: NeuroLinkEvents[E]) => void): this {
+    this.events.once(event, listener);
+    return this;
+  }
+
+  private emit<E extends NeuroLinkEventName>(event: E, payload: NeuroLinkEvents[E]): void {
+    try {
+      this.events.emit(event, payload);
+    } catch (error) {
+      // A throwing host listener must not break the turn.
+      this.logger.warn(`[NeuroLink] listener of "${event}" threw`, error);
+    }
+  }
+
+  // ---------------------------------------------------------------- knowledge
+
+  /** Engine status, or null when grounding was not configured (or enabled without sources). */
+  getKnowledgeStatus(): KnowledgeEngineStatus | null {
+    return this.knowledgeGroundingEngine?.getStatus() ?? null;
+  }
+
+  /**
+   * Rebuilds the knowledge index from `sources` (or the configured ones) and resolves with the new status. The
+   * previous snapshot keeps serving while building and when the new sources are invalid. On an instance that
+   * was enabled without sources, the first non-empty `sources` creates the engine.
+   */
+  async rebuildKnowledge(sources?: KnowledgeSource[]): Promise<KnowledgeEngineStatus> {
+    const engine = this.knowledgeGroundingEngine;
+    if (engine) return engine.rebuild(sources);
+    const config = this.knowledgeGroundingConfig;
+    if (!config?.enabled) {
+      throw new KnowledgeNotConfiguredError(
+        "Knowledge grounding is not enabled on this instance: pass `knowledgeGrounding: { enabled: true, sources }` to the constructor",
+      );
+    }
+    if (!Array.isArray(sources) || sources.length === 0) {
+      throw new KnowledgeNotConfiguredError(
+        "Knowledge grounding has no sources: pass a non-empty `sources` array to rebuildKnowledge()",
+      );
+    }
+    const created = new KnowledgeGroundingEngine({ ...config, sources });
+    this.knowledgeGroundingEngine = created;
+    await created.ready();
+    return created.getStatus();
+  }
+
+  // ---------------------------------------------------------------- memory
+
+  /** Health of conversation memory: `degraded` after a failed read or write, until the next success. */
+  getMemoryStatus(): MemoryStatus {
+    const store = this.memoryStore;
+    if (!store) {
+      return { enabled: false, store: null, state: "disabled", lastError: null, lastErrorAt: null };
+    }
+    const status = store.getStatus();
+    return {
+      enabled: true,
+      store: store.kind,
+      state: status.state,
+      lastError: status.lastError,
+      lastErrorAt: status.lastErrorAt,
+      resetCount: status.resetCount,
+      ...(status.details === undefined ? {} : { details: status.details }),
+    };
+  }
+
+  /** The stored messages of a session, oldest first (errors are thrown, unlike during a turn). */
+  async getConversationHistory(context: { sessionId: string; userId?: string }): Promise<ChatMessage[]> {
+    if (!this.memoryStore) return [];
+    return this.memoryStore.getRecentMessages(context, this.memoryHistoryLimit);
+  }
+
+  /** Deletes a session's stored messages. */
+  async clearConversationSession(context: { sessionId: string; userId?: string }): Promise<void> {
+    await this.memoryStore?.clearSession(context);
+  }
+
+  /** Closes conversation memory connections. The instance should not be used afterwards. */
+  async close(): Promise<void> {
+    await this.memoryStore?.close();
+    this.events.removeAllListeners();
+  }
+
+  /**
+   * Reads the session's stored history for a call (shared with grounding). Fails open: on any error it returns
+   * `[]`, reports `memory:error`, and the store's status turns `degraded`.
+   */
+  private async fetchRecentRoutingHistory(options: GenerateOptions): Promise<ChatMessage[]> {
+    const session = sessionOf(options);
+    if (!session || !this.memoryStore || options.memory?.read === false) return [];
+    try {
+      return await this.memoryStore.getRecentMessages(session, this.memoryHistoryLimit);
+    } catch (error) {
+      this.emit("memory:error", { operation: "read", sessionId: session.sessionId, error });
+      this.logger.debug?.("[NeuroLink] conversation memory read failed open", error);
+      return [];
+    }
+  }
+
+  private memoryHistory(options: GenerateOptions, state: CallState): Promise<ChatMessage[]> {
+    state.memoryHistory ??= this.fetchRecentRoutingHistory(options);
+    return state.memoryHistory;
+  }
+
+  /** Stores the user input and the answer; a failure is returned (and emitted), never thrown. */
+  private async storeTurn(options: GenerateOptions, answer: string): Promise<MemoryWriteFailure | undefined> {
+    const session = sessionOf(options);
+    if (!session || !this.memoryStore || options.memory?.write === false) return undefined;
+    const timestamp = new Date().toISOString();
+    try {
+      await this.memoryStore.appendMessages(session, [
+        { role: "user", content: options.input.text, timestamp },
+        { role: "assistant", content: answer, timestamp },
+      ]);
+      return undefined;
+    } catch (error) {
+      this.emit("memory:error", { operation: "write", sessionId: session.sessionId, error });
+      return {
+        sessionId: session.sessionId,
+        code: NeuroLinkError.isInstance(error) ? error.code : "MEMORY_UNAVAILABLE",
+        message: errorMessageOf(error),
+      };
+    }
+  }
+
+  // ---------------------------------------------------------------- grounding
+
+  /**
+   * Retrieves knowledge for a call, without touching the options. Returns undefined (and does not read history)
+   * when there is no engine, the engine is disabled, `useKnowledgeGrounding` is not exactly true, or the query is
+   * empty. Never throws: a failing hook is logged and the call continues ungrounded.
+   */
+  private async retrieveKnowledgeGrounding(
+    options: GenerateOptions,
+    loadHistory: () => Promise<ChatMessage[]> = () => this.fetchRecentRoutingHistory(options),
+  ): Promise<KnowledgeGroundingOutcome | undefined> {
+    const engine = this.knowledgeGroundingEngine;
+    if (!engine?.isEnabled()) return undefined;
+    if (options.useKnowledgeGrounding !== true) return undefined;
+    const query = options.input?.text;
+    if (typeof query !== "string" || query.length === 0) return undefined;
+    try {
+      const history =
+        options.conversationMessages !== undefined ? options.conversationMessages : await loadHistory();
+      const recentTurns: KnowledgeConversationTurn[] = history
+        .filter((message) => message?.role === "user" || message?.role === "assistant")
+        .slice(-DEFAULT_RECENT_TURNS)
+        .map((message) => ({
+          role: message.role as "user" | "assistant",
+          text: typeof message.content === "string" ? message.content : "",
+        }));
+      const outcome = await engine.ground({ query, recentTurns, scope: options.knowledgeContext });
+      const reason = outcome.metadata.failureReason;
+      if (reason !== undefined) this.emit("grounding:error", { reason });
+      return outcome;
+    } catch (error) {
+      this.logger.warn(KNOWLEDGE_HOOK_FAILED_WARNING, error);
+      this.emit("grounding:error", { reason: errorMessageOf(error), error });
+      return undefined;
+    }
+  }
+
+  /** Clone, retrieve once, append the block, resolve dynamic arguments, prepare the request once. */
+  private async prepareCall(
+    optionsOrPrompt: GenerateOptions | StreamOptions | string,
+    method: "generate" | "stream",
+  ): Promise<{
+    options: GenerateOptions | StreamOptions;
+    resolved: ResolvedCallOptions;
+    grounding: KnowledgeGroundingOutcome | undefined;
+    request: PreparedRequest;
+  }> {
+    if (typeof optionsOrPrompt === "string") {
+      // The string shorthand cannot opt in, so it never grounds.
+      optionsOrPrompt = { input: { text: optionsOrPrompt } };
+    }
+    validateCallOptions(optionsOrPrompt, method);
+    let options = cloneOptionsForCallIsolation(optionsOrPrompt);
+    const state: CallState = {};
+    const grounding = await this.retrieveKnowledgeGrounding(options, () =>
+      this.memoryHistory(options, state),
+    );
+    if (grounding?.ephemeralContext) {
+      options = {
+        ...options,
+        systemPrompt: appendKnowledgeGroundingBlockToSystemPrompt(
+          options.systemPrompt,
+          grounding.ephemeralContext.content,
+        ),
+      };
+    }
+    const resolved = await resolveDynamicOptions(options);
+    const history =
+      options.conversationMessages !== undefined
+        ? options.conversationMessages
+        : await this.memoryHistory(options, state);
+    const messages: ModelMessage[] = [];
+    for (const message of history) {
+      if (message?.role !== "user" && message?.role !== "assistant") continue;
+      const text = contentText(message.content);
+      if (text.length > 0) messages.push({ role: message.role, content: text });
+    }
+    messages.push({ role: "user", content: resolved.input.text });
+    const system =
+      typeof resolved.systemPrompt === "string" && resolved.systemPrompt.length > 0
+        ? resolved.systemPrompt
+        : undefined;
+    const request: PreparedRequest = {
+      system,
+      messages,
+      maxRetries: Math.max(0, Math.floor(resolved.maxRetries ?? this.config.maxRetries ?? 0)),
+      ...(resolved.temperature === undefined ? {} : { temperature: resolved.temperature }),
+      ...(resolved.maxTokens === undefined ? {} : { maxOutputTokens: resolved.maxTokens }),
+      ...(resolved.topP === undefined ? {} : { topP: resolved.topP }),
+      ...(resolved.topK === undefined ? {} : { topK: resolved.topK }),
+      ...(resolved.stopSequences === undefined ? {} : { stopSequences: resolved.stopSequences }),
+      ...(resolved.seed === undefined ? {} : { seed: resolved.seed }),
+      ...(resolved.providerOptions === undefined ? {} : { providerOptions: resolved.providerOptions }),
+      ...(resolved.headers === undefined ? {} : { headers: resolved.headers }),
+    };
+    return { options, resolved, grounding, request };
+  }
+
+  /** The ordered targets of a call: primary (or pool members), model chain, fallback option. */
+  private planTargets(resolved: ResolvedCallOptions): AttemptTarget[] {
+    const model = resolved.model;
+    let targets: AttemptTarget[];
+    let primaryProvider: string | undefined;
+    if (isLanguageModelObject(model)) {
+      targets = [{ request: { model }, source: "primary" }];
+      primaryProvider = resolved.provider ?? this.config.provider;
+    } else if (resolved.provider !== undefined || model !== undefined) {
+      targets = [
+        {
+          request: {
+            ...(resolved.provider === undefined ? {} : { provider: resolved.provider }),
+            ...(model === undefined ? {} : { model }),
+          },
+          source: "primary",
+        },
+      ];
+      primaryProvider =
+        resolved.provider ?? (typeof model === "string" ? splitProviderModel(model).provider : undefined);
+    } else if (this.modelPool) {
+      targets = this.modelPool.plan();
+    } else if (isLanguageModelObject(this.config.model)) {
+      targets = [{ request: { model: this.config.model as LanguageModelObject }, source: "primary" }];
+    } else {
+      const configured = this.config.model;
+      targets = [{ request: typeof configured === "string" ? { model: configured } : {}, source: "primary" }];
+    }
+    if (resolved.disableInternalFallback === true) return targets.slice(0, 1);
+    const chain = resolved.modelChain ?? this.config.modelChain ?? [];
+    for (const entry of chain) targets.push(chainEntryToTarget(entry, primaryProvider, "model-chain"));
+    if (resolved.fallbackProvider !== undefined || resolved.fallbackModel !== undefined) {
+      const provider = resolved.fallbackProvider ?? primaryProvider;
+      targets.push({
+        request: {
+          ...(provider === undefined ? {} : { provider }),
+          ...(resolved.fallbackModel === undefined ? {} : { model: resolved.fallbackModel }),
+        },
+        source: "fallback-option",
+      });
+    }
+    return targets;
+  }
+
+  private fallbackHooks(resolved: ResolvedCallOptions) {
+    const providerFallback =
+      resolved.disableInternalFallback === true
+        ? undefined
+        : (resolved.providerFallback ?? this.config.providerFallback);
+    return {
+      resolver: this.resolver,
+      targets: this.planTargets(resolved),
+      ...(providerFallback === undefined ? {} : { providerFallback }),
+      maxAttempts: Math.max(1, Math.floor(this.config.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)),
+      ...(resolved.abortSignal === undefined ? {} : { callerSignal: resolved.abortSignal }),
+      onFallback: (event: NeuroLinkEvents["model:fallback"]) => this.emit("model:fallback", event),
+      onFailure: (target: AttemptTarget) => {
+        if (target.poolIndex !== undefined) this.modelPool?.markFailure(target.poolIndex);
+      },
+      onSuccess: (target: AttemptTarget) => {
+        if (target.poolIndex !== undefined) this.modelPool?.markSuccess(target.poolIndex);
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- generate
+
+  /**
+   * Generates a complete answer. A string is shorthand for `{ input: { text } }` (and never grounds). Falls back
+   * to the next target on any error except a caller abort.
+   */
+  async generate(optionsOrPrompt: GenerateOptions | string): Promise<GenerateResult> {
+    const startTime = Date.now();
+    const { options, resolved, grounding, request } = await this.prepareCall(optionsOrPrompt, "generate");
+    const timeoutMs = resolved.timeout ?? this.config.timeout;
+    const outcome = await runWithFallback({
+      ...this.fallbackHooks(resolved),
+      attempt: (target) =>
+        runGenerateAttempt(target, request, {
+          ...(resolved.abortSignal === undefined ? {} : { callerSignal: resolved.abortSignal }),
+          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        }),
+      phaseOf: () => "generate",
+    });
+    const result: GenerateResult = {
+      content: outcome.value.text,
+      provider: outcome.resolved.provider,
+      model: outcome.resolved.model,
+      ...(outcome.value.usage === undefined ? {} : { usage: outcome.value.usage }),
+      ...(outcome.value.finishReason === undefined ? {} : { finishReason: outcome.value.finishReason }),
+      attempts: outcome.attempts,
+      responseTime: 0,
+    };
+    if (grounding) result.knowledge = grounding.metadata;
+    const memoryWriteError = await this.storeTurn(options, result.content);
+    if (memoryWriteError) result.memoryWriteError = memoryWriteError;
+    result.responseTime = Date.now() - startTime;
+    return result;
+  }
+
+  // ---------------------------------------------------------------- stream
+
+  /**
+   * Streams an answer. Resolves once a provider has produced its first content chunk: failures before that
+   * (thrown errors, error parts, the first-content deadline, an empty stream) fall back to the next target, so
+   * `await stream()` rejects only when every attempt failed. After the first chunk there is no fallback: a
+   * failure ends the stream with {@link StreamInterruptedError}. Consume `stream` (or `textStream`) to the end;
+   * the turn is stored in memory before iteration completes, and `result` resolves with the final content.
+   */
+  async stream(options: StreamOptions): Promise<StreamResult> {
+    const startTime = Date.now();
+    const prepared = await this.prepareCall(options, "stream");
+    const { resolved, grounding, request } = prepared;
+    const callOptions = prepared.options;
+    const timeoutMs = resolved.timeout ?? this.config.timeout;
+    const firstContentTimeoutMs =
+      (resolved as StreamOptions).firstContentTimeoutMs ??
+      this.config.firstContentTimeoutMs ??
+      DEFAULT_FIRST_CONTENT_TIMEOUT_MS;
+    const outcome = await runWithFallback<OpenedStream>({
+      ...this.fallbackHooks(resolved),
+      attempt: (target) =>
+        openStreamAttempt(target, request, {
+          ...(resolved.abortSignal === undefined ? {} : { callerSignal: resolved.abortSignal }),
+          firstContentTimeoutMs,
+          ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        }),
+      phaseOf: (error) => (EmptyOutputError.isInstance(error) ? "empty-output" : "before-first-content"),
+    });
+    const opened = outcome.value;
+    const attempts: AttemptRecord[] = outcome.attempts;
+
+    let resolveFinal: (value: StreamFinalResult) => void = noop;
+    let rejectFinal: (error: unknown) => void = noop;
+    const final = new Promise<StreamFinalResult>((resolve, reject) => {
+      resolveFinal = resolve;
+      rejectFinal = reject;
+    });
+    // Hosts that only iterate the stream never read `result`; its rejection must not be "unhandled".
+    final.catch(noop);
+
+    const produce = async function* (this: NeuroLink): AsyncGenerator<StreamChunk, void, undefined> {
+      let content = opened.firstText;
+      let completed = false;
+      try {
+        yield { content: opened.firstText };
+        for await (const text of opened.rest(() => content)) {
+          content += text;
+          yield { content: text };
+        }
+        completed = true;
+      } catch (error) {
+        rejectFinal(error);
+        throw error;
+      } finally {
+        if (!completed) {
+          opened.cancel();
+          // Stopped by the consumer: the turn is incomplete and is not stored.
+          rejectFinal(new InvalidOptionsError("stream", "the stream was not consumed to the end"));
+        }
+      }
+      const finalResult: StreamFinalResult = {
+        content,
+        provider: opened.target.provider,
+        model: opened.target.model,
+        ...(opened.final.usage === undefined ? {} : { usage: opened.final.usage }),
+        ...(opened.final.finishReason === undefined ? {} : { finishReason: opened.final.finishReason }),
+        attempts,
+        responseTime: 0,
+      };
+      if (grounding) finalResult.knowledge = grounding.metadata;
+      const memoryWriteError = await this.storeTurn(callOptions, content);
+      if (memoryWriteError) finalResult.memoryWriteError = memoryWriteError;
+      finalResult.responseTime = Date.now() - startTime;
+      resolveFinal(finalResult);
+    }.bind(this);
+
+    let generator: AsyncGenerator<StreamChunk, void, undefined> | undefined;
+    const chunks = (): AsyncGenerator<StreamChunk, void, undefined> => {
+      generator ??= produce();
+      return generator;
+    };
+    const stream: AsyncIterable<StreamChunk> = { [Symbol.asyncIterator]: chunks };
+    const textStream: AsyncIterable<string> = {
+      async *[Symbol.asyncIterator]() {
+        for await (const chunk of chunks()) yield chunk.content;
+      },
+    };
+    const result: StreamResult = {
+      stream,
+      textStream,
+      provider: opened.target.provider,
+      model: opened.target.model,
+      attempts,
+      result: final,
+      metadata: { fallback: attempts.length > 1, startTime },
+    };
+    if (grounding) result.knowledge = grounding.metadata;
+    return result;
+  }
+}

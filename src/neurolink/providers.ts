@@ -1,0 +1,319 @@
+/**
+ * Provider resolution: turns `{provider, model}` (or an AI SDK model object) into a language model of the Vercel
+ * AI SDK v6. Settings come from the constructor's `providers` config first, then from environment variables.
+ * A provider that lacks a required setting fails with {@link ProviderNotConfiguredError} naming that setting
+ * before any request is made.
+ *
+ * @module
+ */
+
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogleGenerativeAI } from "@ai-sdk/google";
+import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { ProviderNotConfiguredError, UnknownProviderError } from "./errors.js";
+import type {
+  LanguageModelObject,
+  OpenAICompatibleSettings,
+  ProviderName,
+  ProviderSettings,
+  ProvidersConfig,
+} from "./types.js";
+
+/** Built-in providers. */
+export const PROVIDER_NAMES: readonly ProviderName[] = ["openai", "anthropic", "google", "openai-compatible"];
+
+/** Local OpenAI-compatible servers with a conventional default address. */
+type LocalPreset = {
+  name: string;
+  baseUrlVariable: string;
+  defaultBaseURL: string;
+  modelVariable: string;
+  apiKeyVariable: string;
+};
+
+const LOCAL_PRESETS: Record<string, LocalPreset> = {
+  ollama: {
+    name: "ollama",
+    baseUrlVariable: "OLLAMA_BASE_URL",
+    defaultBaseURL: "http://127.0.0.1:11434/v1",
+    modelVariable: "OLLAMA_MODEL",
+    apiKeyVariable: "OLLAMA_API_KEY",
+  },
+  lmstudio: {
+    name: "lmstudio",
+    baseUrlVariable: "LMSTUDIO_BASE_URL",
+    defaultBaseURL: "http://127.0.0.1:1234/v1",
+    modelVariable: "LMSTUDIO_MODEL",
+    apiKeyVariable: "LMSTUDIO_API_KEY",
+  },
+  vllm: {
+    name: "vllm",
+    baseUrlVariable: "VLLM_BASE_URL",
+    defaultBaseURL: "http://127.0.0.1:8000/v1",
+    modelVariable: "VLLM_MODEL",
+    apiKeyVariable: "VLLM_API_KEY",
+  },
+};
+
+/**
+ * Accepted spellings of `provider`, mapped to a built-in provider. `ollama`, `lmstudio` and `vllm` are the
+ * OpenAI-compatible provider with that server's default address.
+ */
+export const PROVIDER_ALIASES: Readonly<Record<string, ProviderName>> = {
+  openai: "openai",
+  anthropic: "anthropic",
+  claude: "anthropic",
+  google: "google",
+  "google-ai": "google",
+  "google-ai-studio": "google",
+  googleaistudio: "google",
+  gemini: "google",
+  "openai-compatible": "openai-compatible",
+  openaicompatible: "openai-compatible",
+  ollama: "openai-compatible",
+  lmstudio: "openai-compatible",
+  "lm-studio": "openai-compatible",
+  vllm: "openai-compatible",
+};
+
+const DEFAULT_MODELS: Record<Exclude<ProviderName, "openai-compatible">, string> = {
+  openai: "gpt-4o-mini",
+  anthropic: "claude-3-5-haiku-latest",
+  google: "gemini-2.5-flash",
+};
+
+/** Environment variables read per provider (first match wins). */
+const API_KEY_VARIABLES: Record<ProviderName, string[]> = {
+  openai: ["OPENAI_API_KEY"],
+  anthropic: ["ANTHROPIC_API_KEY"],
+  google: ["GOOGLE_GENERATIVE_AI_API_KEY", "GOOGLE_AI_API_KEY", "GEMINI_API_KEY"],
+  "openai-compatible": ["OPENAI_COMPATIBLE_API_KEY"],
+};
+
+const MODEL_VARIABLES: Record<ProviderName, string> = {
+  openai: "OPENAI_MODEL",
+  anthropic: "ANTHROPIC_MODEL",
+  google: "GOOGLE_AI_MODEL",
+  "openai-compatible": "OPENAI_COMPATIBLE_MODEL",
+};
+
+const BASE_URL_VARIABLES: Record<ProviderName, string> = {
+  openai: "OPENAI_BASE_URL",
+  anthropic: "ANTHROPIC_BASE_URL",
+  google: "GOOGLE_GENERATIVE_AI_BASE_URL",
+  "openai-compatible": "OPENAI_COMPATIBLE_BASE_URL",
+};
+
+/** A language model ready to call, with the names reported on results. */
+export type ResolvedModel = {
+  /** Reported provider name: the built-in name, a local preset (`ollama`), or the model object's provider. */
+  provider: string;
+  /** Model id. */
+  model: string;
+  languageModel: LanguageModelObject;
+};
+
+/** What to resolve: a provider and/or model id, or a model object. */
+export type ModelRequest = {
+  provider?: string;
+  model?: string | LanguageModelObject;
+};
+
+/** True for an AI SDK language model object (not a model id string). */
+export function isLanguageModelObject(value: unknown): value is LanguageModelObject {
+  if (typeof value !== "object" || value === null) return false;
+  const candidate = value as { specificationVersion?: unknown; doGenerate?: unknown; doStream?: unknown };
+  return (
+    (candidate.specificationVersion === "v3" || candidate.specificationVersion === "v2") &&
+    typeof candidate.doGenerate === "function" &&
+    typeof candidate.doStream === "function"
+  );
+}
+
+function firstNonEmpty(...values: Array<string | undefined>): string | undefined {
+  for (const value of values) {
+    if (typeof value === "string" && value.trim() !== "") return value.trim();
+  }
+  return undefined;
+}
+
+/** Ollama users often configure the server root; its OpenAI-compatible API lives under `/v1`. */
+function withV1Path(baseURL: string): string {
+  try {
+    const url = new URL(baseURL);
+    if (url.pathname === "/" || url.pathname === "") {
+      url.pathname = "/v1";
+      return url.toString().replace(/\/$/, "");
+    }
+  } catch {
+    // Left as given; the provider reports an unusable URL on the request.
+  }
+  return baseURL;
+}
+
+/**
+ * Splits `"<provider>/<model>"` when the prefix is a known provider; otherwise the whole string is a model id
+ * (model ids such as `meta-llama/Llama-3-8B` contain slashes too).
+ */
+export function splitProviderModel(value: string): { provider?: string; model: string } {
+  const slash = value.indexOf("/");
+  if (slash > 0) {
+    const prefix = value.slice(0, slash).toLowerCase();
+    if (prefix in PROVIDER_ALIASES) return { provider: prefix, model: value.slice(slash + 1) };
+  }
+  return { model: value };
+}
+
+/** Resolves providers and caches provider instances per instance of the client. */
+export class ProviderResolver {
+  private readonly providers: ProvidersConfig;
+  private readonly env: Record<string, string | undefined>;
+  private readonly defaultProvider: string | undefined;
+  private readonly factories = new Map<string, (modelId: string) => LanguageModelObject>();
+
+  constructor(options: {
+    providers?: ProvidersConfig;
+    env?: Record<string, string | undefined>;
+    defaultProvider?: string;
+  }) {
+    this.providers = options.providers ?? {};
+    this.env = options.env ?? process.env;
+    this.defaultProvider = options.defaultProvider;
+  }
+
+  /** Resolves a request into a callable model, or throws a typed configuration error. */
+  resolve(request: ModelRequest): ResolvedModel {
+    if (isLanguageModelObject(request.model)) {
+      return { provider: request.model.provider, model: request.model.modelId, languageModel: request.model };
+    }
+    let providerInput = request.provider;
+    let modelId = request.model;
+    if (providerInput === undefined && typeof modelId === "string") {
+      const split = splitProviderModel(modelId);
+      if (split.provider !== undefined) {
+        providerInput = split.provider;
+        modelId = split.model;
+      }
+    }
+    const requested = firstNonEmpty(providerInput, this.defaultProvider, this.env.LEXGROUND_PROVIDER);
+    const providerKey = requested?.toLowerCase() ?? this.detectProvider();
+    const canonical = PROVIDER_ALIASES[providerKey];
+    if (canonical === undefined)
+      throw new UnknownProviderError(requested ?? providerKey, Object.keys(PROVIDER_ALIASES));
+    const preset = LOCAL_PRESETS[providerKey];
+    const settings: ProviderSettings & OpenAICompatibleSettings =
+      preset === undefined ? (this.providers[canonical] ?? {}) : {};
+    const reportedProvider = preset?.name ?? canonical;
+    const model =
+      firstNonEmpty(
+        typeof modelId === "string" ? modelId : undefined,
+        settings.model,
+        preset ? this.env[preset.modelVariable] : this.env[MODEL_VARIABLES[canonical]],
+        this.env.LEXGROUND_MODEL,
+      ) ?? (canonical === "openai-compatible" ? undefined : DEFAULT_MODELS[canonical]);
+    if (model === undefined) {
+      const setting = preset ? preset.modelVariable : MODEL_VARIABLES[canonical];
+      throw new ProviderNotConfiguredError({
+        provider: reportedProvider,
+        setting,
+        message: `Provider "${reportedProvider}" has no model: pass \`model\`, or set ${setting} (or providers["openai-compatible"].model).`,
+      });
+    }
+    const factory = this.factoryFor(canonical, providerKey, preset, settings);
+    return { provider: reportedProvider, model, languageModel: factory(model) };
+  }
+
+  /** The first provider with credentials in config or environment. */
+  private detectProvider(): string {
+    for (const name of PROVIDER_NAMES) {
+      const settings = this.providers[name];
+      if (name === "openai-compatible") {
+        if (firstNonEmpty(settings?.baseURL, this.env[BASE_URL_VARIABLES[name]])) return name;
+        continue;
+      }
+      const variables = API_KEY_VARIABLES[name];
+      if (firstNonEmpty(settings?.apiKey, ...variables.map((variable) => this.env[variable]))) return name;
+    }
+    throw new ProviderNotConfiguredError({
+      provider: undefined,
+      setting: "LEXGROUND_PROVIDER",
+      message:
+        "No provider is configured: pass `provider` (or an AI SDK model as `model`), or set LEXGROUND_PROVIDER, " +
+        "or one of OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_GENERATIVE_AI_API_KEY, OPENAI_COMPATIBLE_BASE_URL.",
+    });
+  }
+
+  private factoryFor(
+    canonical: ProviderName,
+    providerKey: string,
+    preset: LocalPreset | undefined,
+    settings: ProviderSettings & OpenAICompatibleSettings,
+  ): (modelId: string) => LanguageModelObject {
+    const cached = this.factories.get(providerKey);
+    if (cached) return cached;
+    const factory = this.createFactory(canonical, preset, settings);
+    this.factories.set(providerKey, factory);
+    return factory;
+  }
+
+  private createFactory(
+    canonical: ProviderName,
+    preset: LocalPreset | undefined,
+    settings: ProviderSettings & OpenAICompatibleSettings,
+  ): (modelId: string) => LanguageModelObject {
+    const env = this.env;
+    const apiKeyVariables = preset ? [preset.apiKeyVariable] : API_KEY_VARIABLES[canonical];
+    const apiKey = firstNonEmpty(settings.apiKey, ...apiKeyVariables.map((variable) => env[variable]));
+    const baseURL = firstNonEmpty(
+      settings.baseURL,
+      preset ? env[preset.baseUrlVariable] : env[BASE_URL_VARIABLES[canonical]],
+      preset?.defaultBaseURL,
+    );
+    const missingKey = (): never => {
+      const setting = apiKeyVariables[0] ?? "apiKey";
+      throw new ProviderNotConfiguredError({
+        provider: canonical,
+        setting,
+        message: `Provider "${canonical}" is not configured: set ${setting} (or providers.${canonical}.apiKey).`,
+      });
+    };
+    const common = {
+      ...(baseURL === undefined ? {} : { baseURL }),
+      ...(settings.headers === undefined ? {} : { headers: settings.headers }),
+      ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
+    };
+    switch (canonical) {
+      case "openai": {
+        const provider = createOpenAI({ apiKey: apiKey ?? missingKey(), ...common });
+        return (modelId) => provider(modelId);
+      }
+      case "anthropic": {
+        const provider = createAnthropic({ apiKey: apiKey ?? missingKey(), ...common });
+        return (modelId) => provider(modelId);
+      }
+      case "google": {
+        const provider = createGoogleGenerativeAI({ apiKey: apiKey ?? missingKey(), ...common });
+        return (modelId) => provider(modelId);
+      }
+      case "openai-compatible": {
+        if (baseURL === undefined) {
+          throw new ProviderNotConfiguredError({
+            provider: "openai-compatible",
+            setting: "OPENAI_COMPATIBLE_BASE_URL",
+            message:
+              'Provider "openai-compatible" has no base URL: set OPENAI_COMPATIBLE_BASE_URL (or providers["openai-compatible"].baseURL), e.g. http://127.0.0.1:11434/v1 for Ollama.',
+          });
+        }
+        const provider = createOpenAICompatible({
+          name: settings.name ?? preset?.name ?? "openai-compatible",
+          ...common,
+          baseURL: preset ? withV1Path(baseURL) : baseURL,
+          ...(apiKey === undefined ? {} : { apiKey }),
+          includeUsage: settings.includeUsage ?? true,
+        });
+        return (modelId) => provider.chatModel(modelId);
+      }
+    }
+  }
+}
