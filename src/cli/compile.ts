@@ -23,6 +23,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { createInterface } from "node:readline";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from "yaml";
+import { manifestToSources } from "../index.js";
 import type {
   KnowledgeEntryInput,
   KnowledgeManifest,
@@ -601,15 +602,6 @@ function assemble(
   return { manifest, sourceMap: { catalogs: mapCatalogs } };
 }
 
-/** Turns manifest catalogs into engine sources (the same mapping as the engine's `manifestToSources`). */
-function toSources(manifest: KnowledgeManifest): KnowledgeSource[] {
-  return manifest.catalogs.map((catalog) => ({
-    id: catalog.id,
-    version: manifest.contentVersion,
-    entries: catalog.entries,
-  }));
-}
-
 async function statOrThrow(path: string, file: string) {
   try {
     return await stat(path);
@@ -761,7 +753,13 @@ export async function compileKnowledgeBase(
     });
   }
   const { manifest, sourceMap } = assemble([...catalogsById.values()], options, newestMtimeMs);
-  return { manifest, sources: toSources(manifest), sourceMap, notes, origin: onlyFiles ? "files" : "folder" };
+  return {
+    manifest,
+    sources: manifestToSources(manifest),
+    sourceMap,
+    notes,
+    origin: onlyFiles ? "files" : "folder",
+  };
 }
 
 /** First sentence of `text` (up to `.`, `!` or `?` followed by whitespace), capped in length. */
@@ -832,7 +830,7 @@ export async function loadBeirCorpus(
     options,
     info.mtimeMs,
   );
-  return { manifest, sources: toSources(manifest), sourceMap, notes: [], origin: "beir" };
+  return { manifest, sources: manifestToSources(manifest), sourceMap, notes: [], origin: "beir" };
 }
 
 function checkManifestShape(value: unknown, file: string | undefined): KnowledgeManifest {
@@ -901,7 +899,7 @@ export async function loadKnowledgeBase(
     const manifest = checkManifestShape(pathOrManifest, undefined);
     return {
       manifest,
-      sources: toSources(manifest),
+      sources: manifestToSources(manifest),
       sourceMap: unlocatedSourceMap(manifest, "(manifest)"),
       notes: [],
       origin: "object",
@@ -924,7 +922,7 @@ export async function loadKnowledgeBase(
         const manifest = checkManifestShape(value, shown);
         return {
           manifest,
-          sources: toSources(manifest),
+          sources: manifestToSources(manifest),
           sourceMap: options.locate
             ? locateManifest(text, shown, manifest)
             : unlocatedSourceMap(manifest, shown),

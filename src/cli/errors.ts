@@ -2,6 +2,7 @@
  * Errors of the CLI and the knowledge compiler. Every error names what is wrong, where (file and line when known)
  * and what to do about it, so the CLI can print one clear line plus a hint.
  */
+import type { ReportedIssue } from "./report.js";
 
 /** Stable codes of {@link KnowledgeCompileError}. */
 export type KnowledgeCompileErrorCode =
@@ -17,6 +18,7 @@ export type KnowledgeCompileErrorCode =
   | "bad-catalog-file"
   | "duplicate-catalog-id"
   | "bad-manifest"
+  | "bad-config"
   | "bad-corpus"
   | "bad-content-version"
   | "bad-generated-at"
@@ -55,5 +57,20 @@ export class CliUsageError extends Error {
   constructor(message: string, hint?: string) {
     super(message);
     this.hint = hint;
+  }
+}
+
+/** The knowledge base failed validation; `issues` are located for printing. */
+export class KnowledgeBaseInvalidError extends Error {
+  override readonly name = "KnowledgeBaseInvalidError";
+  readonly issues: ReportedIssue[];
+  constructor(issues: ReportedIssue[]) {
+    const errors = issues.filter((issue) => issue.level === "error");
+    const first = errors[0];
+    const where = first?.file ? `${first.file}${first.line ? `:${first.line}` : ""}: ` : "";
+    super(
+      `the knowledge base has ${errors.length} validation error${errors.length === 1 ? "" : "s"}; first: ${where}${first?.message ?? "unknown"}`,
+    );
+    this.issues = issues;
   }
 }

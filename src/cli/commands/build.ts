@@ -1,0 +1,118 @@
+/** `lexground build`: compile authored files into a manifest, refusing to write one that would not load. */
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { normalizeAndValidate } from "../../index.js";
+import { serializeManifest } from "../compile.js";
+import { CliUsageError } from "../errors.js";
+import { type CommandContext, printError, println } from "../io.js";
+import { formatIssue, locateIssues, notesToIssues, sortIssues } from "../report.js";
+import { openKnowledgeBase } from "../session.js";
+
+export type BuildFlags = {
+  output?: string;
+  contentVersion?: string;
+  generatedAt?: string;
+  force?: boolean;
+  json?: boolean;
+};
+
+/** Writes through a temporary file and a rename, so a reader never sees half a manifest. */
+async function writeAtomically(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    await writeFile(temporary, text);
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+export async function runBuild(
+  context: CommandContext,
+  inputs: string[],
+  flags: BuildFlags,
+): Promise<number> {
+  if (flags.json && !flags.output) {
+    throw new CliUsageError(
+      "--json needs --output",
+      "without -o the manifest itself is printed to standard output",
+    );
+  }
+  const knowledgeBase = await openKnowledgeBase(context, inputs, {
+    ...(flags.contentVersion !== undefined ? { contentVersion: flags.contentVersion } : {}),
+    ...(flags.generatedAt !== undefined ? { generatedAt: flags.generatedAt } : {}),
+  });
+  const { manifest } = knowledgeBase;
+  const { validation } = normalizeAndValidate(knowledgeBase.sources, {
+    manifestVersion: manifest.contentVersion,
+  });
+  const issues = sortIssues([
+    ...notesToIssues(knowledgeBase.notes),
+    ...locateIssues(validation.issues, knowledgeBase),
+  ]);
+  const errors = issues.filter((issue) => issue.level === "error");
+  const warnings = issues.filter((issue) => issue.level === "warning");
+  const entryCount = manifest.catalogs.reduce((sum, catalog) => sum + catalog.entries.length, 0);
+  const refused = errors.length > 0 && !flags.force;
+
+  if (!flags.json) {
+    for (const issue of errors) context.io.stderr.write(`${formatIssue(issue, context.err)}\n`);
+  }
+  let written = false;
+  if (!refused) {
+    const text = serializeManifest(manifest);
+    if (flags.output) {
+      await writeAtomically(resolve(context.io.cwd, flags.output), text);
+      written = true;
+    } else {
+      context.io.stdout.write(text);
+    }
+  }
+
+  if (flags.json) {
+    println(
+      context,
+      JSON.stringify(
+        {
+          ok: !refused,
+          output: flags.output ?? null,
+          written,
+          schemaVersion: manifest.schemaVersion,
+          contentVersion: manifest.contentVersion,
+          generatedAt: manifest.generatedAt,
+          catalogs: manifest.catalogs.map((catalog) => ({ id: catalog.id, entries: catalog.entries.length })),
+          entryCount,
+          errorCount: errors.length,
+          warningCount: warnings.length,
+          errors,
+        },
+        null,
+        2,
+      ),
+    );
+    return refused ? 1 : 0;
+  }
+  if (refused) {
+    printError(
+      context,
+      `not written: ${errors.length} validation error${errors.length === 1 ? "" : "s"} in ${inputs.join(", ")}`,
+      "fix the errors above (or pass --force to write anyway); 'lexground validate' lists warnings too",
+    );
+    return 1;
+  }
+  // With the manifest on stdout, the summary goes to stderr so the output stays valid JSON.
+  const summaryStream = flags.output ? context.io.stdout : context.io.stderr;
+  const colors = flags.output ? context.out : context.err;
+  const counts = `${manifest.catalogs.length} catalog${manifest.catalogs.length === 1 ? "" : "s"}, ${entryCount} entr${entryCount === 1 ? "y" : "ies"}`;
+  summaryStream.write(
+    `${colors.green("✔")} ${flags.output ? `wrote ${flags.output}` : "built manifest"}: ${counts}, content version ${colors.bold(manifest.contentVersion)}, generated at ${manifest.generatedAt}\n`,
+  );
+  if (warnings.length > 0 || errors.length > 0) {
+    summaryStream.write(
+      `${colors.yellow("!")} ${errors.length ? `${errors.length} error(s) written anyway (--force), ` : ""}${warnings.length} warning(s); run 'lexground validate ${inputs.join(" ")}' for details\n`,
+    );
+  }
+  return 0;
+}

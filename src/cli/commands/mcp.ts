@@ -1,0 +1,228 @@
+/**
+ * `lexground mcp`: serves a knowledge base over the Model Context Protocol on stdio with one read-only tool,
+ * `search_knowledge`. The MCP SDK (an optional dependency, several megabytes) and zod are imported here only, when
+ * the command runs.
+ */
+import type { Readable, Writable } from "node:stream";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { CliUsageError } from "../errors.js";
+import { type CommandContext, parseList } from "../io.js";
+import type { RetrievalFlags } from "../main.js";
+import { type PreparedKnowledgeBase, parseCount, prepareFromFlags, runTurn } from "../session.js";
+
+/** Most entries one `search_knowledge` call may ask for. */
+export const MCP_MAX_LIMIT = 50;
+
+/** Server-side defaults of the `search_knowledge` tool. */
+export type KnowledgeMcpOptions = {
+  /** Integrations enabled when a call names none. */
+  integrations?: string[];
+  /** Enable every integration of the knowledge base when a call names none. */
+  allIntegrations?: boolean;
+  /** Domains never returned. */
+  blockedDomains?: string[];
+  /** Entries returned when a call gives no limit. Default: the retrieval result limit (8). */
+  defaultLimit?: number;
+  /** Server version reported to clients. */
+  version?: string;
+};
+
+/** One entry in a `search_knowledge` result. */
+export type SearchKnowledgeEntry = {
+  id: string;
+  title: string;
+  summary: string;
+  kind: string;
+  domain: string;
+  version: string;
+  citation: string;
+  /** Ranking score; null for entries added by relation expansion. */
+  score: number | null;
+  /** The primary entry that brought an expanded entry in; null for primary entries. */
+  expandedFrom: string | null;
+};
+
+/** Structured result of `search_knowledge`. */
+export type SearchKnowledgeResult = {
+  query: string;
+  confidence: "high" | "medium" | "low" | "none";
+  entries: SearchKnowledgeEntry[];
+  /** Citation markers of the entries included in `context`. */
+  citations: string[];
+  /** The rendered, citation-carrying block (empty when nothing matched). */
+  context: string;
+  candidateCount: number;
+};
+
+const INSTRUCTIONS =
+  "search_knowledge searches this host's reviewed knowledge base lexically (ids, titles, aliases, keywords, text). " +
+  "Cite facts with the [KB:id@version] markers it returns. Confidence 'low' or 'none' means the answer is probably " +
+  "not in the knowledge base.";
+
+/** Creates the MCP server for a prepared knowledge base (not yet connected to a transport). */
+export async function createKnowledgeMcpServer(
+  prepared: PreparedKnowledgeBase,
+  options: KnowledgeMcpOptions = {},
+): Promise<McpServer> {
+  const [{ McpServer: Server }, { z }] = await Promise.all([
+    import("@modelcontextprotocol/sdk/server/mcp.js"),
+    import("zod"),
+  ]);
+  const server = new Server(
+    { name: "lexground", version: options.version ?? "0.0.0" },
+    { instructions: INSTRUCTIONS },
+  );
+  const entrySchema = z.object({
+    id: z.string(),
+    title: z.string(),
+    summary: z.string(),
+    kind: z.string(),
+    domain: z.string(),
+    version: z.string(),
+    citation: z.string(),
+    score: z.number().nullable(),
+    expandedFrom: z.string().nullable(),
+  });
+  server.registerTool(
+    "search_knowledge",
+    {
+      title: "Search the knowledge base",
+      description:
+        "Find reviewed knowledge entries (settings, procedures, policies, troubleshooting) relevant to a question. " +
+        "Returns the best entries with [KB:id@version] citations, a confidence (high, medium, low, none) and a " +
+        "ready-to-use context block.",
+      inputSchema: {
+        query: z.string().min(1).describe("the question or keywords to search for"),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MCP_MAX_LIMIT)
+          .optional()
+          .describe(`how many primary entries to return (1-${MCP_MAX_LIMIT})`),
+        integrations: z
+          .array(z.string())
+          .optional()
+          .describe(
+            "integrations enabled for this question; entries bound to other integrations are excluded",
+          ),
+      },
+      outputSchema: {
+        query: z.string(),
+        confidence: z.enum(["high", "medium", "low", "none"]),
+        entries: z.array(entrySchema),
+        citations: z.array(z.string()),
+        context: z.string(),
+        candidateCount: z.number(),
+      },
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ query, limit, integrations }) => {
+      const result = searchKnowledge(prepared, query, {
+        ...options,
+        ...(integrations !== undefined ? { integrations, allIntegrations: false } : {}),
+        ...(limit !== undefined ? { defaultLimit: limit } : {}),
+      });
+      const text =
+        result.context || `No knowledge entry matched ${JSON.stringify(query)} (confidence: none).`;
+      return { content: [{ type: "text" as const, text }], structuredContent: result };
+    },
+  );
+  return server;
+}
+
+/** Runs `search_knowledge` without a server (the tool handler's logic). */
+export function searchKnowledge(
+  prepared: PreparedKnowledgeBase,
+  query: string,
+  options: KnowledgeMcpOptions = {},
+): SearchKnowledgeResult {
+  const report = runTurn(prepared, query, {
+    ...(options.integrations !== undefined ? { integrations: options.integrations } : {}),
+    ...(options.allIntegrations ? { allIntegrations: true } : {}),
+    ...(options.blockedDomains !== undefined ? { blockedDomains: options.blockedDomains } : {}),
+    ...(options.defaultLimit !== undefined ? { resultLimit: options.defaultLimit } : {}),
+  });
+  const scores = new Map(report.candidates.map((candidate) => [candidate.id, candidate.score]));
+  const describe = (id: string, expandedFrom: string | null): SearchKnowledgeEntry => {
+    const entry = prepared.snapshot.entriesById.get(id)!;
+    return {
+      id,
+      title: entry.title,
+      summary: entry.summary,
+      kind: entry.kind,
+      domain: entry.domain,
+      version: entry.version,
+      citation: `[KB:${id}@${entry.version}]`,
+      score: expandedFrom === null ? (scores.get(id) ?? null) : null,
+      expandedFrom,
+    };
+  };
+  return {
+    query,
+    confidence: report.confidence,
+    entries: [
+      ...report.primary.map((entry) => describe(entry.id, null)),
+      ...report.expanded.map((entry) => describe(entry.id, entry.via ?? "")),
+    ],
+    citations: report.context.citations.map((citation) => `[KB:${citation.id}@${citation.version}]`),
+    context: report.context.text,
+    candidateCount: report.candidateCount,
+  };
+}
+
+export type McpFlags = RetrievalFlags & { limit?: string };
+
+export async function runMcp(context: CommandContext, flags: McpFlags): Promise<number> {
+  const defaultLimit = parseCount(flags.limit, "--limit");
+  if (defaultLimit !== undefined && defaultLimit > MCP_MAX_LIMIT) {
+    throw new CliUsageError(`--limit must be at most ${MCP_MAX_LIMIT}`);
+  }
+  const prepared = await prepareFromFlags(context, flags);
+  let stdio: typeof import("@modelcontextprotocol/sdk/server/stdio.js");
+  try {
+    stdio = await import("@modelcontextprotocol/sdk/server/stdio.js");
+  } catch {
+    throw new CliUsageError(
+      "the MCP SDK is not installed (@modelcontextprotocol/sdk is an optional dependency)",
+      "install it next to lexground: npm install @modelcontextprotocol/sdk@1",
+    );
+  }
+  const { readFileSync } = await import("node:fs");
+  let version = "0.0.0";
+  try {
+    version =
+      JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")).version ?? version;
+  } catch {
+    // The version is informational only.
+  }
+  const integrations = parseList(flags.integrations);
+  const blockedDomains = parseList(flags.blockedDomains);
+  const server = await createKnowledgeMcpServer(prepared, {
+    ...(integrations !== undefined ? { integrations } : {}),
+    ...(flags.allIntegrations ? { allIntegrations: true } : {}),
+    ...(blockedDomains !== undefined ? { blockedDomains } : {}),
+    ...(defaultLimit !== undefined ? { defaultLimit } : {}),
+    version,
+  });
+  const stdin: Readable = context.io.stdin ?? process.stdin;
+  // Everything but protocol messages goes to stderr: stdout is the transport.
+  const transport = new stdio.StdioServerTransport(stdin, context.io.stdout as unknown as Writable);
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = resolve;
+  });
+  await server.connect(transport);
+  const { manifest } = prepared.knowledgeBase;
+  context.io.stderr.write(
+    `lexground mcp: serving ${prepared.entries.length} entries (content version ${manifest.contentVersion}) on stdio; tool: search_knowledge\n`,
+  );
+  const endOfInput = () => {
+    void server.close();
+  };
+  stdin.once("end", endOfInput);
+  stdin.once("close", endOfInput);
+  await closed;
+  stdin.off("end", endOfInput);
+  stdin.off("close", endOfInput);
+  return 0;
+}

@@ -1,0 +1,182 @@
+/** `lexground query`: what one turn would select, and why. */
+import { performance } from "node:perf_hooks";
+import type { KnowledgeFieldName } from "../../types/knowledge.js";
+import { type CommandContext, formatMs, padCell, println } from "../io.js";
+import type { RetrievalFlags } from "../main.js";
+import {
+  type ExplainedCandidate,
+  type PreparedKnowledgeBase,
+  parseCount,
+  prepareFromFlags,
+  runTurn,
+  type TurnReport,
+} from "../session.js";
+
+export type QueryFlags = RetrievalFlags & { explain?: boolean; context?: boolean; limit?: string };
+
+const FIELD_ORDER: KnowledgeFieldName[] = ["title", "aliases", "keywords", "summary", "body"];
+
+function score(value: number): string {
+  return value.toFixed(2);
+}
+
+function matchLabel(candidate: ExplainedCandidate): string {
+  const parts = [
+    candidate.exact ? "exact" : "",
+    candidate.alias ? "alias" : "",
+    candidate.lexical > 0 ? "lexical" : "",
+  ];
+  return parts.filter(Boolean).join("+") || "-";
+}
+
+/** `exact +100 · alias +60 · lexical 11.23 = title 4.10 + aliases 5.20 + body 1.93` */
+export function explainScore(candidate: ExplainedCandidate, prepared: PreparedKnowledgeBase): string {
+  const parts: string[] = [];
+  if (candidate.exact) parts.push(`exact +${prepared.resolved.exactBoost}`);
+  if (candidate.alias) parts.push(`alias +${prepared.resolved.aliasBoost}`);
+  const fields = FIELD_ORDER.filter((field) => candidate.fieldScores[field] !== undefined).map(
+    (field) => `${field} ${score(candidate.fieldScores[field]!)}`,
+  );
+  parts.push(`lexical ${score(candidate.lexical)}${fields.length ? ` = ${fields.join(" + ")}` : ""}`);
+  return parts.join(" · ");
+}
+
+function printHuman(
+  context: CommandContext,
+  report: TurnReport,
+  prepared: PreparedKnowledgeBase,
+  explain: boolean,
+  loadMs: number,
+): void {
+  const { out } = context;
+  const label = (text: string) => out.bold(text.padEnd(11));
+  println(context, `${label("Query")}${JSON.stringify(report.query)}`);
+  println(
+    context,
+    `${label("Scope")}integrations: ${report.enabledIntegrations.join(", ") || "none"} · blocked domains: ${report.blockedDomains.join(", ") || "none"}`,
+  );
+  const confidenceColor =
+    report.confidence === "high"
+      ? out.green
+      : report.confidence === "medium"
+        ? out.cyan
+        : report.confidence === "low"
+          ? out.yellow
+          : out.red;
+  println(
+    context,
+    `${label("Confidence")}${confidenceColor(report.confidence)} · ${report.candidateCount} candidate${report.candidateCount === 1 ? "" : "s"} · ${report.primary.length} selected · ${report.expanded.length} expanded`,
+  );
+  if (report.integrationBoundExcluded > 0) {
+    println(
+      context,
+      out.dim(
+        `note: ${report.integrationBoundExcluded} integration-bound entries were not eligible (no integration enabled); pass --integrations ${prepared.integrations.slice(0, 3).join(",")} or --all-integrations`,
+      ),
+    );
+  }
+  println(context);
+  const shown = explain ? report.candidates : report.candidates.filter((candidate) => candidate.selected);
+  if (shown.length === 0) {
+    println(context, "No entry matched.");
+  } else {
+    const idWidth = Math.min(40, Math.max(5, ...shown.map((candidate) => candidate.id.length)));
+    println(
+      context,
+      out.dim(
+        ` ${"#".padStart(2)}  ${"score".padStart(8)}  ${padCell("entry", idWidth)}  ${padCell("match", 19)}  title`,
+      ),
+    );
+    for (const candidate of shown) {
+      const marker = candidate.selected ? " " : out.dim("·");
+      println(
+        context,
+        `${marker}${String(candidate.rank).padStart(2)}  ${score(candidate.score).padStart(8)}  ${padCell(candidate.id, idWidth)}  ${padCell(matchLabel(candidate), 19)}  ${candidate.title}`,
+      );
+      if (explain) {
+        println(context, out.dim(`      ${explainScore(candidate, prepared)}`));
+        if (candidate.matchedPhrases.length > 0) {
+          println(
+            context,
+            out.dim(
+              `      matched phrases: ${candidate.matchedPhrases.map((phrase) => JSON.stringify(phrase)).join(", ")}`,
+            ),
+          );
+        }
+      }
+    }
+    if (explain && report.candidates.some((candidate) => !candidate.selected)) {
+      println(context, out.dim("    (· = candidate not selected: beyond the result limit)"));
+    }
+  }
+  if (report.expanded.length > 0) {
+    println(context);
+    println(context, out.bold("Expanded"));
+    for (const entry of report.expanded) {
+      println(
+        context,
+        ` +  ${entry.id}  ${out.dim(entry.via ? `(related to ${entry.via})` : "")}  ${entry.title}`,
+      );
+    }
+  }
+  println(context);
+  const { context: block } = report;
+  println(
+    context,
+    `${label("Context")}${block.tokens} tokens of ${block.maxTokens} · ${block.citations.length} citation${block.citations.length === 1 ? "" : "s"} · ${block.truncated ? out.yellow("truncated") : "not truncated"}`,
+  );
+  println(
+    context,
+    `${label("Timing")}load ${formatMs(loadMs)} · validate ${formatMs(prepared.timing.validateMs)} · index ${formatMs(prepared.timing.indexMs)} · retrieve ${formatMs(report.timing.retrieveMs)} · assemble ${formatMs(report.timing.assembleMs)}`,
+  );
+  if (explain && block.text) {
+    println(context);
+    println(context, block.text);
+  }
+}
+
+export async function runQuery(
+  context: CommandContext,
+  question: string,
+  flags: QueryFlags,
+): Promise<number> {
+  const resultLimit = parseCount(flags.limit, "--limit");
+  const loadStart = performance.now();
+  const prepared = await prepareFromFlags(context, flags);
+  const loadMs = performance.now() - loadStart - prepared.timing.validateMs - prepared.timing.indexMs;
+  const report = runTurn(prepared, question, {
+    ...(flags.integrations !== undefined ? { integrations: flags.integrations } : {}),
+    ...(flags.allIntegrations ? { allIntegrations: true } : {}),
+    ...(flags.blockedDomains !== undefined ? { blockedDomains: flags.blockedDomains } : {}),
+    ...(resultLimit !== undefined ? { resultLimit } : {}),
+  });
+  if (flags.json) {
+    const { manifest } = prepared.knowledgeBase;
+    println(
+      context,
+      JSON.stringify(
+        {
+          ...report,
+          knowledgeBase: {
+            contentVersion: manifest.contentVersion,
+            catalogs: manifest.catalogs.length,
+            entries: prepared.entries.length,
+            integrations: prepared.integrations,
+          },
+          retrieval: { ...prepared.resolved, ...(resultLimit !== undefined ? { resultLimit } : {}) },
+          timing: { loadMs, ...prepared.timing, ...report.timing },
+        },
+        null,
+        2,
+      ),
+    );
+    return 0;
+  }
+  if (flags.context) {
+    if (report.context.text) println(context, report.context.text);
+    else context.io.stderr.write("no context: nothing matched or nothing fit the budget\n");
+    return 0;
+  }
+  printHuman(context, report, prepared, flags.explain === true, loadMs);
+  return 0;
+}

@@ -1,0 +1,261 @@
+/**
+ * The `lexground` command line: `main(argv, io)` parses the arguments and runs one command, returning its exit
+ * code. Commands are declared here (so `--help` needs nothing else) and implemented in `commands/*.ts`, imported
+ * only when they run: `lexground validate` never loads the AI SDK, and only `lexground mcp` loads the MCP SDK.
+ *
+ * Exit codes: 0 success, 1 failure (invalid knowledge, unreadable input, provider error), 2 usage error.
+ *
+ * @module
+ */
+import { readFileSync } from "node:fs";
+import { Command, CommanderError } from "commander";
+import { CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
+import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
+
+/** Exit code of a usage error (unknown command or flag, missing argument, bad flag value). */
+export const EXIT_USAGE = 2;
+
+function packageVersion(): string {
+  try {
+    const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
+    return (JSON.parse(text) as { version?: string }).version ?? "0.0.0";
+  } catch {
+    return "0.0.0";
+  }
+}
+
+/** Options shared by the commands that search a knowledge base. */
+export type RetrievalFlags = {
+  kb?: string;
+  integrations?: string;
+  allIntegrations?: boolean;
+  blockedDomains?: string;
+  config?: string;
+  json?: boolean;
+};
+
+function examples(lines: string[]): string {
+  return `\nExamples:\n${lines.map((line) => `  $ ${line}`).join("\n")}\n`;
+}
+
+function addRetrievalOptions(command: Command): Command {
+  return command
+    .option(
+      "--kb <path>",
+      "knowledge base: a manifest .json, a folder of entries, or a BEIR folder (default: $LEXGROUND_KB)",
+    )
+    .option("--integrations <list>", "integrations enabled for the turn, comma-separated (default: none)")
+    .option("--all-integrations", "enable every integration that appears in the knowledge base")
+    .option("--blocked-domains <list>", "domains excluded from retrieval, comma-separated")
+    .option(
+      "--config <file>",
+      "JSON file with {retrieval, context, blockedDomains} settings of KnowledgeGroundingConfig",
+    );
+}
+
+type Runner = (context: CommandContext) => Promise<number>;
+
+function buildProgram(context: CommandContext, setRunner: (runner: Runner) => void): Command {
+  const program = new Command("lexground");
+  // Set before the subcommands are declared: commander copies these settings into each subcommand.
+  program.exitOverride().configureOutput({
+    writeOut: (text) => context.io.stdout.write(text),
+    writeErr: (text) => context.io.stderr.write(text),
+    outputError: (text, write) => write(context.err.red(text)),
+  });
+  program
+    .description(
+      "Lexical knowledge grounding for LLM turns: compile, check and query a knowledge base, ask grounded questions, serve it over MCP.",
+    )
+    .version(packageVersion(), "-v, --version", "print the version")
+    .helpOption("-h, --help", "show help")
+    .showSuggestionAfterError(true)
+    .addHelpText(
+      "after",
+      examples([
+        "lexground build examples/knowledge-base -o manifest.json",
+        "lexground validate examples/knowledge-base",
+        'lexground query "how do I rotate an API key" --kb manifest.json --explain',
+        'lexground ask "why was my invoice charged twice" --kb examples/knowledge-base',
+        "lexground mcp --kb manifest.json",
+      ]) +
+        "\nRun 'lexground <command> --help' for a command's options.\nExit codes: 0 success, 1 failure, 2 usage error.\n",
+    );
+
+  program
+    .command("build")
+    .description(
+      "compile Markdown (front matter) and YAML/JSON entry files into a versioned knowledge manifest",
+    )
+    .argument("<inputs...>", "folders (catalog folders with catalog.yaml, or one flat folder) or entry files")
+    .option("-o, --output <file>", "where to write the manifest (default: standard output)")
+    .option("--content-version <version>", "content version for citations (default: hash of the content)")
+    .option(
+      "--generated-at <iso>",
+      "generation timestamp (default: $SOURCE_DATE_EPOCH, else newest file mtime)",
+    )
+    .option("--force", "write the manifest even when validation finds errors")
+    .option("--json", "print a machine-readable summary instead of text")
+    .addHelpText(
+      "after",
+      examples([
+        "lexground build examples/knowledge-base -o dist/knowledge.json",
+        "lexground build docs/kb --content-version 2026-07-14.1 -o kb.json",
+        "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) lexground build docs/kb -o kb.json",
+        "lexground build entries/*.md > kb.json",
+      ]) +
+        "\nFolders: a folder with catalog.yaml (id, name) is one catalog; a folder of such folders is several;\nany other folder is one catalog named after it. Markdown files hold one entry in YAML front matter\n(id defaults to the file name; the Markdown is the body). YAML/JSON files hold an entry, a list, or {entries}.\n",
+    )
+    .action(async (inputs: string[], options) => {
+      setRunner(async (ctx) => (await import("./commands/build.js")).runBuild(ctx, inputs, options));
+    });
+
+  program
+    .command("validate")
+    .description("report every validation issue and authoring problem, with file:line, entry id and field")
+    .argument("<inputs...>", "a manifest .json, a folder of entries, entry files, or a BEIR folder")
+    .option("--json", "print the report as JSON")
+    .option("--strict", "exit 1 on warnings too")
+    .addHelpText(
+      "after",
+      examples([
+        "lexground validate examples/knowledge-base",
+        "lexground validate manifest.json --json",
+        "lexground validate docs/kb --strict",
+      ]) +
+        "\nBesides the engine's checks it warns about what the engine tolerates but authors should fix:\ntitle/id collisions between entries, aliases shadowed by another entry's title or id, and one-word\ntitles (which match every query containing that word). Exit code 1 when there are errors.\n",
+    )
+    .action(async (inputs: string[], options) => {
+      setRunner(async (ctx) => (await import("./commands/validate.js")).runValidate(ctx, inputs, options));
+    });
+
+  addRetrievalOptions(
+    program
+      .command("query")
+      .description("show what one turn would select for a question: ranking, scores, confidence, context")
+      .argument("<question>", "the user's question"),
+  )
+    .option("--explain", "show every candidate's score breakdown and the rendered context block")
+    .option("--context", "print only the rendered context block")
+    .option("--limit <n>", "primary entries to select (retrieval.resultLimit)")
+    .option("--json", "print the full result as JSON")
+    .addHelpText(
+      "after",
+      examples([
+        'lexground query "enable multi step flow" --kb examples/knowledge-base',
+        'lexground query "sso login loop" --kb manifest.json --integrations okta,slack --explain',
+        'lexground query "refund policy" --kb manifest.json --json | jq .candidates[0]',
+      ]),
+    )
+    .action(async (question: string, options) => {
+      setRunner(async (ctx) => (await import("./commands/query.js")).runQuery(ctx, question, options));
+    });
+
+  addRetrievalOptions(
+    program
+      .command("ask")
+      .description(
+        "answer a question grounded in the knowledge base, with citations (offline without a provider)",
+      )
+      .argument("<question>", "the user's question"),
+  )
+    .option("--provider <name>", "model provider (openai, anthropic, google, openai-compatible, ...)")
+    .option("--model <name>", "model name for the provider")
+    .option("--system <prompt>", "system prompt placed before the knowledge block")
+    .option("--no-stream", "wait for the whole answer instead of streaming it")
+    .option("--offline", "never call a model: answer from the top entries' summaries")
+    .option("--json", "print the answer, citations and grounding metadata as JSON")
+    .addHelpText(
+      "after",
+      examples([
+        'lexground ask "how do I turn on the guided setup" --kb examples/knowledge-base',
+        'OPENAI_API_KEY=... lexground ask "why did SSO fail" --kb manifest.json --integrations okta',
+        'lexground ask "refund window" --kb manifest.json --provider anthropic --model claude-sonnet-4-5',
+      ]) +
+        "\nWithout --provider and without a provider key in the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY,\nGOOGLE_GENERATIVE_AI_API_KEY) it works offline and says so: the answer is the top entries' summaries with\ntheir [KB:id@version] citations.\n",
+    )
+    .action(async (question: string, options) => {
+      setRunner(async (ctx) => (await import("./commands/ask.js")).runAsk(ctx, question, options));
+    });
+
+  addRetrievalOptions(
+    program.command("mcp").description("serve the knowledge base over MCP on stdio (tool: search_knowledge)"),
+  )
+    .option("--limit <n>", "entries a search returns when the caller gives no limit (default 8)")
+    .addHelpText(
+      "after",
+      examples([
+        "lexground mcp --kb examples/knowledge-base",
+        'claude mcp add kb -- npx lexground mcp --kb "$PWD/manifest.json"',
+      ]) +
+        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. It is read-only. Requires @modelcontextprotocol/sdk\n(an optional dependency of lexground).\n",
+    )
+    .action(async (options) => {
+      setRunner(async (ctx) => (await import("./commands/mcp.js")).runMcp(ctx, options));
+    });
+
+  return program;
+}
+
+/**
+ * Runs the CLI with `argv` (the arguments after the program name) against `io`, and returns the exit code. Never
+ * throws and never calls `process.exit`.
+ */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const context = createContext(io);
+  let runner: Runner | undefined;
+  const program = buildProgram(context, (chosen) => {
+    runner = chosen;
+  });
+  try {
+    if (argv.length === 0) {
+      program.outputHelp();
+      return 0;
+    }
+    await program.parseAsync([...argv], { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (
+        error.code === "commander.helpDisplayed" ||
+        error.code === "commander.version" ||
+        error.exitCode === 0
+      ) {
+        return 0;
+      }
+      const command = argv.find((argument) => !argument.startsWith("-"));
+      const known = program.commands.some((candidate) => candidate.name() === command);
+      io.stderr.write(
+        `${context.err.dim("hint")}: run 'lexground ${known ? `${command} ` : ""}--help' for usage and examples\n`,
+      );
+      return EXIT_USAGE;
+    }
+    return reportFailure(context, error);
+  }
+  if (!runner) return 0;
+  try {
+    return await runner(context);
+  } catch (error) {
+    return reportFailure(context, error);
+  }
+}
+
+function reportFailure(context: CommandContext, error: unknown): number {
+  if (error instanceof KnowledgeCompileError) {
+    printError(context, error.message, error.hint);
+    return 1;
+  }
+  if (error instanceof KnowledgeBaseInvalidError) {
+    printError(context, error.message, "run 'lexground validate' on the knowledge base to see every issue");
+    return 1;
+  }
+  if (error instanceof CliUsageError) {
+    printError(context, error.message, error.hint);
+    return EXIT_USAGE;
+  }
+  const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  printError(context, message.split("\n")[0]!, "re-run with LEXGROUND_DEBUG=1 for the stack trace");
+  if (context.io.env.LEXGROUND_DEBUG && error instanceof Error && error.stack) {
+    context.io.stderr.write(`${error.stack}\n`);
+  }
+  return 1;
+}

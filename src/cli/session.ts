@@ -1,0 +1,340 @@
+/**
+ * What `query`, `ask` and `mcp` share: load a knowledge base (with a progress line on a terminal), read the
+ * optional configuration file, validate, build the index once, and run one turn's retrieval with everything the
+ * engine knows about it (scores per field, boosts, matched phrases, expansion, context, timings).
+ *
+ * @module
+ */
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import {
+  assembleKnowledgeContext,
+  buildIndexSnapshot,
+  DEFAULT_MAX_CONTEXT_TOKENS,
+  normalizeAndValidate,
+  resolveRetrieval,
+  retrieve,
+  validateGroundingConfig,
+} from "../index.js";
+import type {
+  KnowledgeCitation,
+  KnowledgeContextConfig,
+  KnowledgeFieldName,
+  KnowledgeIndexSnapshot,
+  KnowledgeResolvedRetrieval,
+  KnowledgeRetrievalConfidence,
+  KnowledgeRetrievalConfig,
+  KnowledgeValidationIssue,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { type LoadedKnowledgeBase, loadKnowledgeBase } from "./compile.js";
+import { CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
+import { type CommandContext, createProgress, parseList } from "./io.js";
+import { locateIssues } from "./report.js";
+
+/** The parts of `KnowledgeGroundingConfig` a `--config` file may set. */
+export type CliGroundingConfig = {
+  blockedDomains?: string[];
+  retrieval?: KnowledgeRetrievalConfig;
+  context?: KnowledgeContextConfig;
+  timeoutMs?: number;
+};
+
+const CONFIG_KEYS = new Set(["enabled", "sources", "blockedDomains", "retrieval", "context", "timeoutMs"]);
+
+/** Checks a `--config` value with the engine's own configuration validation, reporting the first error. */
+export function checkGroundingConfig(value: unknown, file: string): CliGroundingConfig {
+  const fail = (message: string): never => {
+    throw new KnowledgeCompileError("bad-config", message, {
+      file,
+      hint: 'a config file is JSON like {"retrieval": {"resultLimit": 5}, "context": {"maxTokens": 2000}}',
+    });
+  };
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    fail("config must be a JSON object");
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!CONFIG_KEYS.has(key))
+      fail(`unknown config key "${key}" (known: blockedDomains, retrieval, context, timeoutMs)`);
+  }
+  const [firstError] = validateGroundingConfig({ ...record, enabled: true, sources: [] }).filter(
+    (issue) => issue.level === "error",
+  );
+  if (firstError) fail(firstError.message);
+  const { enabled: _enabled, sources: _sources, ...rest } = record;
+  return rest as CliGroundingConfig;
+}
+
+/** Reads a `--config` JSON file. */
+export async function readConfigFile(context: CommandContext, path: string): Promise<CliGroundingConfig> {
+  const absolute = resolve(context.io.cwd, path);
+  let text: string;
+  try {
+    text = await readFile(absolute, "utf8");
+  } catch {
+    throw new KnowledgeCompileError("not-found", "config file not found", {
+      file: path,
+      hint: "pass a JSON file with {retrieval, context, blockedDomains}",
+    });
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new KnowledgeCompileError("json-syntax", `malformed JSON: ${(error as Error).message}`, {
+      file: path,
+    });
+  }
+  return checkGroundingConfig(value, path);
+}
+
+/** Resolves `--kb` (or `$LEXGROUND_KB`) or explains how to give it. */
+export function knowledgeBasePath(context: CommandContext, kb: string | undefined): string {
+  const path = kb ?? context.io.env.LEXGROUND_KB;
+  if (!path) {
+    throw new CliUsageError(
+      "no knowledge base given",
+      "pass --kb <manifest.json|folder> (or set LEXGROUND_KB), e.g. --kb examples/knowledge-base",
+    );
+  }
+  return path;
+}
+
+/** Loads a knowledge base with a progress line on a terminal. */
+export async function openKnowledgeBase(
+  context: CommandContext,
+  inputs: string | readonly string[],
+  options: { locate?: boolean; contentVersion?: string; generatedAt?: string } = {},
+): Promise<LoadedKnowledgeBase> {
+  const progress = createProgress(context);
+  try {
+    return await loadKnowledgeBase(inputs, {
+      cwd: context.io.cwd,
+      env: context.io.env,
+      ...(options.locate ? { locate: true } : {}),
+      ...(options.contentVersion !== undefined ? { contentVersion: options.contentVersion } : {}),
+      ...(options.generatedAt !== undefined ? { generatedAt: options.generatedAt } : {}),
+      onProgress: ({ phase, done, total }) =>
+        progress.update(
+          phase === "read"
+            ? `reading entry files ${done}/${total ?? "?"}`
+            : `reading corpus: ${done} documents`,
+        ),
+    });
+  } finally {
+    progress.done();
+  }
+}
+
+/** A validated, indexed knowledge base ready for turns. */
+export type PreparedKnowledgeBase = {
+  knowledgeBase: LoadedKnowledgeBase;
+  config: CliGroundingConfig;
+  entries: NormalizedKnowledgeEntry[];
+  snapshot: KnowledgeIndexSnapshot;
+  resolved: KnowledgeResolvedRetrieval;
+  warnings: KnowledgeValidationIssue[];
+  /** Every integration named by an entry, sorted. */
+  integrations: string[];
+  timing: { validateMs: number; indexMs: number };
+};
+
+/** Validates and indexes; throws {@link KnowledgeBaseInvalidError} when validation finds errors. */
+export function prepareKnowledgeBase(
+  knowledgeBase: LoadedKnowledgeBase,
+  config: CliGroundingConfig,
+): PreparedKnowledgeBase {
+  const validateStart = performance.now();
+  const { entries, validation } = normalizeAndValidate(knowledgeBase.sources, {
+    manifestVersion: knowledgeBase.manifest.contentVersion,
+  });
+  const validateMs = performance.now() - validateStart;
+  if (!validation.ok) throw new KnowledgeBaseInvalidError(locateIssues(validation.issues, knowledgeBase));
+  const resolved = resolveRetrieval(config.retrieval);
+  const indexStart = performance.now();
+  const snapshot = buildIndexSnapshot(entries, {
+    fieldWeights: resolved.fieldWeights,
+    ...(resolved.k1 !== undefined ? { k1: resolved.k1 } : {}),
+    ...(resolved.b !== undefined ? { b: resolved.b } : {}),
+    ...(resolved.analyzer !== undefined ? { analyzer: resolved.analyzer } : {}),
+    ...(resolved.scoring !== undefined ? { scoring: resolved.scoring } : {}),
+  });
+  const indexMs = performance.now() - indexStart;
+  const integrations = new Set<string>();
+  for (const entry of entries) for (const integration of entry.integrations) integrations.add(integration);
+  return {
+    knowledgeBase,
+    config,
+    entries,
+    snapshot,
+    resolved,
+    warnings: validation.issues.filter((issue) => issue.level !== "error"),
+    integrations: [...integrations].sort(),
+    timing: { validateMs, indexMs },
+  };
+}
+
+/** Flags that scope one turn. */
+export type TurnScope = {
+  integrations?: string | string[];
+  allIntegrations?: boolean;
+  blockedDomains?: string | string[];
+  resultLimit?: number;
+};
+
+/** One ranked candidate, with the evidence behind its score. */
+export type ExplainedCandidate = {
+  rank: number;
+  id: string;
+  title: string;
+  kind: string;
+  score: number;
+  lexical: number;
+  exact: boolean;
+  alias: boolean;
+  fieldScores: Partial<Record<KnowledgeFieldName, number>>;
+  matchedPhrases: string[];
+  /** Whether the candidate made it into the primary selection. */
+  selected: boolean;
+};
+
+/** Everything one turn produced, as `query --json` prints it. */
+export type TurnReport = {
+  query: string;
+  enabledIntegrations: string[];
+  blockedDomains: string[];
+  confidence: KnowledgeRetrievalConfidence;
+  /** Eligible candidates before the candidate-limit cut. */
+  candidateCount: number;
+  candidates: ExplainedCandidate[];
+  primary: { id: string; title: string; summary: string; version: string }[];
+  expanded: { id: string; title: string; summary: string; version: string; via: string | null }[];
+  context: {
+    text: string;
+    tokens: number;
+    maxTokens: number;
+    truncated: boolean;
+    citations: KnowledgeCitation[];
+  };
+  timing: { retrieveMs: number; assembleMs: number };
+  /** Integration-bound entries were excluded because no integration was enabled. */
+  integrationBoundExcluded: number;
+};
+
+function asList(value: string | string[] | undefined): string[] | undefined {
+  return Array.isArray(value) ? value : parseList(value);
+}
+
+/** The integrations and blocked domains a turn runs with: flags first, then the config file, then none. */
+export function resolveScope(
+  prepared: PreparedKnowledgeBase,
+  scope: TurnScope,
+): { enabledIntegrations: string[]; blockedDomains: string[] } {
+  return {
+    enabledIntegrations: scope.allIntegrations ? prepared.integrations : (asList(scope.integrations) ?? []),
+    blockedDomains: asList(scope.blockedDomains) ?? prepared.config.blockedDomains ?? [],
+  };
+}
+
+/** Runs one turn on a prepared knowledge base. */
+export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: TurnScope = {}): TurnReport {
+  const { enabledIntegrations, blockedDomains } = resolveScope(prepared, scope);
+  const resolved =
+    scope.resultLimit !== undefined
+      ? { ...prepared.resolved, resultLimit: scope.resultLimit }
+      : prepared.resolved;
+  const retrieveStart = performance.now();
+  const selection = retrieve(
+    prepared.snapshot,
+    { query, recentTurns: [], enabledIntegrations },
+    resolved,
+    blockedDomains,
+  );
+  const retrieveMs = performance.now() - retrieveStart;
+  const assembleStart = performance.now();
+  const assembled = assembleKnowledgeContext(selection, prepared.config.context);
+  const assembleMs = performance.now() - assembleStart;
+
+  const primaryIds = new Set(selection.primary.map((entry) => entry.id));
+  const byId = prepared.snapshot.entriesById;
+  const candidates = selection.candidates.map((candidate, index) => {
+    const entry = byId.get(candidate.id);
+    return {
+      rank: index + 1,
+      id: candidate.id,
+      title: entry?.title ?? "",
+      kind: entry?.kind ?? "",
+      score: candidate.score,
+      lexical: candidate.lexical,
+      exact: candidate.exact,
+      alias: candidate.alias,
+      fieldScores: candidate.fieldScores,
+      matchedPhrases: candidate.matchedPhrases,
+      selected: primaryIds.has(candidate.id),
+    };
+  });
+  const describe = (entry: NormalizedKnowledgeEntry) => ({
+    id: entry.id,
+    title: entry.title,
+    summary: entry.summary,
+    version: entry.version,
+  });
+  const expanded = selection.expanded.map((entry) => {
+    const via = selection.primary.find((primary) =>
+      (prepared.snapshot.relationIndex.get(primary.id) ?? []).includes(entry.id),
+    );
+    return { ...describe(entry), via: via?.id ?? null };
+  });
+  const integrationBoundExcluded =
+    enabledIntegrations.length === 0
+      ? prepared.entries.filter((entry) => entry.integrations.length > 0).length
+      : 0;
+  return {
+    query,
+    enabledIntegrations,
+    blockedDomains,
+    confidence: selection.confidence,
+    candidateCount: selection.candidateCount,
+    candidates,
+    primary: selection.primary.map(describe),
+    expanded,
+    context: {
+      text: assembled.assembledContext,
+      tokens: assembled.contextTokens,
+      maxTokens: prepared.config.context?.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
+      truncated: assembled.truncated,
+      citations: assembled.citations,
+    },
+    timing: { retrieveMs, assembleMs },
+    integrationBoundExcluded,
+  };
+}
+
+/** Loads, configures, validates and indexes in one step, as `query`, `ask` and `mcp` do. */
+export async function prepareFromFlags(
+  context: CommandContext,
+  flags: { kb?: string; config?: string },
+): Promise<PreparedKnowledgeBase> {
+  const path = knowledgeBasePath(context, flags.kb);
+  const config = flags.config ? await readConfigFile(context, flags.config) : {};
+  const knowledgeBase = await openKnowledgeBase(context, path);
+  const progress = createProgress(context);
+  progress.update(
+    `indexing ${knowledgeBase.manifest.catalogs.reduce((sum, c) => sum + c.entries.length, 0)} entries`,
+  );
+  try {
+    return prepareKnowledgeBase(knowledgeBase, config);
+  } finally {
+    progress.done();
+  }
+}
+
+/** Parses a positive integer flag such as `--limit`. */
+export function parseCount(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new CliUsageError(`${flag} must be a whole number >= 1, got "${value}"`, `e.g. ${flag} 5`);
+  }
+  return Number(value);
+}
