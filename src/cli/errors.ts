@@ -60,6 +60,16 @@ export class CliUsageError extends Error {
   }
 }
 
+/** A command failed for a reason outside the user's arguments (a provider error, an I/O failure). Exit code 1. */
+export class CliFailure extends Error {
+  override readonly name = "CliFailure";
+  readonly hint: string | undefined;
+  constructor(message: string, hint?: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.hint = hint;
+  }
+}
+
 /** The knowledge base failed validation; `issues` are located for printing. */
 export class KnowledgeBaseInvalidError extends Error {
   override readonly name = "KnowledgeBaseInvalidError";

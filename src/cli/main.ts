@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
-import { CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
+import { CliFailure, CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
 import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
 
 /** Exit code of a usage error (unknown command or flag, missing argument, bad flag value). */
@@ -240,7 +240,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 function reportFailure(context: CommandContext, error: unknown): number {
-  if (error instanceof KnowledgeCompileError) {
+  if (error instanceof KnowledgeCompileError || error instanceof CliFailure) {
     printError(context, error.message, error.hint);
     return 1;
   }

@@ -5,6 +5,7 @@
  * top entries' summaries with their citations, and says so.
  */
 import type { KnowledgeGroundingMetadata } from "../../types/knowledge.js";
+import { CliFailure } from "../errors.js";
 import { type CommandContext, println } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
 import {
@@ -174,25 +175,35 @@ export async function runAsk(context: CommandContext, question: string, flags: A
   let metadata: KnowledgeGroundingMetadata | undefined;
   let provider = "";
   let model = "";
-  if (flags.stream === false || flags.json) {
-    const result = await neurolink.generate(options);
-    answer = result.content;
-    metadata = result.knowledge;
-    provider = result.provider;
-    model = result.model;
-    if (!flags.json) println(context, answer);
-  } else {
-    const result = await neurolink.stream(options);
-    metadata = result.knowledge;
-    for await (const chunk of result.textStream) {
-      answer += chunk;
-      context.io.stdout.write(chunk);
+  try {
+    if (flags.stream === false || flags.json) {
+      const result = await neurolink.generate(options);
+      answer = result.content;
+      metadata = result.knowledge;
+      provider = result.provider;
+      model = result.model;
+      if (!flags.json) println(context, answer);
+    } else {
+      const result = await neurolink.stream(options);
+      metadata = result.knowledge;
+      for await (const chunk of result.textStream) {
+        answer += chunk;
+        context.io.stdout.write(chunk);
+      }
+      const final = await result.result;
+      metadata = final.knowledge ?? metadata;
+      provider = final.provider;
+      model = final.model;
+      if (!answer.endsWith("\n")) context.io.stdout.write("\n");
     }
-    const final = await result.result;
-    metadata = final.knowledge ?? metadata;
-    provider = final.provider;
-    model = final.model;
-    if (!answer.endsWith("\n")) context.io.stdout.write("\n");
+  } catch (error) {
+    if (answer !== "" && !answer.endsWith("\n")) context.io.stdout.write("\n");
+    const description = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    throw new CliFailure(
+      `the model call failed: ${description.split("\n")[0]}`,
+      "check --provider, --model and the provider's API key variable, or pass --offline to answer from the knowledge base alone",
+      { cause: error },
+    );
   }
   const sources = sourcesLine(metadata, prepared);
   if (flags.json) {

@@ -213,8 +213,9 @@ export async function runMcp(context: CommandContext, flags: McpFlags): Promise<
   });
   await server.connect(transport);
   const { manifest } = prepared.knowledgeBase;
+  const active = prepared.entries.filter((entry) => entry.status === "active").length;
   context.io.stderr.write(
-    `lexground mcp: serving ${prepared.entries.length} entries (content version ${manifest.contentVersion}) on stdio; tool: search_knowledge\n`,
+    `lexground mcp: serving ${prepared.entries.length} entries (${active} active, content version ${manifest.contentVersion}) on stdio; tool: search_knowledge\n`,
   );
   const endOfInput = () => {
     void server.close();

@@ -1,0 +1,189 @@
+import { PassThrough } from "node:stream";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { createKnowledgeMcpServer, type SearchKnowledgeResult } from "../../src/cli/commands/mcp.js";
+import { loadKnowledgeBase } from "../../src/cli/compile.js";
+import { prepareKnowledgeBase } from "../../src/cli/session.js";
+import { fixtures, run } from "./helpers.js";
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+});
+
+async function connect(options: Parameters<typeof createKnowledgeMcpServer>[1] = {}) {
+  const knowledgeBase = await loadKnowledgeBase("kb", { cwd: fixtures });
+  const prepared = prepareKnowledgeBase(knowledgeBase, {});
+  const server = await createKnowledgeMcpServer(prepared, { version: "9.9.9", ...options });
+  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: "test-client", version: "1.0.0" });
+  await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
+  closers.push(async () => {
+    await client.close();
+    await server.close();
+  });
+  return { client, version: knowledgeBase.manifest.contentVersion };
+}
+
+describe("lexground mcp: search_knowledge", () => {
+  it("lists one read-only tool with query, limit and integrations", async () => {
+    const { client } = await connect();
+    expect(client.getServerVersion()).toEqual({ name: "lexground", version: "9.9.9" });
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(["search_knowledge"]);
+    const [tool] = tools;
+    expect(tool!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
+    expect(tool!.inputSchema.required).toEqual(["query"]);
+    expect(Object.keys(tool!.inputSchema.properties ?? {}).sort()).toEqual([
+      "integrations",
+      "limit",
+      "query",
+    ]);
+    expect(tool!.outputSchema).toBeDefined();
+  });
+
+  it("returns entries, citations, confidence and the context block", async () => {
+    const { client, version } = await connect();
+    const result = await client.callTool({
+      name: "search_knowledge",
+      arguments: { query: "enable multi step flow", integrations: ["integration-a"], limit: 1 },
+    });
+    expect(result.isError).toBeFalsy();
+    const structured = result.structuredContent as SearchKnowledgeResult;
+    expect(structured.confidence).toBe("high");
+    expect(structured.entries).toEqual([
+      {
+        id: "settings.multi-step-flow",
+        title: "Multi-Step Flow",
+        summary: "Controls whether guided workflow steps are shown to users before submission.",
+        kind: "configuration",
+        domain: "account-settings",
+        version,
+        citation: `[KB:settings.multi-step-flow@${version}]`,
+        score: expect.any(Number),
+        expandedFrom: null,
+      },
+      expect.objectContaining({
+        id: "settings.step-validation",
+        score: null,
+        expandedFrom: "settings.multi-step-flow",
+      }),
+    ]);
+    expect(structured.citations).toEqual([
+      `[KB:settings.multi-step-flow@${version}]`,
+      `[KB:settings.step-validation@${version}]`,
+    ]);
+    const content = result.content as { type: string; text: string }[];
+    expect(content[0]!.type).toBe("text");
+    expect(content[0]!.text).toBe(structured.context);
+    expect(content[0]!.text.startsWith("<knowledge_context>")).toBe(true);
+  });
+
+  it("uses the server's default scope when a call names no integrations, and reports no match", async () => {
+    const scoped = await connect({ integrations: ["integration-a"] });
+    const hit = await scoped.client.callTool({
+      name: "search_knowledge",
+      arguments: { query: "multi step flow" },
+    });
+    expect((hit.structuredContent as SearchKnowledgeResult).entries[0]!.id).toBe("settings.multi-step-flow");
+
+    const { client } = await connect();
+    const unscoped = await client.callTool({
+      name: "search_knowledge",
+      arguments: { query: "multi step flow" },
+    });
+    expect(
+      (unscoped.structuredContent as SearchKnowledgeResult).entries.map((entry) => entry.id),
+    ).not.toContain("settings.multi-step-flow");
+    const none = await client.callTool({ name: "search_knowledge", arguments: { query: "xyzzy quux" } });
+    expect(none.structuredContent).toMatchObject({
+      confidence: "none",
+      entries: [],
+      citations: [],
+      context: "",
+    });
+    expect((none.content as { text: string }[])[0]!.text).toBe(
+      'No knowledge entry matched "xyzzy quux" (confidence: none).',
+    );
+  });
+
+  it("rejects invalid arguments", async () => {
+    const { client } = await connect();
+    const result = await client.callTool({ name: "search_knowledge", arguments: { query: "x", limit: 0 } });
+    expect(result.isError).toBe(true);
+    const text = (result.content as { text: string }[])[0]!.text;
+    expect(text).toContain("limit");
+  });
+});
+
+describe("lexground mcp over stdio (in-process)", () => {
+  it("answers initialize and tools/call on stdout, logs on stderr, and exits 0 at end of input", async () => {
+    const stdin = new PassThrough();
+    const stdoutChunks: string[] = [];
+    let resolveResponses: () => void;
+    const responsesSeen = new Promise<void>((resolve) => {
+      resolveResponses = resolve;
+    });
+    const { main } = await import("../../src/cli/main.js");
+    let stderr = "";
+    const exit = main(["mcp", "--kb", "kb", "--integrations", "integration-a"], {
+      stdout: {
+        write: (chunk: string) => {
+          stdoutChunks.push(chunk);
+          if (stdoutChunks.join("").split("\n").filter(Boolean).length >= 2) resolveResponses();
+          return true;
+        },
+      },
+      stderr: {
+        write: (chunk: string) => {
+          stderr += chunk;
+          return true;
+        },
+      },
+      env: { NO_COLOR: "1" },
+      cwd: fixtures,
+      stdin,
+    });
+    const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "search_knowledge", arguments: { query: "enable multi step flow" } },
+    });
+    await responsesSeen;
+    stdin.end();
+    expect(await exit).toBe(0);
+    const messages = stdoutChunks
+      .join("")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
+    expect(messages[0]).toMatchObject({ id: 1, result: { serverInfo: { name: "lexground" } } });
+    expect(messages[1]).toMatchObject({ id: 2, result: { structuredContent: { confidence: "high" } } });
+    expect(messages[1].result.structuredContent.entries[0].id).toBe("settings.multi-step-flow");
+    expect(stderr).toMatch(
+      /^lexground mcp: serving 6 entries \(4 active, content version [0-9a-f]{12}\) on stdio; tool: search_knowledge\n$/,
+    );
+  });
+
+  it("fails like every command when the knowledge base is missing", async () => {
+    expect(await run(["mcp", "--kb", "nowhere"])).toEqual({
+      code: 1,
+      stdout: "",
+      stderr:
+        "error: nowhere: no such file or directory\nhint: check the path; it is resolved against the current directory\n",
+    });
+    expect((await run(["mcp", "--kb", "kb", "--limit", "80"])).stderr).toBe(
+      "error: --limit must be at most 50\n",
+    );
+  });
+});
