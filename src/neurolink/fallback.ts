@@ -96,11 +96,12 @@ export function chainEntryToTarget(
   entry: ModelChainEntry,
   primaryProvider: string | undefined,
   source: AttemptRecord["source"],
+  splitEntry: (value: string) => { provider?: string; model: string } = splitProviderModel,
 ): AttemptTarget {
   if (typeof entry === "string") {
-    const split = splitProviderModel(entry);
-    const provider = split.provider ?? primaryProvider;
-    return { request: { ...(provider === undefined ? {} : { provider }), model: split.model }, source };
+    const parts = splitEntry(entry);
+    const provider = parts.provider ?? primaryProvider;
+    return { request: { ...(provider === undefined ? {} : { provider }), model: parts.model }, source };
   }
   if ("specificationVersion" in entry) return { request: { model: entry as LanguageModelObject }, source };
   const target = entry as FallbackTarget;

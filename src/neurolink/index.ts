@@ -52,6 +52,7 @@ export type {
   CallContext,
   ChatMessage,
   ConversationMemoryConfig,
+  CustomProvider,
   DynamicArgument,
   DynamicOptions,
   DynamicResolutionContext,

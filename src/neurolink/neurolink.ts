@@ -50,7 +50,7 @@ import { type AttemptTarget, chainEntryToTarget, ModelPool, runWithFallback } fr
 import { InMemoryConversationStore } from "./memory/inMemory.js";
 import { RedisConversationMemoryStore } from "./memory/redis.js";
 import type { ConversationMemoryStore, ConversationSessionKey } from "./memory/types.js";
-import { isLanguageModelObject, ProviderResolver, splitProviderModel } from "./providers.js";
+import { isLanguageModelObject, ProviderResolver } from "./providers.js";
 import type {
   ChatMessage,
   GenerateOptions,
@@ -173,6 +173,7 @@ export class NeuroLink {
       ...(this.config.providers === undefined ? {} : { providers: this.config.providers }),
       ...(this.config.env === undefined ? {} : { env: this.config.env }),
       ...(defaultProvider === undefined ? {} : { defaultProvider }),
+      ...(this.config.customProviders === undefined ? {} : { customProviders: this.config.customProviders }),
     });
 
     const pool = this.config.modelPool;
@@ -468,7 +469,7 @@ export class NeuroLink {
         },
       ];
       primaryProvider =
-        resolved.provider ?? (typeof model === "string" ? splitProviderModel(model).provider : undefined);
+        resolved.provider ?? (typeof model === "string" ? this.resolver.split(model).provider : undefined);
     } else if (this.modelPool) {
       targets = this.modelPool.plan();
     } else if (isLanguageModelObject(this.config.model)) {
@@ -479,7 +480,11 @@ export class NeuroLink {
     }
     if (resolved.disableInternalFallback === true) return targets.slice(0, 1);
     const chain = resolved.modelChain ?? this.config.modelChain ?? [];
-    for (const entry of chain) targets.push(chainEntryToTarget(entry, primaryProvider, "model-chain"));
+    for (const entry of chain) {
+      targets.push(
+        chainEntryToTarget(entry, primaryProvider, "model-chain", (value) => this.resolver.split(value)),
+      );
+    }
     if (resolved.fallbackProvider !== undefined || resolved.fallbackModel !== undefined) {
       const provider = resolved.fallbackProvider ?? primaryProvider;
       targets.push({

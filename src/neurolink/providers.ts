@@ -13,6 +13,7 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ProviderNotConfiguredError, UnknownProviderError } from "./errors.js";
 import type {
+  CustomProvider,
   LanguageModelObject,
   OpenAICompatibleSettings,
   ProviderName,
@@ -156,11 +157,16 @@ function withV1Path(baseURL: string): string {
  * Splits `"<provider>/<model>"` when the prefix is a known provider; otherwise the whole string is a model id
  * (model ids such as `meta-llama/Llama-3-8B` contain slashes too).
  */
-export function splitProviderModel(value: string): { provider?: string; model: string } {
+export function splitProviderModel(
+  value: string,
+  extraProviders: ReadonlySet<string> = new Set(),
+): { provider?: string; model: string } {
   const slash = value.indexOf("/");
   if (slash > 0) {
     const prefix = value.slice(0, slash).toLowerCase();
-    if (prefix in PROVIDER_ALIASES) return { provider: prefix, model: value.slice(slash + 1) };
+    if (Object.hasOwn(PROVIDER_ALIASES, prefix) || extraProviders.has(prefix)) {
+      return { provider: prefix, model: value.slice(slash + 1) };
+    }
   }
   return { model: value };
 }
@@ -170,16 +176,31 @@ export class ProviderResolver {
   private readonly providers: ProvidersConfig;
   private readonly env: Record<string, string | undefined>;
   private readonly defaultProvider: string | undefined;
+  private readonly customProviders: ReadonlyMap<string, CustomProvider>;
   private readonly factories = new Map<string, (modelId: string) => LanguageModelObject>();
 
   constructor(options: {
     providers?: ProvidersConfig;
     env?: Record<string, string | undefined>;
     defaultProvider?: string;
+    customProviders?: Record<string, CustomProvider>;
   }) {
+    this.customProviders = new Map(
+      Object.entries(options.customProviders ?? {}).map(([name, provider]) => [name.toLowerCase(), provider]),
+    );
     this.providers = options.providers ?? {};
     this.env = options.env ?? process.env;
     this.defaultProvider = options.defaultProvider;
+  }
+
+  /** Names of the custom providers (lower case). */
+  get customProviderNames(): ReadonlySet<string> {
+    return new Set(this.customProviders.keys());
+  }
+
+  /** Splits `"<provider>/<model>"` knowing this instance's custom providers too. */
+  split(value: string): { provider?: string; model: string } {
+    return splitProviderModel(value, this.customProviderNames);
   }
 
   /** Resolves a request into a callable model, or throws a typed configuration error. */
@@ -190,7 +211,7 @@ export class ProviderResolver {
     let providerInput = request.provider;
     let modelId = request.model;
     if (providerInput === undefined && typeof modelId === "string") {
-      const split = splitProviderModel(modelId);
+      const split = splitProviderModel(modelId, this.customProviderNames);
       if (split.provider !== undefined) {
         providerInput = split.provider;
         modelId = split.model;
@@ -198,10 +219,29 @@ export class ProviderResolver {
     }
     const requested = firstNonEmpty(providerInput, this.defaultProvider, this.env.LEXGROUND_PROVIDER);
     const providerKey = requested?.toLowerCase() ?? this.detectProvider();
-    const canonical = PROVIDER_ALIASES[providerKey];
+    const custom = this.customProviders.get(providerKey);
+    if (custom !== undefined) {
+      const customModel = firstNonEmpty(
+        typeof modelId === "string" ? modelId : undefined,
+        this.env.LEXGROUND_MODEL,
+      );
+      if (customModel === undefined) {
+        throw new ProviderNotConfiguredError({
+          provider: providerKey,
+          setting: "model",
+          message: `Custom provider "${providerKey}" needs a model id: pass \`model\` (or set LEXGROUND_MODEL).`,
+        });
+      }
+      const languageModel =
+        typeof custom === "function" ? custom(customModel) : custom.languageModel(customModel);
+      return { provider: providerKey, model: customModel, languageModel };
+    }
+    const canonical = Object.hasOwn(PROVIDER_ALIASES, providerKey)
+      ? PROVIDER_ALIASES[providerKey]
+      : undefined;
     if (canonical === undefined)
       throw new UnknownProviderError(requested ?? providerKey, Object.keys(PROVIDER_ALIASES));
-    const preset = LOCAL_PRESETS[providerKey];
+    const preset = Object.hasOwn(LOCAL_PRESETS, providerKey) ? LOCAL_PRESETS[providerKey] : undefined;
     const settings: ProviderSettings & OpenAICompatibleSettings =
       preset === undefined ? (this.providers[canonical] ?? {}) : {};
     const reportedProvider = preset?.name ?? canonical;

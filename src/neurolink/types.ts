@@ -115,6 +115,14 @@ export type ProvidersConfig = {
   "openai-compatible"?: OpenAICompatibleSettings;
 };
 
+/**
+ * A provider registered by name: an AI SDK provider (anything with `languageModel(modelId)`, e.g.
+ * `createMistral()`) or a function from model id to model.
+ */
+export type CustomProvider =
+  | { languageModel: (modelId: string) => LanguageModelObject }
+  | ((modelId: string) => LanguageModelObject);
+
 /** Minimal logger; `console` fits. */
 export type NeuroLinkLogger = {
   warn: (message: string, ...details: unknown[]) => void;
@@ -166,6 +174,11 @@ export type NeurolinkConstructorConfig = {
   model?: string | LanguageModelObject;
   /** Explicit provider settings (override environment variables). */
   providers?: ProvidersConfig;
+  /**
+   * Extra providers by name, usable wherever a provider name is (`provider`, model chains, pool members). A name
+   * here takes precedence over a built-in one. `defaultModel` entries give their model when a call names none.
+   */
+  customProviders?: Record<string, CustomProvider>;
   /** Default model chain tried after the primary target fails. */
   modelChain?: ModelChainEntry[];
   /** A pool of members used when a call names no provider or model. */

@@ -91,25 +91,37 @@ export function emptyStreamModel(modelId = "empty") {
 }
 
 /**
- * A stream that opens and never sends anything, and a generate that never answers. Both ignore the abort
- * signal (like a wedged provider); `cancelled` records whether the stream's source was cancelled.
+ * A stream that opens and never sends anything, and a generate that never answers. Neither settles on abort
+ * (like a wedged provider); `cancelled` records whether the attempt's abort signal fired or the source stream
+ * was cancelled, which is how a real provider's HTTP request gets torn down.
  */
 export function stallingModel(modelId = "stalling") {
-  const state = { cancelled: false, calls: [] as LanguageModelV3CallOptions[] };
+  const state = { cancelled: false };
+  const watch = (options: LanguageModelV3CallOptions): void => {
+    options.abortSignal?.addEventListener("abort", () => {
+      state.cancelled = true;
+    });
+  };
   const model = new MockLanguageModelV3({
     provider: "mock",
     modelId,
-    doGenerate: () => new Promise<never>(() => {}),
-    doStream: async () => ({
-      stream: new ReadableStream<LanguageModelV3StreamPart>({
-        start(controller) {
-          controller.enqueue({ type: "stream-start", warnings: [] });
-        },
-        cancel() {
-          state.cancelled = true;
-        },
-      }),
-    }),
+    doGenerate: (options) => {
+      watch(options);
+      return new Promise<never>(() => {});
+    },
+    doStream: async (options) => {
+      watch(options);
+      return {
+        stream: new ReadableStream<LanguageModelV3StreamPart>({
+          start(controller) {
+            controller.enqueue({ type: "stream-start", warnings: [] });
+          },
+          cancel() {
+            state.cancelled = true;
+          },
+        }),
+      };
+    },
   });
   return { model, state };
 }
