@@ -1,0 +1,177 @@
+/**
+ * What every framework adapter shares: the engine an adapter grounds with (given, or built from a configuration),
+ * the typed error for bad adapter input, and validation of a per-call scope. No framework is imported here.
+ *
+ * @module
+ */
+
+import { validateGroundingConfig } from "../knowledge/config.js";
+import { KnowledgeGroundingEngine } from "../knowledge/engine.js";
+import type {
+  KnowledgeGroundingConfig,
+  KnowledgeGroundingInput,
+  KnowledgeGroundingMetadata,
+  KnowledgeGroundingOutcome,
+  KnowledgeIndexSnapshot,
+  KnowledgeRequestScope,
+  KnowledgeResolvedRetrieval,
+} from "../types/knowledge.js";
+
+/**
+ * The part of {@link KnowledgeGroundingEngine} an adapter needs. A `KnowledgeGroundingEngine` satisfies it; so can a
+ * host's own wrapper (for example one that adds tracing) as long as `ground()` keeps the engine's contract.
+ * `getSnapshot` and `getResolvedRetrieval` are optional: without them, adapters still ground but cannot report
+ * per-entry scores, and the AI SDK middleware cannot notice a rebuilt index.
+ */
+export type KnowledgeEngineLike = {
+  /** Grounds one turn; expected never to throw (adapters fail open if it does). */
+  ground(input: KnowledgeGroundingInput): Promise<KnowledgeGroundingOutcome>;
+  /** The snapshot currently serving, if any. */
+  getSnapshot?(): KnowledgeIndexSnapshot | null;
+  /** Retrieval settings after defaults are applied. */
+  getResolvedRetrieval?(): KnowledgeResolvedRetrieval;
+};
+
+/** Where an adapter gets its engine: an existing one, or a configuration to build one from. */
+export type KnowledgeEngineSource =
+  | { engine: KnowledgeEngineLike; config?: undefined }
+  | { config: KnowledgeGroundingConfig; engine?: undefined };
+
+/**
+ * Raised for invalid adapter input: options of `groundingMiddleware`, `KnowledgeRetriever` or
+ * `searchKnowledgeTool`, or a malformed per-call scope. `path` names the offending place, e.g.
+ * `providerOptions.lexground.enabledIntegrations[1]`. Runtime grounding failures never raise it: they fail open.
+ */
+export class GroundingIntegrationError extends Error {
+  override readonly name = "GroundingIntegrationError";
+  /** The offending place, e.g. `options.recentTurns`. */
+  readonly path: string;
+  constructor(path: string, message: string) {
+    super(`${path} ${message}`);
+    this.path = path;
+  }
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "string" ? JSON.stringify(value) : typeof value;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Returns the engine of `source`: the given one, or a new {@link KnowledgeGroundingEngine} built from the given
+ * configuration (its build starts at once). Throws {@link GroundingIntegrationError} when neither or both are
+ * given, when `engine` has no `ground` method, or when the configuration has errors (a host's startup mistake is
+ * reported at startup rather than as ungrounded turns later).
+ */
+export function resolveEngine(source: unknown, path = "options"): KnowledgeEngineLike {
+  if (!isRecord(source))
+    throw new GroundingIntegrationError(path, `must be an object, got ${describe(source)}`);
+  const { engine, config } = source;
+  if (engine !== undefined && config !== undefined) {
+    throw new GroundingIntegrationError(path, "must give either engine or config, not both");
+  }
+  if (engine !== undefined) {
+    if (typeof (engine as { ground?: unknown } | null)?.ground !== "function") {
+      throw new GroundingIntegrationError(
+        `${path}.engine`,
+        `must be a KnowledgeGroundingEngine (an object with a ground() method), got ${describe(engine)}`,
+      );
+    }
+    return engine as KnowledgeEngineLike;
+  }
+  if (config === undefined) {
+    throw new GroundingIntegrationError(path, "must give an engine or a config");
+  }
+  const errors = validateGroundingConfig(config).filter((issue) => issue.level === "error");
+  if (errors.length > 0) {
+    const where = errors[0]!.path;
+    throw new GroundingIntegrationError(
+      where && where !== "config" ? `${path}.config.${where}` : `${path}.config`,
+      `is invalid: ${errors.map((issue) => issue.message).join("; ")}`,
+    );
+  }
+  return new KnowledgeGroundingEngine(config as KnowledgeGroundingConfig);
+}
+
+/**
+ * Validates a per-call scope. `undefined` and `null` mean "no scope"; otherwise it must be an object whose only key
+ * is `enabledIntegrations`, an array of strings. An unknown key is an error so that a typo such as
+ * `enabledIntegration` does not silently narrow the scope to integration-free entries.
+ */
+export function parseScope(value: unknown, path: string): KnowledgeRequestScope | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isRecord(value))
+    throw new GroundingIntegrationError(path, `must be an object, got ${describe(value)}`);
+  for (const key of Object.keys(value)) {
+    if (key !== "enabledIntegrations") {
+      throw new GroundingIntegrationError(
+        `${path}.${key}`,
+        "is not a known option (known: enabledIntegrations)",
+      );
+    }
+  }
+  const enabled = value.enabledIntegrations;
+  if (enabled === undefined) return {};
+  if (!Array.isArray(enabled)) {
+    throw new GroundingIntegrationError(
+      `${path}.enabledIntegrations`,
+      `must be an array of strings, got ${describe(enabled)}`,
+    );
+  }
+  enabled.forEach((item: unknown, index) => {
+    if (typeof item !== "string") {
+      throw new GroundingIntegrationError(
+        `${path}.enabledIntegrations[${index}]`,
+        `must be a string, got ${describe(item)}`,
+      );
+    }
+  });
+  return { enabledIntegrations: (enabled as string[]).slice() };
+}
+
+/** Metadata of a grounding that failed open inside an adapter (the engine threw, which it should not). */
+export function failedMetadata(reason: string, durationMs = 0): KnowledgeGroundingMetadata {
+  return {
+    retrievalMode: "lexical",
+    selectedIds: [],
+    expandedIds: [],
+    candidateCount: 0,
+    contextTokens: 0,
+    truncated: false,
+    durationMs,
+    failureReason: reason,
+  };
+}
+
+/**
+ * Calls `engine.ground()` and turns a throw or rejection (which a `KnowledgeGroundingEngine` never produces, but a
+ * host's wrapper might) into an ungrounded outcome carrying the error as `failureReason`.
+ */
+export async function groundSafely(
+  engine: KnowledgeEngineLike,
+  input: KnowledgeGroundingInput,
+): Promise<KnowledgeGroundingOutcome> {
+  try {
+    const outcome = await engine.ground(input);
+    if (!isRecord(outcome) || !isRecord(outcome.metadata)) {
+      return {
+        ephemeralContext: null,
+        metadata: failedMetadata("engine.ground() returned no outcome"),
+        retrieval: null,
+      };
+    }
+    return outcome;
+  } catch (error) {
+    return { ephemeralContext: null, metadata: failedMetadata(String(error)), retrieval: null };
+  }
+}
+
+/** Formats a citation marker the way the context block does: `[KB:<id>@<version>]`. */
+export function citationMarker(id: string, version: string): string {
+  return `[KB:${id}@${version}]`;
+}

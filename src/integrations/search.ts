@@ -1,0 +1,145 @@
+/**
+ * Knowledge search for adapters that hand entries to a framework (the AI SDK tool, the LangChain retriever): one
+ * grounding through the engine, then the selected entries with their ranking scores and, for entries added by
+ * relation expansion, the primary entry that brought them in.
+ *
+ * @module
+ */
+
+import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
+import { retrieve } from "../knowledge/retrieval.js";
+import type {
+  KnowledgeConversationTurn,
+  KnowledgeGroundingOutcome,
+  KnowledgeIndexSnapshot,
+  KnowledgeRequestScope,
+  KnowledgeRetrievalConfidence,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { citationMarker, groundSafely, type KnowledgeEngineLike } from "./engine.js";
+
+/** One entry found by {@link searchKnowledgeEntries}. */
+export type KnowledgeSearchHit = {
+  entry: NormalizedKnowledgeEntry;
+  /** `[KB:<id>@<version>]`. */
+  citation: string;
+  /**
+   * Ranking score (lexical BM25 plus the exact and alias boosts that applied); `null` for entries added by relation
+   * expansion, which are not ranked, and when the engine does not expose its snapshot.
+   */
+  score: number | null;
+  /** Whether the entry was added by relation expansion rather than ranked. */
+  expanded: boolean;
+  /** The primary entry whose relation brought an expanded entry in; `null` for primary entries (or if unknown). */
+  expandedFrom: string | null;
+};
+
+/** Result of {@link searchKnowledgeEntries}. */
+export type KnowledgeSearchOutcome = {
+  /** Primary entries in rank order, then expanded ones. Empty when nothing matched or grounding failed open. */
+  hits: KnowledgeSearchHit[];
+  confidence: KnowledgeRetrievalConfidence;
+  /** The engine's outcome (block, metadata with any `failureReason`, full retrieval). */
+  outcome: KnowledgeGroundingOutcome;
+};
+
+/** Every domain of a snapshot, computed once per snapshot. */
+const domainsBySnapshot = new WeakMap<KnowledgeIndexSnapshot, string[]>();
+function domainsOf(snapshot: KnowledgeIndexSnapshot): string[] {
+  let domains = domainsBySnapshot.get(snapshot);
+  if (!domains) {
+    const set = new Set<string>();
+    for (const entry of snapshot.entriesById.values()) set.add(entry.domain);
+    domains = [...set];
+    domainsBySnapshot.set(snapshot, domains);
+  }
+  return domains;
+}
+
+/**
+ * Ranking scores of the primary entries the engine selected. The engine's outcome carries ids, not scores, so the
+ * selection is scored again on the same snapshot and request with every domain blocked except those of the
+ * selected entries. That is exact whatever domains the engine itself blocks: scores use global statistics (they do
+ * not depend on eligibility), the selected entries stay eligible, and narrowing eligibility only moves them up, so
+ * none falls out of the candidate cut. Returns an empty map when the engine does not expose what this needs.
+ */
+function primaryScores(
+  engine: KnowledgeEngineLike,
+  snapshot: KnowledgeIndexSnapshot,
+  primary: readonly NormalizedKnowledgeEntry[],
+  request: { query: string; recentTurns: KnowledgeConversationTurn[]; enabledIntegrations: string[] },
+): Map<string, number> {
+  const scores = new Map<string, number>();
+  if (primary.length === 0 || typeof engine.getResolvedRetrieval !== "function") return scores;
+  const keep = new Set(primary.map((entry) => entry.domain));
+  const blocked = domainsOf(snapshot).filter((domain) => !keep.has(domain));
+  const selection = retrieve(snapshot, request, engine.getResolvedRetrieval(), blocked);
+  for (const candidate of selection.candidates) scores.set(candidate.id, candidate.score);
+  return scores;
+}
+
+/**
+ * Grounds `query` with the engine and returns the entries it selected, with scores and expansion origins. Never
+ * throws: a grounding failure gives no hits and `outcome.metadata.failureReason`.
+ */
+export async function searchKnowledgeEntries(
+  engine: KnowledgeEngineLike,
+  input: { query: string; recentTurns?: KnowledgeConversationTurn[]; scope?: KnowledgeRequestScope },
+): Promise<KnowledgeSearchOutcome> {
+  const recentTurns = (input.recentTurns ?? []).slice(-DEFAULT_RECENT_TURNS);
+  const outcome = await groundSafely(engine, {
+    query: input.query,
+    recentTurns,
+    ...(input.scope === undefined ? {} : { scope: input.scope }),
+  });
+  const retrieval = outcome.retrieval;
+  if (!retrieval) return { hits: [], confidence: outcome.metadata.confidence ?? "none", outcome };
+
+  const byId = new Map(retrieval.entries.map((entry) => [entry.id, entry]));
+  const primary = retrieval.selectedEntryIds.map((id) => byId.get(id)).filter((entry) => entry !== undefined);
+  const expanded = retrieval.expandedEntryIds
+    .map((id) => byId.get(id))
+    .filter((entry) => entry !== undefined);
+
+  let snapshot: KnowledgeIndexSnapshot | null = null;
+  let scores = new Map<string, number>();
+  try {
+    snapshot = engine.getSnapshot?.() ?? null;
+    // Scores are only meaningful on the snapshot that produced the selection (a rebuild may have swapped it).
+    if (snapshot && primary.every((entry) => snapshot!.entriesById.get(entry.id) === entry)) {
+      scores = primaryScores(engine, snapshot, primary, {
+        query: input.query,
+        recentTurns,
+        enabledIntegrations: input.scope?.enabledIntegrations ?? [],
+      });
+    } else {
+      snapshot = null;
+    }
+  } catch {
+    // Scores are diagnostics: without them the hits are still right.
+    scores = new Map();
+  }
+
+  const hits: KnowledgeSearchHit[] = primary.map((entry) => ({
+    entry,
+    citation: citationMarker(entry.id, entry.version),
+    score: scores.get(entry.id) ?? null,
+    expanded: false,
+    expandedFrom: null,
+  }));
+  for (const entry of expanded) {
+    // The engine expands primary entries in rank order, each through its relations in order; the first primary
+    // entry that lists this one is the one that brought it in.
+    const origin = snapshot
+      ? primary.find((candidate) => snapshot!.relationIndex.get(candidate.id)?.includes(entry.id))
+      : undefined;
+    hits.push({
+      entry,
+      citation: citationMarker(entry.id, entry.version),
+      score: null,
+      expanded: true,
+      expandedFrom: origin?.id ?? null,
+    });
+  }
+  return { hits, confidence: retrieval.confidence, outcome };
+}
