@@ -1,0 +1,396 @@
+/**
+ * Runs evaluation queries through the engine's own retrieval for one or more configurations and measures ranking
+ * quality, latency and confidence calibration.
+ *
+ * Per query and configuration, two retrievals run on the same snapshot:
+ * - a **ranking** retrieval deep enough for the metrics (`candidateLimit` and `resultLimit` = depth + 1, so the
+ *   lexical search returns the top 2 × (depth + 1); no relation expansion). The ranked list is the trimmed
+ *   candidates, exactly in the engine's order (boosts included), minus the query's own id when
+ *   `ignoreIdenticalIds` is set (the BEIR convention), cut to `depth`;
+ * - a **production** retrieval with the configuration's own limits (what a host would run): its latency (timed
+ *   around `retrieve`, and around `retrieve` + context assembly for the whole turn) and its confidence class and
+ *   top result feed the latency and calibration figures.
+ *
+ * @module
+ */
+import { performance } from "node:perf_hooks";
+import { resolveRetrieval, validateGroundingConfig } from "../knowledge/config.js";
+import { assembleKnowledgeContext } from "../knowledge/context.js";
+import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
+import { tokenize } from "../knowledge/normalize.js";
+import { retrieve } from "../knowledge/retrieval.js";
+import type {
+  KnowledgeContextConfig,
+  KnowledgeFieldName,
+  KnowledgeIndexSnapshot,
+  KnowledgeResolvedRetrieval,
+  KnowledgeRetrievalConfidence,
+  KnowledgeRetrievalConfig,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import type { EvalQrels, EvalQuery } from "./data.js";
+import { meanMetrics, type QueryMetrics, quantile, queryMetrics } from "./metrics.js";
+
+/** What a configuration may override: the retrieval and context parts of `KnowledgeGroundingConfig`. */
+export type EvalConfigurationSettings = {
+  retrieval?: KnowledgeRetrievalConfig;
+  context?: KnowledgeContextConfig;
+  blockedDomains?: string[];
+};
+
+/** A named configuration to evaluate. */
+export type EvalConfiguration = {
+  name: string;
+  settings: EvalConfigurationSettings;
+};
+
+/** The confidence classes in display order. */
+export const CONFIDENCE_CLASSES: readonly KnowledgeRetrievalConfidence[] = ["high", "medium", "low", "none"];
+
+/** How well one confidence class predicts a relevant top result. */
+export type CalibrationCell = {
+  /** Queries that got this class. */
+  count: number;
+  /** Of those, queries whose top result is relevant. */
+  relevantTop: number;
+  /** `relevantTop / count`, or null when the class never occurred. */
+  precision: number | null;
+};
+
+/** The evidence behind one query's production top result, for studying confidence rules. */
+export type TopSignals = {
+  /** Score of the top candidate (boosts included). */
+  topScore: number;
+  /** Score of the second candidate, 0 without one. */
+  secondScore: number;
+  /** Lexical score of the top candidate. */
+  topLexical: number;
+  /** Fields with lexical evidence for the top candidate. */
+  topFields: KnowledgeFieldName[];
+  exact: boolean;
+  alias: boolean;
+  /** Candidates before the candidate-limit cut. */
+  candidateCount: number;
+  /** Query tokens (after tokenizing, before any analyzer). */
+  queryTokens: number;
+};
+
+/** One query's outcome under one configuration. */
+export type EvalQueryResult = {
+  id: string;
+  metrics: QueryMetrics;
+  /** Relevant documents judged for the query. */
+  relevant: number;
+  /** First ten ranked ids. */
+  top10: string[];
+  confidence: KnowledgeRetrievalConfidence;
+  /** Id of the production top result, or null. */
+  topId: string | null;
+  /** Whether the production top result is judged relevant. */
+  topRelevant: boolean;
+  signals: TopSignals | null;
+  /** Time of the production `retrieve` call. */
+  retrieveMs: number;
+  /** Time of the production `retrieve` plus context assembly. */
+  turnMs: number;
+};
+
+/** Latency summary in milliseconds. */
+export type LatencySummary = {
+  p50: number;
+  p90: number;
+  p99: number;
+  mean: number;
+  max: number;
+};
+
+/** Everything measured for one configuration. */
+export type EvalConfigurationResult = {
+  name: string;
+  settings: EvalConfigurationSettings;
+  resolved: KnowledgeResolvedRetrieval;
+  /** Mean of each metric over the evaluated queries. */
+  metrics: QueryMetrics;
+  queries: EvalQueryResult[];
+  /** Latency of the production `retrieve` call. */
+  latency: LatencySummary;
+  /** Latency of `retrieve` plus context assembly. */
+  turnLatency: LatencySummary;
+  calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>;
+  /** Time to build this configuration's index snapshot (0 when shared with an earlier configuration). */
+  indexMs: number;
+};
+
+/** The outcome of {@link evaluateConfigurations}. */
+export type EvalReport = {
+  /** Entries in the knowledge base. */
+  entries: number;
+  /** Queries evaluated (those with judgments). */
+  queryCount: number;
+  /** Judged query ids that the query file lacks; they count as 0 on every metric (`trec_eval -c`). */
+  missingQueries: string[];
+  depth: number;
+  ignoreIdenticalIds: boolean;
+  configurations: EvalConfigurationResult[];
+};
+
+/** Options of {@link evaluateConfigurations}. */
+export type EvalOptions = {
+  /** Ranking depth for the metrics. Default 100 (enough for Recall@100). */
+  depth?: number;
+  /** Drop a document whose id equals the query id from that query's results (BEIR convention). Default false. */
+  ignoreIdenticalIds?: boolean;
+  /** Queries run once untimed per configuration before timing, so the JIT is warm. Default 20. */
+  warmup?: number;
+  /** Called when a configuration starts and as queries complete. */
+  onProgress?: (progress: { configuration: string; done: number; total: number }) => void;
+};
+
+/** A configuration's settings are invalid. */
+export class EvalConfigurationError extends Error {
+  override readonly name = "EvalConfigurationError";
+  constructor(
+    readonly configuration: string,
+    message: string,
+  ) {
+    super(`configuration ${JSON.stringify(configuration)}: ${message}`);
+  }
+}
+
+function summarize(samples: readonly number[]): LatencySummary {
+  let total = 0;
+  let max = 0;
+  for (const sample of samples) {
+    total += sample;
+    if (sample > max) max = sample;
+  }
+  return {
+    p50: quantile(samples, 0.5),
+    p90: quantile(samples, 0.9),
+    p99: quantile(samples, 0.99),
+    mean: samples.length > 0 ? total / samples.length : Number.NaN,
+    max,
+  };
+}
+
+function indexKey(resolved: KnowledgeResolvedRetrieval): string {
+  return JSON.stringify([
+    resolved.fieldWeights,
+    resolved.k1,
+    resolved.b,
+    resolved.analyzer,
+    resolved.scoring,
+  ]);
+}
+
+/** Checks settings with the engine's configuration validation; throws {@link EvalConfigurationError}. */
+export function checkConfiguration(configuration: EvalConfiguration): void {
+  const issues = validateGroundingConfig({ ...configuration.settings, enabled: true, sources: [] });
+  const error = issues.find((issue) => issue.level === "error");
+  if (error) throw new EvalConfigurationError(configuration.name, error.message);
+}
+
+/**
+ * Evaluates every configuration on the same entries and queries. Only queries with judgments are evaluated;
+ * judged queries missing from `queries` count as 0 on every metric.
+ */
+export function evaluateConfigurations(
+  entries: readonly NormalizedKnowledgeEntry[],
+  queries: readonly EvalQuery[],
+  qrels: EvalQrels,
+  configurations: readonly EvalConfiguration[],
+  options: EvalOptions = {},
+): EvalReport {
+  const depth = options.depth ?? 100;
+  const ignoreIdenticalIds = options.ignoreIdenticalIds ?? false;
+  const warmup = options.warmup ?? 20;
+  const judged = queries.filter((query) => qrels.has(query.id));
+  const present = new Set(judged.map((query) => query.id));
+  const missingQueries = [...qrels.keys()].filter((id) => !present.has(id));
+  for (const configuration of configurations) checkConfiguration(configuration);
+
+  const snapshots = new Map<string, KnowledgeIndexSnapshot>();
+  const results: EvalConfigurationResult[] = [];
+  for (const configuration of configurations) {
+    const { settings } = configuration;
+    const resolved = resolveRetrieval(settings.retrieval);
+    const key = indexKey(resolved);
+    let snapshot = snapshots.get(key);
+    let indexMs = 0;
+    if (!snapshot) {
+      const start = performance.now();
+      snapshot = buildIndexSnapshot(entries, {
+        fieldWeights: resolved.fieldWeights,
+        ...(resolved.k1 !== undefined ? { k1: resolved.k1 } : {}),
+        ...(resolved.b !== undefined ? { b: resolved.b } : {}),
+        ...(resolved.analyzer !== undefined ? { analyzer: resolved.analyzer } : {}),
+        ...(resolved.scoring !== undefined ? { scoring: resolved.scoring } : {}),
+      });
+      indexMs = performance.now() - start;
+      snapshots.set(key, snapshot);
+    }
+    const deep: KnowledgeResolvedRetrieval = {
+      ...resolved,
+      candidateLimit: depth + 1,
+      resultLimit: depth + 1,
+      relationLimit: 0,
+    };
+    const blocked = settings.blockedDomains ?? [];
+    const request = (query: EvalQuery) => ({
+      query: query.text,
+      recentTurns: [],
+      enabledIntegrations: query.integrations ?? [],
+    });
+    for (const query of judged.slice(0, warmup)) {
+      const selection = retrieve(snapshot, request(query), resolved, blocked);
+      assembleKnowledgeContext(selection, settings.context);
+    }
+
+    const perQuery: EvalQueryResult[] = [];
+    options.onProgress?.({ configuration: configuration.name, done: 0, total: judged.length });
+    for (const query of judged) {
+      const judgments = qrels.get(query.id)!;
+      const keep = (id: string) => !ignoreIdenticalIds || id !== query.id;
+      const ranking = retrieve(snapshot, request(query), deep, blocked)
+        .candidates.map((candidate) => candidate.id)
+        .filter(keep)
+        .slice(0, depth);
+
+      const start = performance.now();
+      const selection = retrieve(snapshot, request(query), resolved, blocked);
+      const retrieveMs = performance.now() - start;
+      assembleKnowledgeContext(selection, settings.context);
+      const turnMs = performance.now() - start;
+
+      const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
+      const top = candidates[0];
+      const second = candidates[1];
+      let relevant = 0;
+      for (const grade of judgments.values()) if (grade > 0) relevant++;
+      perQuery.push({
+        id: query.id,
+        metrics: queryMetrics(ranking, judgments),
+        relevant,
+        top10: ranking.slice(0, 10),
+        confidence: selection.confidence,
+        topId: top?.id ?? null,
+        topRelevant: top !== undefined && (judgments.get(top.id) ?? 0) > 0,
+        signals: top
+          ? {
+              topScore: top.score,
+              secondScore: second?.score ?? 0,
+              topLexical: top.lexical,
+              topFields: Object.keys(top.fieldScores) as KnowledgeFieldName[],
+              exact: top.exact,
+              alias: top.alias,
+              candidateCount: selection.candidateCount,
+              queryTokens: tokenize(query.text).length,
+            }
+          : null,
+        retrieveMs,
+        turnMs,
+      });
+      if (perQuery.length % 50 === 0) {
+        options.onProgress?.({
+          configuration: configuration.name,
+          done: perQuery.length,
+          total: judged.length,
+        });
+      }
+    }
+    const zero: QueryMetrics = { ndcg10: 0, recall10: 0, recall100: 0, mrr10: 0 };
+    const metrics = meanMetrics([
+      ...perQuery.map((result) => result.metrics),
+      ...missingQueries.map(() => zero),
+    ]);
+    results.push({
+      name: configuration.name,
+      settings,
+      resolved,
+      metrics,
+      queries: perQuery,
+      latency: summarize(perQuery.map((result) => result.retrieveMs)),
+      turnLatency: summarize(perQuery.map((result) => result.turnMs)),
+      calibration: calibrate(perQuery),
+      indexMs,
+    });
+  }
+  return {
+    entries: entries.length,
+    queryCount: judged.length + missingQueries.length,
+    missingQueries,
+    depth,
+    ignoreIdenticalIds,
+    configurations: results,
+  };
+}
+
+/** Per confidence class: how many queries got it and how often their top result was relevant. */
+export function calibrate(
+  results: readonly Pick<EvalQueryResult, "confidence" | "topRelevant">[],
+): Record<KnowledgeRetrievalConfidence, CalibrationCell> {
+  const cells = {} as Record<KnowledgeRetrievalConfidence, CalibrationCell>;
+  for (const name of CONFIDENCE_CLASSES) cells[name] = { count: 0, relevantTop: 0, precision: null };
+  for (const result of results) {
+    const cell = cells[result.confidence];
+    cell.count++;
+    if (result.topRelevant) cell.relevantTop++;
+  }
+  for (const name of CONFIDENCE_CLASSES) {
+    const cell = cells[name];
+    cell.precision = cell.count > 0 ? cell.relevantTop / cell.count : null;
+  }
+  return cells;
+}
+
+/** One query whose figures differ between two configurations. */
+export type EvalQueryDiff = {
+  id: string;
+  text: string;
+  /** nDCG@10 under the first and the second configuration, and second − first. */
+  before: number;
+  after: number;
+  delta: number;
+  confidenceBefore: KnowledgeRetrievalConfidence;
+  confidenceAfter: KnowledgeRetrievalConfidence;
+  topBefore: string | null;
+  topAfter: string | null;
+};
+
+/**
+ * Per-query differences between two configurations' results: queries whose nDCG@10, confidence or top result
+ * changed, largest |Δ nDCG@10| first (ties by query id).
+ */
+export function diffConfigurations(
+  first: EvalConfigurationResult,
+  second: EvalConfigurationResult,
+  queries: readonly EvalQuery[],
+): EvalQueryDiff[] {
+  const texts = new Map(queries.map((query) => [query.id, query.text]));
+  const secondById = new Map(second.queries.map((result) => [result.id, result]));
+  const diffs: EvalQueryDiff[] = [];
+  for (const before of first.queries) {
+    const after = secondById.get(before.id);
+    if (!after) continue;
+    const delta = after.metrics.ndcg10 - before.metrics.ndcg10;
+    if (Math.abs(delta) < 1e-12 && before.confidence === after.confidence && before.topId === after.topId) {
+      continue;
+    }
+    diffs.push({
+      id: before.id,
+      text: texts.get(before.id) ?? "",
+      before: before.metrics.ndcg10,
+      after: after.metrics.ndcg10,
+      delta,
+      confidenceBefore: before.confidence,
+      confidenceAfter: after.confidence,
+      topBefore: before.topId,
+      topAfter: after.topId,
+    });
+  }
+  diffs.sort(
+    (left, right) =>
+      Math.abs(right.delta) - Math.abs(left.delta) || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0),
+  );
+  return diffs;
+}
