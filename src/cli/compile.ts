@@ -19,7 +19,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { type FileHandle, open, readdir, readFile, stat } from "node:fs/promises";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { createInterface } from "node:readline";
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from "yaml";
@@ -60,6 +60,8 @@ const DATA_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
 const CATALOG_FILE_NAMES = ["catalog.yaml", "catalog.yml"];
 /** Citation markers are `[KB:id@version]`, so a version must not contain characters that would break them. */
 const CONTENT_VERSION_PATTERN = /^[^\s[\]@]+$/;
+/** Entry files read at once: enough to overlap file-system latency, few enough to stay far below fd limits. */
+const READ_CONCURRENCY = 16;
 /** A BEIR summary is the first sentence of the text, capped so one run-on "sentence" stays a summary. */
 const BEIR_SUMMARY_MAX_CHARS = 600;
 
@@ -352,23 +354,40 @@ function splitFrontMatter(text: string, file: string) {
   return { frontMatter, frontMatterLineOffset: 1, body, bodyLine: closing + 2 + firstBodyLine };
 }
 
+function readError(error: unknown, file: string): KnowledgeCompileError {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") {
+    return new KnowledgeCompileError("not-found", "no such file or directory", {
+      file,
+      hint: "check the path; it is resolved against the current directory",
+    });
+  }
+  return new KnowledgeCompileError("unreadable", `cannot read: ${code ?? String(error)}`, { file });
+}
+
 async function readText(path: string, file: string): Promise<string> {
   try {
     return await readFile(path, "utf8");
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") {
-      throw new KnowledgeCompileError("not-found", "no such file or directory", {
-        file,
-        hint: "check the path; it is resolved against the current directory",
-      });
-    }
-    throw new KnowledgeCompileError("unreadable", `cannot read: ${code ?? String(error)}`, { file });
+    throw readError(error, file);
   }
 }
 
-async function compileMarkdownFile(path: string, file: string, notes: KnowledgeCompileNote[]) {
-  const text = await readText(path, file);
+/** Text and modification time through one open file handle. */
+async function readSource(path: string, file: string): Promise<{ text: string; mtimeMs: number }> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(path, "r");
+    const info = await handle.stat();
+    return { text: await handle.readFile("utf8"), mtimeMs: info.mtimeMs };
+  } catch (error) {
+    throw readError(error, file);
+  } finally {
+    await handle?.close();
+  }
+}
+
+function compileMarkdownText(text: string, path: string, file: string, notes: KnowledgeCompileNote[]) {
   const { frontMatter, frontMatterLineOffset, body, bodyLine } = splitFrontMatter(text, file);
   const { document, lineCounter } = parseYaml(frontMatter, file, frontMatterLineOffset);
   const value = document.contents === null ? {} : document.toJS();
@@ -394,8 +413,7 @@ async function compileMarkdownFile(path: string, file: string, notes: KnowledgeC
   return [shaped];
 }
 
-async function compileDataFile(path: string, file: string, notes: KnowledgeCompileNote[]) {
-  const text = await readText(path, file);
+function compileDataText(text: string, path: string, file: string, notes: KnowledgeCompileNote[]) {
   const isJson = extname(path).toLowerCase() === ".json";
   let value: unknown;
   let root: YamlNode | null = null;
@@ -718,11 +736,10 @@ export async function compileKnowledgeBase(
     }
   }
 
-  const allFiles = [...catalogsById.values()].flatMap((catalog) => catalog.files);
-  const total = allFiles.length;
-  let done = 0;
-  let newestMtimeMs = 0;
-  let order = 0;
+  // Files are read and parsed concurrently (I/O dominates), then merged in walk order so that entries, notes and
+  // the first reported error do not depend on timing.
+  type Job = { catalog: PendingCatalog; path: string };
+  const jobs: Job[] = [];
   for (const catalog of catalogsById.values()) {
     const files = catalog.files;
     catalog.files = [];
@@ -730,17 +747,49 @@ export async function compileKnowledgeBase(
       if (seenFiles.has(path)) continue;
       seenFiles.add(path);
       catalog.files.push(path);
-      const file = displayPath(path, cwd);
-      const info = await statOrThrow(path, file);
-      newestMtimeMs = Math.max(newestMtimeMs, info.mtimeMs);
-      const extension = extname(path).toLowerCase();
-      const compiled = MARKDOWN_EXTENSIONS.has(extension)
-        ? await compileMarkdownFile(path, file, notes)
-        : await compileDataFile(path, file, notes);
-      for (const item of compiled) catalog.entries.push({ ...item, order: order++ });
-      done++;
-      options.onProgress?.({ phase: "read", done, total });
+      jobs.push({ catalog, path });
     }
+  }
+  type Outcome =
+    | {
+        entries: { entry: unknown; location: KnowledgeEntryLocation }[];
+        notes: KnowledgeCompileNote[];
+        mtimeMs: number;
+      }
+    | { error: unknown };
+  const outcomes: Outcome[] = new Array(jobs.length);
+  let next = 0;
+  let done = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const index = next++;
+      const { path } = jobs[index]!;
+      const file = displayPath(path, cwd);
+      const fileNotes: KnowledgeCompileNote[] = [];
+      try {
+        const { text, mtimeMs } = await readSource(path, file);
+        const extension = extname(path).toLowerCase();
+        const entries = MARKDOWN_EXTENSIONS.has(extension)
+          ? compileMarkdownText(text, path, file, fileNotes)
+          : compileDataText(text, path, file, fileNotes);
+        outcomes[index] = { entries, notes: fileNotes, mtimeMs };
+      } catch (error) {
+        outcomes[index] = { error };
+      }
+      done++;
+      options.onProgress?.({ phase: "read", done, total: jobs.length });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, jobs.length) }, worker));
+  let newestMtimeMs = 0;
+  let order = 0;
+  outcomes.forEach((outcome, index) => {
+    if ("error" in outcome) throw outcome.error;
+    newestMtimeMs = Math.max(newestMtimeMs, outcome.mtimeMs);
+    notes.push(...outcome.notes);
+    for (const item of outcome.entries) jobs[index]!.catalog.entries.push({ ...item, order: order++ });
+  });
+  for (const catalog of catalogsById.values()) {
     if (catalog.catalogFile) {
       const info = await stat(resolve(cwd, catalog.catalogFile)).catch(() => undefined);
       if (info) newestMtimeMs = Math.max(newestMtimeMs, info.mtimeMs);

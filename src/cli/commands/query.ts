@@ -65,7 +65,7 @@ function printHuman(
           : out.red;
   println(
     context,
-    `${label("Confidence")}${confidenceColor(report.confidence)} · ${report.candidateCount} candidate${report.candidateCount === 1 ? "" : "s"} · ${report.primary.length} selected · ${report.expanded.length} expanded`,
+    `${label("Confidence")}${confidenceColor(report.confidence)} · ${report.candidateCount} candidate${report.candidateCount === 1 ? "" : "s"}${report.candidateCount > report.candidates.length ? ` (top ${report.candidates.length} kept)` : ""} · ${report.primary.length} selected · ${report.expanded.length} expanded`,
   );
   if (report.integrationBoundExcluded > 0) {
     println(
