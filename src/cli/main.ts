@@ -194,6 +194,37 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       setRunner(async (ctx) => (await import("./commands/mcp.js")).runMcp(ctx, options));
     });
 
+  program
+    .command("eval")
+    .description(
+      "measure retrieval quality: nDCG@10, Recall@10/100, MRR@10, latency and confidence calibration per configuration",
+    )
+    .option("--kb <path>", "knowledge base: a manifest .json, a folder of entries, or a BEIR folder")
+    .option(
+      "--queries <file>",
+      "questions.json ([{question, expected, integrations?}]) or BEIR queries.jsonl (default: from --kb)",
+    )
+    .option("--qrels <file>", "judgments, BEIR TSV or TREC format (default: <BEIR folder>/qrels/<split>.tsv)")
+    .option("--split <name>", "BEIR split whose qrels are used", "test")
+    .option("--config <json...>", 'configurations to compare: JSON files or inline JSON, optional "name" key')
+    .option("--no-default", "do not evaluate the default configuration first")
+    .option("--depth <n>", "ranking depth for the metrics (default 100)")
+    .option("--keep-identical-ids", "keep a document whose id equals the query id (BEIR drops it)")
+    .option("--diff", "list per-query differences between the first two configurations")
+    .option("--report <file>", "also write a self-contained HTML report with plots")
+    .option("--json", "print every figure (and per-query results) as JSON")
+    .addHelpText(
+      "after",
+      examples([
+        "lexground eval --kb examples/knowledge-base",
+        'lexground eval --kb ../datasets/scifact --config \'{"name":"english","retrieval":{"analyzer":"english"}}\' --diff',
+        "lexground eval --kb manifest.json --queries questions.json --config tuned.json --report eval.html",
+      ]),
+    )
+    .action(async (options) => {
+      setRunner(async (ctx) => (await import("./commands/eval.js")).runEval(ctx, options));
+    });
+
   return program;
 }
 

@@ -173,7 +173,8 @@ export function lintKnowledgeBase(knowledgeBase: LoadedKnowledgeBase): ReportedI
         `title "${entry.title}" reads the same as the id of ${idOwner.id}: a query containing it gives both the exact boost`,
       );
     }
-    if (entry.idKey && !entry.idKey.includes(" ") && entry.idKey !== entry.titleKey) {
+    // A purely numeric id (a document number) only matches queries that quote it, which is what a reader means.
+    if (entry.idKey && !entry.idKey.includes(" ") && entry.idKey !== entry.titleKey && /\p{L}/u.test(entry.idKey)) {
       push(
         entry,
         "id",

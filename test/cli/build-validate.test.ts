@@ -68,6 +68,19 @@ describe("lexground build", () => {
     });
   });
 
+  it("shows a progress line and colors only on a terminal", async () => {
+    await withTemporaryDirectory(async (directory) => {
+      const output = join(directory, "m.json");
+      const terminal = await run(["build", "kb", "-o", output], { tty: true, env: { NO_COLOR: undefined } });
+      expect(terminal.code).toBe(0);
+      expect(terminal.stderr).toMatch(/^\r\x1b\[2K.*reading entry files \d+\/5.*\r\x1b\[2K/s);
+      expect(terminal.stdout).toContain("\x1b[32m✔\x1b[39m");
+      const piped = await run(["build", "kb", "-o", output]);
+      expect(piped.stderr).toBe("");
+      expect(piped.stdout).not.toContain("\x1b[");
+    });
+  });
+
   it("is deterministic: two builds of the same input are byte-identical", async () => {
     await withTemporaryDirectory(async (directory) => {
       const first = join(directory, "first.json");

@@ -14,7 +14,7 @@ export type CliRun = { code: number; stdout: string; stderr: string };
 
 export async function run(
   argv: string[],
-  options: { cwd?: string; env?: Record<string, string | undefined>; stdin?: Readable } = {},
+  options: { cwd?: string; env?: Record<string, string | undefined>; stdin?: Readable; tty?: boolean } = {},
 ): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
@@ -24,12 +24,14 @@ export async function run(
         stdout += chunk;
         return true;
       },
+      ...(options.tty ? { isTTY: true, columns: 100 } : {}),
     },
     stderr: {
       write: (chunk: string) => {
         stderr += chunk;
         return true;
       },
+      ...(options.tty ? { isTTY: true, columns: 100 } : {}),
     },
     env: { ...BASE_ENV, ...options.env },
     cwd: options.cwd ?? fixtures,

@@ -1,0 +1,333 @@
+/**
+ * `lexground eval`: runs every judged query through retrieval for one or more configurations side by side and
+ * reports nDCG@10, Recall@10, Recall@100, MRR@10, latency and confidence calibration, as a table, JSON or an HTML
+ * report; `--diff` lists the per-query differences between the first two configurations.
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { basename, extname, resolve } from "node:path";
+import { type EvalCollection, EvalKnowledgeBaseError, loadEvalCollection } from "../../eval/collection.js";
+import { EvalDataError } from "../../eval/data.js";
+import { METRIC_LABELS, METRIC_NAMES } from "../../eval/metrics.js";
+import { renderHtmlReport } from "../../eval/report.js";
+import {
+  CONFIDENCE_CLASSES,
+  diffConfigurations,
+  type EvalConfiguration,
+  EvalConfigurationError,
+  type EvalQueryDiff,
+  type EvalReport,
+  evaluateConfigurations,
+} from "../../eval/run.js";
+import { CliUsageError, KnowledgeCompileError } from "../errors.js";
+import { type CommandContext, createProgress, padCell, printError, println } from "../io.js";
+import { checkGroundingConfig } from "../session.js";
+
+/** Flags of `lexground eval`. */
+export type EvalFlags = {
+  kb?: string;
+  queries?: string;
+  qrels?: string;
+  split?: string;
+  config?: string[];
+  default?: boolean;
+  json?: boolean;
+  report?: string;
+  diff?: boolean;
+  depth?: string;
+  keepIdenticalIds?: boolean;
+};
+
+/** Diff rows printed in the table output; `--json` and `--report` have them all. */
+const DIFF_ROWS_SHOWN = 25;
+
+/**
+ * Parses one `--config` value: inline JSON (starting with `{`) or a JSON file. An optional `"name"` key names the
+ * configuration; otherwise a file's base name or `config <n>` does.
+ */
+async function readConfiguration(
+  context: CommandContext,
+  value: string,
+  index: number,
+): Promise<EvalConfiguration> {
+  let text: string;
+  let shown: string;
+  let fallbackName: string;
+  if (value.trimStart().startsWith("{")) {
+    text = value;
+    shown = `--config #${index + 1}`;
+    fallbackName = `config ${index + 1}`;
+  } else {
+    shown = value;
+    fallbackName = basename(value, extname(value));
+    try {
+      text = await readFile(resolve(context.io.cwd, value), "utf8");
+    } catch {
+      throw new KnowledgeCompileError("not-found", "config file not found", {
+        file: value,
+        hint: 'pass a JSON file or inline JSON such as --config \'{"name": "english", "retrieval": {"analyzer": "english"}}\'',
+      });
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new KnowledgeCompileError("json-syntax", `malformed JSON: ${(error as Error).message}`, {
+      file: shown,
+    });
+  }
+  let name = fallbackName;
+  if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) && "name" in parsed) {
+    const { name: given, ...rest } = parsed as { name?: unknown };
+    if (typeof given !== "string" || given.trim() === "") {
+      throw new KnowledgeCompileError("bad-config", '"name" must be a non-empty string', { file: shown });
+    }
+    name = given.trim();
+    parsed = rest;
+  }
+  const settings = checkGroundingConfig(parsed, shown);
+  return {
+    name,
+    settings: {
+      ...(settings.retrieval ? { retrieval: settings.retrieval } : {}),
+      ...(settings.context ? { context: settings.context } : {}),
+      ...(settings.blockedDomains ? { blockedDomains: settings.blockedDomains } : {}),
+    },
+  };
+}
+
+function parseDepth(value: string | undefined): number {
+  if (value === undefined) return 100;
+  if (!/^\d+$/.test(value) || Number(value) < 10 || Number(value) > 10_000) {
+    throw new CliUsageError(
+      `--depth must be a whole number from 10 to 10000, got "${value}"`,
+      "e.g. --depth 100",
+    );
+  }
+  return Number(value);
+}
+
+function uniqueNames(configurations: EvalConfiguration[]): EvalConfiguration[] {
+  const seen = new Map<string, number>();
+  return configurations.map((configuration) => {
+    const count = (seen.get(configuration.name) ?? 0) + 1;
+    seen.set(configuration.name, count);
+    return count === 1 ? configuration : { ...configuration, name: `${configuration.name} (${count})` };
+  });
+}
+
+function printTables(
+  context: CommandContext,
+  collection: EvalCollection,
+  kb: string,
+  report: EvalReport,
+  diff: { first: string; second: string; queries: EvalQueryDiff[] } | undefined,
+): void {
+  const { out } = context;
+  const label = (text: string) => out.bold(text.padEnd(16));
+  println(context, `${label("Knowledge base")}${kb} · ${report.entries} entries`);
+  println(
+    context,
+    `${label("Queries")}${collection.queriesFile}${collection.qrelsFile ? ` · judgments ${collection.qrelsFile}` : ""} · ${report.queryCount} judged`,
+  );
+  if (report.missingQueries.length > 0) {
+    println(
+      context,
+      out.yellow(
+        `note: ${report.missingQueries.length} judged queries are missing from the query file (counted as 0)`,
+      ),
+    );
+  }
+  println(
+    context,
+    out.dim(
+      `ranked to depth ${report.depth}${report.ignoreIdenticalIds ? ", query id removed from its own results (BEIR)" : ""}; linear-gain nDCG, trec_eval conventions`,
+    ),
+  );
+  println(context);
+  const nameWidth = Math.min(32, Math.max(13, ...report.configurations.map((c) => c.name.length)));
+  const metricHeader = METRIC_NAMES.map((metric) => METRIC_LABELS[metric].padStart(10)).join(" ");
+  println(
+    context,
+    out.bold(
+      `${padCell("configuration", nameWidth)} ${metricHeader} ${"p50 ms".padStart(8)} ${"p99 ms".padStart(8)}`,
+    ),
+  );
+  for (const configuration of report.configurations) {
+    const values = METRIC_NAMES.map((metric) => configuration.metrics[metric].toFixed(4).padStart(10)).join(
+      " ",
+    );
+    println(
+      context,
+      `${padCell(configuration.name, nameWidth)} ${values} ${configuration.latency.p50.toFixed(3).padStart(8)} ${configuration.latency.p99.toFixed(3).padStart(8)}`,
+    );
+  }
+  println(context);
+  println(
+    context,
+    out.bold("Confidence calibration") +
+      out.dim(" (queries whose top result is relevant / queries in the class)"),
+  );
+  println(
+    context,
+    out.bold(
+      `${padCell("configuration", nameWidth)} ${CONFIDENCE_CLASSES.map((name) => name.padStart(16)).join(" ")}`,
+    ),
+  );
+  for (const configuration of report.configurations) {
+    const cells = CONFIDENCE_CLASSES.map((name) => {
+      const cell = configuration.calibration[name];
+      const text =
+        cell.count === 0
+          ? "–"
+          : `${cell.relevantTop}/${cell.count} ${`(${Math.round((cell.precision ?? 0) * 100)}%)`.padStart(6)}`;
+      return text.padStart(16);
+    }).join(" ");
+    println(context, `${padCell(configuration.name, nameWidth)} ${cells}`);
+  }
+  if (diff) {
+    println(context);
+    const better = diff.queries.filter((query) => query.delta > 1e-12).length;
+    const worse = diff.queries.filter((query) => query.delta < -1e-12).length;
+    println(
+      context,
+      `${out.bold(`Per-query differences ${diff.first} → ${diff.second}`)}: ${diff.queries.length} changed, ${out.green(`${better} better`)}, ${out.red(`${worse} worse`)}`,
+    );
+    if (diff.queries.length > 0) {
+      println(
+        context,
+        out.dim(
+          `  ${"Δ nDCG@10".padStart(9)}  ${"before".padStart(6)}  ${"after".padStart(6)}  ${padCell("confidence", 17)}  query`,
+        ),
+      );
+      for (const query of diff.queries.slice(0, DIFF_ROWS_SHOWN)) {
+        const delta = `${query.delta >= 0 ? "+" : ""}${query.delta.toFixed(3)}`.padStart(9);
+        const colored =
+          query.delta > 1e-12 ? out.green(delta) : query.delta < -1e-12 ? out.red(delta) : delta;
+        const text = query.text.length > 70 ? `${query.text.slice(0, 69)}…` : query.text;
+        println(
+          context,
+          `  ${colored}  ${query.before.toFixed(3).padStart(6)}  ${query.after.toFixed(3).padStart(6)}  ${padCell(`${query.confidenceBefore} → ${query.confidenceAfter}`, 17)}  ${query.id} ${JSON.stringify(text)}`,
+        );
+      }
+      if (diff.queries.length > DIFF_ROWS_SHOWN) {
+        println(
+          context,
+          out.dim(`  … ${diff.queries.length - DIFF_ROWS_SHOWN} more (all of them with --json or --report)`),
+        );
+      }
+    }
+  }
+}
+
+export async function runEval(context: CommandContext, flags: EvalFlags): Promise<number> {
+  const kb = flags.kb ?? context.io.env.LEXGROUND_KB;
+  if (!kb) {
+    throw new CliUsageError(
+      "no knowledge base given",
+      "pass --kb <manifest.json|folder|BEIR folder>, e.g. --kb examples/knowledge-base",
+    );
+  }
+  const depth = parseDepth(flags.depth);
+  const configurations: EvalConfiguration[] = [];
+  if (flags.default !== false) configurations.push({ name: "default", settings: {} });
+  for (const [index, value] of (flags.config ?? []).entries()) {
+    configurations.push(await readConfiguration(context, value, index));
+  }
+  if (configurations.length === 0) {
+    throw new CliUsageError("nothing to evaluate", "give at least one --config, or drop --no-default");
+  }
+  if (flags.diff && configurations.length < 2) {
+    throw new CliUsageError("--diff needs two configurations", "add a --config to compare with the default");
+  }
+  const named = uniqueNames(configurations);
+
+  let collection: EvalCollection;
+  const progress = createProgress(context);
+  try {
+    progress.update(`loading ${kb}`);
+    collection = await loadEvalCollection(kb, {
+      cwd: context.io.cwd,
+      ...(flags.queries !== undefined ? { queries: flags.queries } : {}),
+      ...(flags.qrels !== undefined ? { qrels: flags.qrels } : {}),
+      ...(flags.split !== undefined ? { split: flags.split } : {}),
+      compile: { env: context.io.env },
+    });
+  } catch (error) {
+    progress.done();
+    if (error instanceof EvalDataError) {
+      printError(context, error.message, error.hint);
+      return 1;
+    }
+    if (error instanceof EvalKnowledgeBaseError) {
+      printError(context, error.message, "run 'lexground validate' on the knowledge base to see every issue");
+      return 1;
+    }
+    throw error;
+  }
+
+  let report: EvalReport;
+  try {
+    report = evaluateConfigurations(collection.entries, collection.queries, collection.qrels, named, {
+      depth,
+      ignoreIdenticalIds: collection.beir && flags.keepIdenticalIds !== true,
+      onProgress: ({ configuration, done, total }) =>
+        progress.update(`${configuration}: ${done}/${total} queries`),
+    });
+  } catch (error) {
+    if (error instanceof EvalConfigurationError) throw new CliUsageError(error.message);
+    throw error;
+  } finally {
+    progress.done();
+  }
+  if (report.queryCount === 0) {
+    printError(context, "no query has judgments", "check that --queries and --qrels use the same query ids");
+    return 1;
+  }
+  const diff =
+    flags.diff && report.configurations.length >= 2
+      ? {
+          first: report.configurations[0]!.name,
+          second: report.configurations[1]!.name,
+          queries: diffConfigurations(
+            report.configurations[0]!,
+            report.configurations[1]!,
+            collection.queries,
+          ),
+        }
+      : undefined;
+
+  if (flags.report) {
+    const html = renderHtmlReport(report, {
+      knowledgeBase: kb,
+      queriesFile: collection.queriesFile,
+      qrelsFile: collection.qrelsFile,
+      generatedAt: new Date().toISOString(),
+      ...(diff ? { diff } : {}),
+    });
+    await writeFile(resolve(context.io.cwd, flags.report), html);
+  }
+  if (flags.json) {
+    println(
+      context,
+      JSON.stringify(
+        {
+          knowledgeBase: kb,
+          queries: collection.queriesFile,
+          qrels: collection.qrelsFile,
+          ...report,
+          ...(diff ? { diff } : {}),
+        },
+        null,
+        2,
+      ),
+    );
+    return 0;
+  }
+  printTables(context, collection, kb, report, diff);
+  if (flags.report) {
+    println(context);
+    println(context, `${context.out.bold("Report".padEnd(16))}${flags.report}`);
+  }
+  return 0;
+}
