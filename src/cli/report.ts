@@ -174,7 +174,12 @@ export function lintKnowledgeBase(knowledgeBase: LoadedKnowledgeBase): ReportedI
       );
     }
     // A purely numeric id (a document number) only matches queries that quote it, which is what a reader means.
-    if (entry.idKey && !entry.idKey.includes(" ") && entry.idKey !== entry.titleKey && /\p{L}/u.test(entry.idKey)) {
+    if (
+      entry.idKey &&
+      !entry.idKey.includes(" ") &&
+      entry.idKey !== entry.titleKey &&
+      /\p{L}/u.test(entry.idKey)
+    ) {
       push(
         entry,
         "id",
