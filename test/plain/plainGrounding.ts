@@ -278,7 +278,7 @@ export function plainNgrams(tokens: readonly string[], maxLength: number): strin
  *
  * `source` is either the entries (a snapshot is built with `resolved`'s weights, k1 and b) or a prebuilt
  * {@link PlainSnapshot} (whose own weights, k1 and b then apply, as with the engine's snapshot). Only the
- * NeuroLink-parity modes exist here; asking for another analyzer, scoring mode or confidence rule throws.
+ * NeuroLink-parity modes exist here; asking for another analyzer or scoring mode throws.
  */
 export function plainRetrieve(
   source: readonly NormalizedKnowledgeEntry[] | PlainSnapshot,
@@ -289,9 +289,6 @@ export function plainRetrieve(
   if ((resolved.analyzer ?? "none") !== "none")
     throw new Error("plainRetrieve supports only analyzer 'none'");
   if ((resolved.scoring ?? "sum") !== "sum") throw new Error("plainRetrieve supports only scoring 'sum'");
-  if ((resolved.confidenceRule ?? "seed") !== "seed") {
-    throw new Error("plainRetrieve supports only confidenceRule 'seed'");
-  }
   const snapshot = isPlainSnapshot(source)
     ? source
     : buildPlainSnapshot(source, { fieldWeights: resolved.fieldWeights, k1: resolved.k1, b: resolved.b });
