@@ -18,7 +18,7 @@ import { resolveRetrieval, validateGroundingConfig } from "../knowledge/config.j
 import { assembleKnowledgeContext } from "../knowledge/context.js";
 import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
 import { tokenize } from "../knowledge/normalize.js";
-import { retrieve } from "../knowledge/retrieval.js";
+import { classifyConfidence, retrieve } from "../knowledge/retrieval.js";
 import type {
   KnowledgeContextConfig,
   KnowledgeFieldName,
@@ -263,6 +263,11 @@ export function evaluateConfigurations(
       const turnMs = performance.now() - start;
 
       const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
+      // A dropped self-match must not decide the class either: classify what remains, as the engine would.
+      const confidence =
+        candidates.length === selection.candidates.length
+          ? selection.confidence
+          : classifyConfidence(candidates);
       const top = candidates[0];
       const second = candidates[1];
       let relevant = 0;
@@ -272,7 +277,7 @@ export function evaluateConfigurations(
         metrics: queryMetrics(ranking, judgments),
         relevant,
         top10: ranking.slice(0, 10),
-        confidence: selection.confidence,
+        confidence,
         topId: top?.id ?? null,
         topRelevant: top !== undefined && (judgments.get(top.id) ?? 0) > 0,
         signals: top
