@@ -20,6 +20,7 @@ import {
   StreamInterruptedError,
 } from "../../src/neurolink/index.js";
 import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
+import { expectNoLeakedHandles } from "./support/handles.js";
 import {
   answeringModel,
   drain,
@@ -32,6 +33,8 @@ import {
   systemOf,
   throwingModel,
 } from "./support/models.js";
+
+expectNoLeakedHandles();
 
 type EngineHandle = { ground: (...args: unknown[]) => Promise<KnowledgeGroundingOutcome> };
 
@@ -427,7 +430,7 @@ describe("orchestration rules", () => {
     expect(FirstContentTimeoutError.isInstance(result.attempts[0]?.error)).toBe(true);
     expect(result.attempts[0]?.phase).toBe("before-first-content");
     await vi.waitFor(() => expect(stalled.state.cancelled).toBe(true));
-    expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBe(before);
+    expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
   });
 
   it("a wedged generate is cut by the per-attempt timeout and falls back", async () => {
@@ -444,7 +447,7 @@ describe("orchestration rules", () => {
     expect(result.content).toBe("on time");
     expect(stalled.state.cancelled).toBe(true);
     expect(AttemptTimeoutError.isInstance(result.attempts[0]?.error)).toBe(true);
-    expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBe(before);
+    expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
   });
 
   it("providerFallback is asked when configured targets run out; null stops; never on abort", async () => {

@@ -11,11 +11,14 @@ import {
   StreamInterruptedError,
 } from "../../src/neurolink/index.js";
 import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
+import { expectNoLeakedHandles } from "./support/handles.js";
 import { drain } from "./support/models.js";
 import {
   type OpenAICompatibleTestServer,
   startOpenAICompatibleServer,
 } from "./support/openaiCompatibleServer.js";
+
+expectNoLeakedHandles();
 
 let server: OpenAICompatibleTestServer;
 
