@@ -251,7 +251,7 @@ describe("sharing and concurrency (RELIABILITY 32-33)", () => {
       "progress bar",
       "nothing here",
     ];
-    const sequential = [];
+    const sequential: (string | null)[] = [];
     for (const query of queries)
       sequential.push((await engine.ground({ query, scope })).ephemeralContext?.content ?? null);
     const concurrent = await Promise.all(

@@ -25,8 +25,10 @@ import {
   DEFAULT_FIELD_WEIGHTS,
   KNOWLEDGE_FIELD_NAMES,
   MAX_QUERY_TOKENS,
+  MAX_TOKEN_LENGTH,
 } from "./defaults.js";
-import { normalizePhrases, phraseKey, tokenize } from "./normalize.js";
+import { isAscii, normalizePhrases, phraseKey, tokenize } from "./normalize.js";
+import { TermDictionary } from "./termDictionary.js";
 
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
 export type KnowledgeLexicalIndexOptions = {
@@ -47,19 +49,33 @@ export type KnowledgeIndexBuildOptions = KnowledgeLexicalIndexOptions & {
 
 const FIELD_COUNT = 5;
 
-/** Builds the search document of an entry: its id and title phrases and the tokens of its five fields. */
+/** The raw texts of a document's fields, kept so the index can tokenize and intern in one pass. */
+const RAW_FIELD_TEXTS = Symbol("lexground.rawFieldTexts");
+type DocumentWithRawTexts = IndexedKnowledgeDocument & { [RAW_FIELD_TEXTS]?: readonly (readonly string[])[] };
+
+/**
+ * Builds the search document of an entry: its id and title phrases and the tokens of its five fields. The token
+ * arrays are computed when first read; {@link KnowledgeLexicalIndex.add} reads the raw texts instead and
+ * tokenizes them straight into term ids, which yields the same terms without a string per token.
+ */
 export function buildDocument(entry: NormalizedKnowledgeEntry): IndexedKnowledgeDocument {
-  return {
+  let fields: IndexedKnowledgeDocument["fields"] | undefined;
+  const document: DocumentWithRawTexts = {
     id: entry.id,
     exactKeys: normalizePhrases([entry.id, entry.title]),
-    fields: {
-      title: tokenize(entry.title),
-      aliases: tokenizeList(entry.aliases),
-      keywords: tokenizeList(entry.keywords),
-      summary: tokenize(entry.summary),
-      body: tokenize(entry.body),
+    get fields() {
+      fields ??= {
+        title: tokenize(entry.title),
+        aliases: tokenizeList(entry.aliases),
+        keywords: tokenizeList(entry.keywords),
+        summary: tokenize(entry.summary),
+        body: tokenize(entry.body),
+      };
+      return fields;
     },
+    [RAW_FIELD_TEXTS]: [[entry.title], entry.aliases, entry.keywords, [entry.summary], [entry.body]],
   };
+  return document;
 }
 
 function tokenizeList(values: readonly string[]): string[] {
@@ -132,7 +148,12 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   readonly analyzerName: KnowledgeAnalyzerName;
   readonly scoring: KnowledgeScoringMode;
   private readonly analyzer: TokenAnalyzer | null;
-  private readonly termIds = new Map<string, number>();
+  private readonly dictionary = new TermDictionary();
+  // Term frequency counting per (document, field) without a Map: the last (document, field) a term was seen in,
+  // its count there, and the distinct terms of the current field.
+  private seenIn = new Int32Array(1024);
+  private frequencyScratch = new Int32Array(1024);
+  private readonly fieldTerms: number[] = [];
   private readonly ids: string[] = [];
   private readonly denseIds = new Map<string, number>();
   private builders: FieldBuilder[] | null;
@@ -188,29 +209,102 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     const docId = this.ids.length;
     this.ids.push(document.id);
     this.denseIds.set(document.id, docId);
-    const counts = new Map<number, number>();
+    const rawTexts = this.analyzer ? undefined : (document as DocumentWithRawTexts)[RAW_FIELD_TEXTS];
     for (let field = 0; field < FIELD_COUNT; field++) {
       const builder = builders[field]!;
-      const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
-      const tokens = this.analyzer ? this.analyzer(raw) : raw;
-      builder.lengths.push(tokens.length);
-      builder.total += tokens.length;
-      if (tokens.length === 0) continue;
-      counts.clear();
-      for (const token of tokens) {
-        let termId = this.termIds.get(token);
-        if (termId === undefined) {
-          termId = this.termIds.size;
-          this.termIds.set(token, termId);
+      const marker = docId * FIELD_COUNT + field + 1;
+      let length = 0;
+      if (rawTexts) {
+        for (const text of rawTexts[field]!) {
+          if (!text) continue;
+          if (isAscii(text)) length += this.countAsciiText(text, marker);
+          else
+            for (const token of tokenize(text))
+              this.countTerm(this.dictionary.intern(token), marker), length++;
         }
-        counts.set(termId, (counts.get(termId) ?? 0) + 1);
+      } else {
+        const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
+        const tokens = this.analyzer ? this.analyzer(raw) : raw;
+        for (const token of tokens) this.countTerm(this.dictionary.intern(token), marker);
+        length = tokens.length;
       }
-      for (const [termId, frequency] of counts) {
+      builder.lengths.push(length);
+      builder.total += length;
+      for (const termId of this.fieldTerms) {
         builder.terms.push(termId);
         builder.docs.push(docId);
-        builder.frequencies.push(frequency);
+        builder.frequencies.push(this.frequencyScratch[termId]!);
+      }
+      this.fieldTerms.length = 0;
+    }
+  }
+
+  /** Counts one occurrence of a term in the (document, field) identified by `marker`. */
+  private countTerm(termId: number, marker: number): void {
+    if (termId >= this.seenIn.length) this.growScratch(termId);
+    if (this.seenIn[termId] !== marker) {
+      this.seenIn[termId] = marker;
+      this.frequencyScratch[termId] = 1;
+      this.fieldTerms.push(termId);
+    } else {
+      this.frequencyScratch[termId]!++;
+    }
+  }
+
+  /**
+   * Tokenizes ASCII text straight into term ids ({@link scanAsciiTokens}'s splitting, inlined here because this
+   * loop runs once per indexed character) and counts them. Returns the number of tokens.
+   */
+  private countAsciiText(text: string, marker: number): number {
+    const dictionary = this.dictionary;
+    const length = text.length;
+    let tokens = 0;
+    let start = -1;
+    for (let index = 0; index < length; index++) {
+      const code = text.charCodeAt(index);
+      const isUpper = code >= 65 && code <= 90;
+      if (!isUpper && !(code >= 97 && code <= 122) && !(code >= 48 && code <= 57)) {
+        if (start >= 0) {
+          this.countTerm(
+            dictionary.internRange(text, start, Math.min(index, start + MAX_TOKEN_LENGTH)),
+            marker,
+          );
+          tokens++;
+          start = -1;
+        }
+        continue;
+      }
+      if (start >= 0 && isUpper) {
+        const previous = text.charCodeAt(index - 1);
+        const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
+        if (previous >= 65 && previous <= 90 ? next >= 97 && next <= 122 : true) {
+          this.countTerm(
+            dictionary.internRange(text, start, Math.min(index, start + MAX_TOKEN_LENGTH)),
+            marker,
+          );
+          tokens++;
+          start = index;
+        }
+      } else if (start < 0) {
+        start = index;
       }
     }
+    if (start >= 0) {
+      this.countTerm(dictionary.internRange(text, start, Math.min(length, start + MAX_TOKEN_LENGTH)), marker);
+      tokens++;
+    }
+    return tokens;
+  }
+
+  private growScratch(termId: number): void {
+    let size = this.seenIn.length;
+    while (size <= termId) size *= 2;
+    const seenIn = new Int32Array(size);
+    seenIn.set(this.seenIn);
+    const frequencies = new Int32Array(size);
+    frequencies.set(this.frequencyScratch);
+    this.seenIn = seenIn;
+    this.frequencyScratch = frequencies;
   }
 
   /** Computes average field lengths, IDF and every posting's contribution, and releases the build state. */
@@ -218,7 +312,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     if (this.finalized) return;
     const builders = this.builders!;
     const documentCount = this.ids.length;
-    const termCount = this.termIds.size;
+    const termCount = this.dictionary.size;
     const { k1, b } = this;
     for (let field = 0; field < FIELD_COUNT; field++) {
       this.averageLengths[field] = documentCount > 0 ? builders[field]!.total / documentCount : 0;
@@ -266,6 +360,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     }
     this.ranks = rankIds(this.ids);
     this.builders = null;
+    this.seenIn = new Int32Array(0);
+    this.frequencyScratch = new Int32Array(0);
     this.finalized = true;
   }
 
@@ -459,8 +555,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       if (seen.has(token)) continue;
       if (seen.size >= MAX_QUERY_TOKENS) break;
       seen.add(token);
-      const termId = this.termIds.get(token);
-      if (termId !== undefined) termIds.push(termId);
+      const termId = this.dictionary.get(token);
+      if (termId >= 0) termIds.push(termId);
     }
     return termIds;
   }

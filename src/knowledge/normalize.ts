@@ -42,13 +42,18 @@ function capTokenLength(token: string): string {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: the whole ASCII range, control characters included, is meant.
 const ASCII_ONLY = /^[\x00-\x7f]*$/;
 
+/** Whether text is pure ASCII (then the fast tokenizer applies). */
+export function isAscii(text: string): boolean {
+  return ASCII_ONLY.test(text);
+}
+
 /**
- * Tokenizes pure-ASCII text in one pass with the same result as the Unicode pipeline: ASCII is unchanged by
- * NFKC/NFD and has no combining marks, so only the identifier splits, separators and lowercasing remain.
+ * Scans pure-ASCII text for tokens in one pass and reports each as a `[start, end)` range of the source (the
+ * token is that range lowercased), with the same result as the Unicode pipeline: ASCII is unchanged by NFKC/NFD
+ * and has no combining marks, so only the identifier splits, separators, lowercasing and the length cap remain.
  * Indexing is dominated by tokenization, and most registries are ASCII.
  */
-function tokenizeAscii(text: string): string[] {
-  const tokens: string[] = [];
+export function scanAsciiTokens(text: string, onToken: (start: number, end: number) => void): void {
   const length = text.length;
   let start = -1;
   for (let index = 0; index < length; index++) {
@@ -58,7 +63,7 @@ function tokenizeAscii(text: string): string[] {
     const isDigit = code >= 48 && code <= 57;
     if (!isUpper && !isLower && !isDigit) {
       if (start >= 0) {
-        tokens.push(text.slice(start, index).toLowerCase());
+        onToken(start, Math.min(index, start + MAX_TOKEN_LENGTH));
         start = -1;
       }
       continue;
@@ -67,16 +72,23 @@ function tokenizeAscii(text: string): string[] {
       const previous = text.charCodeAt(index - 1);
       const previousIsUpper = previous >= 65 && previous <= 90;
       const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
-      const splitsHere = previousIsUpper ? next >= 97 && next <= 122 : true;
-      if (splitsHere) {
-        tokens.push(text.slice(start, index).toLowerCase());
+      // Split before a capital that follows a lowercase letter or digit, or that starts "Xy" after capitals.
+      if (previousIsUpper ? next >= 97 && next <= 122 : true) {
+        onToken(start, Math.min(index, start + MAX_TOKEN_LENGTH));
         start = index;
       }
     } else if (start < 0) {
       start = index;
     }
   }
-  if (start >= 0) tokens.push(text.slice(start).toLowerCase());
+  if (start >= 0) onToken(start, Math.min(length, start + MAX_TOKEN_LENGTH));
+}
+
+function tokenizeAscii(text: string): string[] {
+  const tokens: string[] = [];
+  scanAsciiTokens(text, (start, end) => {
+    tokens.push(text.slice(start, end).toLowerCase());
+  });
   return tokens;
 }
 
@@ -87,7 +99,7 @@ function tokenizeAscii(text: string): string[] {
 export function tokenize(text: string | null | undefined): string[] {
   if (!text) return [];
   const source = String(text);
-  if (ASCII_ONLY.test(source)) return capTokens(tokenizeAscii(source));
+  if (ASCII_ONLY.test(source)) return tokenizeAscii(source);
   return capTokens(splitNormalized(normalizeText(source)));
 }
 
