@@ -218,9 +218,11 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
         for (const text of rawTexts[field]!) {
           if (!text) continue;
           if (isAscii(text)) length += this.countAsciiText(text, marker);
-          else
-            for (const token of tokenize(text))
-              this.countTerm(this.dictionary.intern(token), marker), length++;
+          else {
+            const tokens = tokenize(text);
+            for (const token of tokens) this.countTerm(this.dictionary.intern(token), marker);
+            length += tokens.length;
+          }
         }
       } else {
         const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
