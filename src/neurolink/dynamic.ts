@@ -54,7 +54,7 @@ export type ResolvedCallOptions = Omit<
   systemPrompt?: string;
   temperature?: number;
   maxTokens?: number;
-  timeout?: number;
+  timeout?: number | string;
 };
 
 /**

@@ -27,6 +27,7 @@ export type NeuroLinkErrorCode =
   | "ATTEMPT_TIMEOUT"
   | "EMPTY_OUTPUT"
   | "STREAM_INTERRUPTED"
+  | "STREAM_ABANDONED"
   | "KNOWLEDGE_NOT_CONFIGURED"
   | "MEMORY_TIMEOUT"
   | "MEMORY_UNAVAILABLE";
@@ -247,6 +248,30 @@ export class StreamInterruptedError extends NeuroLinkError {
 
   static override isInstance(error: unknown): error is StreamInterruptedError {
     return hasMarker(error, STREAM_INTERRUPTED);
+  }
+}
+
+const STREAM_ABANDONED = Symbol.for("lexground.neurolink.StreamAbandonedError");
+
+/**
+ * The consumer stopped iterating a stream before its end (break, return, or a thrown error in its loop body).
+ * `result` rejects with it; the attempt is cancelled and the incomplete turn is not stored in memory.
+ */
+export class StreamAbandonedError extends NeuroLinkError {
+  readonly [STREAM_ABANDONED] = true;
+  readonly partialContent: string;
+
+  constructor(partialContent: string) {
+    super(
+      "STREAM_ABANDONED",
+      `The stream was not consumed to the end (${partialContent.length} characters received)`,
+    );
+    this.name = "StreamAbandonedError";
+    this.partialContent = partialContent;
+  }
+
+  static override isInstance(error: unknown): error is StreamAbandonedError {
+    return hasMarker(error, STREAM_ABANDONED);
   }
 }
 

@@ -26,6 +26,7 @@ export {
   NeuroLinkError,
   type NeuroLinkErrorCode,
   ProviderNotConfiguredError,
+  StreamAbandonedError,
   StreamInterruptedError,
   UnknownProviderError,
 } from "./errors.js";
@@ -38,7 +39,12 @@ export type {
   MemoryResetListener,
   MemoryStoreStatus,
 } from "./memory/types.js";
-export { KNOWLEDGE_HOOK_FAILED_WARNING, KNOWLEDGE_NO_SOURCES_WARNING, NeuroLink } from "./neurolink.js";
+export {
+  KNOWLEDGE_HOOK_FAILED_WARNING,
+  KNOWLEDGE_NO_SOURCES_WARNING,
+  NeuroLink,
+  parseTimeout,
+} from "./neurolink.js";
 export {
   isLanguageModelObject,
   type ModelRequest,

@@ -45,6 +45,7 @@ import {
   InvalidOptionsError,
   KnowledgeNotConfiguredError,
   NeuroLinkError,
+  StreamAbandonedError,
 } from "./errors.js";
 import { type AttemptTarget, chainEntryToTarget, ModelPool, runWithFallback } from "./fallback.js";
 import { InMemoryConversationStore } from "./memory/inMemory.js";
@@ -121,6 +122,19 @@ function validateCallOptions(options: GenerateOptions, method: "generate" | "str
   if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {
     throw new InvalidOptionsError("abortSignal", "`abortSignal` must be an AbortSignal");
   }
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** A timeout in ms from a number or a duration string such as `"500ms"`, `"30s"`, `"2m"` (NeuroLink accepts both). */
+export function parseTimeout(value: unknown, path: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "number" && Number.isFinite(value) && value >= 0) return value;
+  if (typeof value === "string") {
+    const match = /^(\d+(?:\.\d+)?) ?(ms|s|m|h)?$/.exec(value.trim());
+    if (match) return Number(match[1]) * (DURATION_UNITS[match[2] ?? "ms"] ?? 1);
+  }
+  throw new InvalidOptionsError(path, 'must be a non-negative number of ms or a duration such as "30s"');
 }
 
 /** Per-call state shared by retrieval and prompt building, so memory is read at most once per call. */
@@ -528,7 +542,8 @@ export class NeuroLink {
   async generate(optionsOrPrompt: GenerateOptions | string): Promise<GenerateResult> {
     const startTime = Date.now();
     const { options, resolved, grounding, request } = await this.prepareCall(optionsOrPrompt, "generate");
-    const timeoutMs = resolved.timeout ?? this.config.timeout;
+    const timeoutMs =
+      parseTimeout(resolved.timeout, "timeout") ?? parseTimeout(this.config.timeout, "config.timeout");
     const outcome = await runWithFallback({
       ...this.fallbackHooks(resolved),
       attempt: (target) =>
@@ -568,10 +583,11 @@ export class NeuroLink {
     const prepared = await this.prepareCall(options, "stream");
     const { resolved, grounding, request } = prepared;
     const callOptions = prepared.options;
-    const timeoutMs = resolved.timeout ?? this.config.timeout;
+    const timeoutMs =
+      parseTimeout(resolved.timeout, "timeout") ?? parseTimeout(this.config.timeout, "config.timeout");
     const firstContentTimeoutMs =
-      (resolved as StreamOptions).firstContentTimeoutMs ??
-      this.config.firstContentTimeoutMs ??
+      parseTimeout((resolved as StreamOptions).firstContentTimeoutMs, "firstContentTimeoutMs") ??
+      parseTimeout(this.config.firstContentTimeoutMs, "config.firstContentTimeoutMs") ??
       DEFAULT_FIRST_CONTENT_TIMEOUT_MS;
     const outcome = await runWithFallback<OpenedStream>({
       ...this.fallbackHooks(resolved),
@@ -612,7 +628,7 @@ export class NeuroLink {
         if (!completed) {
           opened.cancel();
           // Stopped by the consumer: the turn is incomplete and is not stored.
-          rejectFinal(new InvalidOptionsError("stream", "the stream was not consumed to the end"));
+          rejectFinal(new StreamAbandonedError(content));
         }
       }
       const finalResult: StreamFinalResult = {

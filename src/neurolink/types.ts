@@ -191,8 +191,8 @@ export type NeurolinkConstructorConfig = {
   maxRetries?: number;
   /** Default first-content deadline of streams in ms (0 disables). Default 60 000. */
   firstContentTimeoutMs?: number;
-  /** Default per-attempt deadline of calls in ms. Default none. */
-  timeout?: number;
+  /** Default per-attempt deadline of calls, in ms or as a duration string. Default none. */
+  timeout?: number | string;
   /** Receives the constructor warning and fail-open notices. Default `console`. */
   logger?: NeuroLinkLogger;
   /** Environment read for provider settings. Default `process.env`. */
@@ -231,8 +231,11 @@ type CallOptionsBase = {
   topK?: number;
   stopSequences?: string[];
   seed?: number;
-  /** Deadline of each attempt in ms (a stalled attempt is cancelled and the next one tried). */
-  timeout?: DynamicArgument<number>;
+  /**
+   * Deadline of each attempt: ms, or a duration string (`"30s"`, `"2m"`). A stalled attempt is cancelled and the
+   * next one tried.
+   */
+  timeout?: DynamicArgument<number | string>;
   /** Previous messages. When given (even `[]`), conversation memory is not read for this call. */
   conversationMessages?: ChatMessage[];
   /** Session context: `sessionId` selects the conversation memory. */

@@ -17,6 +17,7 @@ import {
   NeuroLink,
   type NeurolinkConstructorConfig,
   ProviderNotConfiguredError,
+  StreamAbandonedError,
   StreamInterruptedError,
 } from "../../src/neurolink/index.js";
 import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
@@ -590,7 +591,9 @@ describe("orchestration rules", () => {
       expect(chunk.content).toBe("one ");
       break;
     }
-    await expect(result.result).rejects.toThrow("not consumed to the end");
+    await expect(result.result).rejects.toSatisfy(
+      (error: unknown) => StreamAbandonedError.isInstance(error) && error.partialContent === "one ",
+    );
     gated.release();
     expect(await neurolink.getConversationHistory({ sessionId: "s-early" })).toEqual([]);
   });

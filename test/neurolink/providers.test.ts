@@ -5,6 +5,7 @@ import {
   NeuroLink,
   ProviderNotConfiguredError,
   ProviderResolver,
+  parseTimeout,
   splitProviderModel,
   UnknownProviderError,
 } from "../../src/neurolink/index.js";
@@ -180,5 +181,19 @@ describe("NeuroLink with providers", () => {
     await expect(
       neurolink.generate({ input: { text: "x" }, conversationMessages: "nope" } as never),
     ).rejects.toMatchObject({ path: "conversationMessages" });
+  });
+});
+
+describe("parseTimeout", () => {
+  it("accepts ms numbers and duration strings, rejects the rest with the path", () => {
+    expect(parseTimeout(250, "timeout")).toBe(250);
+    expect(parseTimeout("250", "timeout")).toBe(250);
+    expect(parseTimeout("500ms", "timeout")).toBe(500);
+    expect(parseTimeout("1.5s", "timeout")).toBe(1500);
+    expect(parseTimeout("2m", "timeout")).toBe(120_000);
+    expect(parseTimeout(undefined, "timeout")).toBeUndefined();
+    for (const bad of [-1, Number.NaN, "soon", "10 parsecs", {}]) {
+      expect(() => parseTimeout(bad, "timeout")).toThrow(/at timeout/);
+    }
   });
 });
