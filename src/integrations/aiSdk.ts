@@ -149,7 +149,8 @@ export type GroundingMiddleware = LanguageModelV3Middleware & {
 type MemoEntry = {
   promise: Promise<KnowledgeGroundingOutcome>;
   createdAt: number;
-  /** The snapshot serving when the retrieval settled; `undefined` while it runs. */
+  settled: boolean;
+  /** The snapshot serving when the retrieval settled (`undefined` when the engine does not expose it). */
   snapshot: KnowledgeIndexSnapshot | null | undefined;
 };
 
@@ -310,7 +311,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     const existing = memo.get(memoKey);
     if (existing) {
       const fresh = now() - existing.createdAt <= memoTtlMs;
-      const sameSnapshot = existing.snapshot === undefined || existing.snapshot === currentSnapshot();
+      const sameSnapshot = !existing.settled || existing.snapshot === currentSnapshot();
       if (fresh && sameSnapshot) {
         // Refresh the entry's position: the map's insertion order is the eviction order.
         memo.delete(memoKey);
@@ -325,11 +326,14 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
       ...(info.scope === undefined ? {} : { scope: info.scope }),
     }).then((outcome) => {
       const stored = memo.get(memoKey);
-      if (stored?.promise === promise) stored.snapshot = currentSnapshot() ?? null;
+      if (stored?.promise === promise) {
+        stored.settled = true;
+        stored.snapshot = currentSnapshot();
+      }
       notify(outcome, info);
       return outcome;
     });
-    const entry: MemoEntry = { promise, createdAt: now(), snapshot: undefined };
+    const entry: MemoEntry = { promise, createdAt: now(), settled: false, snapshot: undefined };
     if (memoLimit > 0) {
       memo.set(memoKey, entry);
       while (memo.size > memoLimit) memo.delete(memo.keys().next().value as string);

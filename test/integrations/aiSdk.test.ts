@@ -392,6 +392,18 @@ describe("groundingMiddleware: once per user turn", () => {
     expect(lexgroundMetadata(result.providerMetadata).citations[0]).toBe("[KB:payouts.instant-payouts@8]");
   });
 
+  it("reuses the turn's retrieval with an engine that does not expose its snapshot", async () => {
+    const recording = recordingEngine(await readyEngine());
+    const bare: KnowledgeEngineLike = { ground: (input) => recording.ground(input) };
+    await generateText({
+      model: wrapLanguageModel({ model: toolLoopModel(), middleware: groundingMiddleware({ engine: bare }) }),
+      prompt: QUESTION,
+      tools: { lookupPayout },
+      stopWhen: stepCountIs(3),
+    });
+    expect(recording.inputs).toHaveLength(1);
+  });
+
   it("memoLimit 0 retrieves on every step", async () => {
     const recording = recordingEngine(await readyEngine());
     await generateText({
