@@ -6,6 +6,15 @@
  * @module
  */
 
+export {
+  deserializeIndexSnapshot,
+  INDEX_ARTIFACT_FORMAT_VERSION,
+  KnowledgeArtifactError,
+  type KnowledgeArtifactErrorCode,
+  type KnowledgeIndexArtifactHeader,
+  readIndexArtifactHeader,
+  serializeIndexSnapshot,
+} from "./knowledge/artifact.js";
 export { resolveRetrieval, validateGroundingConfig } from "./knowledge/config.js";
 export {
   assembleKnowledgeContext,
@@ -52,10 +61,12 @@ export {
   KnowledgeGroundingTimeoutError,
 } from "./knowledge/engine.js";
 export {
+  buildIndexArtifact,
   buildKnowledgeIndexCacheKey,
   clearKnowledgeIndexCache,
   getKnowledgeIndexCacheSize,
   getOrBuildKnowledgeIndexSnapshot,
+  type KnowledgeIndexArtifactSource,
   type KnowledgeIndexBuildResult,
 } from "./knowledge/indexCache.js";
 export {

@@ -24,6 +24,7 @@ import { describeType } from "./resolve.js";
 
 const ANALYZERS: ReadonlySet<string> = new Set(["none", "english"]);
 const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
+const CONFIDENCE_RULES: ReadonlySet<string> = new Set(["seed", "calibrated"]);
 
 /**
  * Merges retrieval configuration with the defaults. Each value is `config ?? default`, so an explicit 0 is kept;
@@ -42,6 +43,7 @@ export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): Know
     b: source.b ?? DEFAULT_BM25_B,
     analyzer: source.analyzer ?? "none",
     scoring: source.scoring ?? "sum",
+    confidenceRule: source.confidenceRule ?? "seed",
   };
 }
 
@@ -85,6 +87,13 @@ export function validateGroundingConfig(config: unknown): KnowledgeValidationIss
       fail("blockedDomains", `must be an array of strings, got ${describeValue(record.blockedDomains)}`);
     }
   }
+  if (
+    record.indexArtifact !== undefined &&
+    typeof record.indexArtifact !== "string" &&
+    !(record.indexArtifact instanceof Uint8Array)
+  ) {
+    fail("indexArtifact", `must be a file path or a Uint8Array, got ${describeType(record.indexArtifact)}`);
+  }
   const retrieval = record.retrieval;
   if (retrieval !== undefined) {
     if (!retrieval || typeof retrieval !== "object" || Array.isArray(retrieval)) {
@@ -105,6 +114,15 @@ export function validateGroundingConfig(config: unknown): KnowledgeValidationIss
       }
       if (retrieval.scoring !== undefined && !SCORING_MODES.has(retrieval.scoring as string)) {
         fail("retrieval.scoring", `must be "sum" or "bm25f", got ${describeValue(retrieval.scoring)}`);
+      }
+      if (
+        retrieval.confidenceRule !== undefined &&
+        !CONFIDENCE_RULES.has(retrieval.confidenceRule as string)
+      ) {
+        fail(
+          "retrieval.confidenceRule",
+          `must be "seed" or "calibrated", got ${describeValue(retrieval.confidenceRule)}`,
+        );
       }
       const weights = retrieval.fieldWeights;
       if (weights !== undefined) {

@@ -269,3 +269,31 @@ describe("sharing and concurrency (RELIABILITY 32-33)", () => {
     expect(getKnowledgeIndexCacheSize()).toBe(0);
   });
 });
+
+describe("cache key serialization", () => {
+  it("the specialized entry serializer equals the generic stable serializer", async () => {
+    const { serializeEntry, stableStringifyForTests } = await import("./indexCache.js");
+    const { normalizeAndValidate } = await import("./resolve.js");
+    const { entries } = normalizeAndValidate(
+      [
+        ...sources,
+        {
+          id: "odd",
+          entries: [
+            {
+              id: 'q"\\\u2028',
+              title: "Ü\n",
+              summary: "s",
+              domain: "d",
+              integrations: ["x"],
+              parentEntryId: "p",
+              aliases: ["a\u0000"],
+            },
+          ],
+        },
+      ],
+      { manifestVersion: "0" },
+    );
+    for (const entry of entries) expect(serializeEntry(entry)).toBe(stableStringifyForTests(entry));
+  });
+});

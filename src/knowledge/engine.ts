@@ -113,7 +113,14 @@ export class KnowledgeGroundingEngine {
     const generation = ++this.buildGeneration;
     this.pendingBuilds++;
     try {
-      const result = await getOrBuildKnowledgeIndexSnapshot(sources, this.indexOptions(), FALLBACK_VERSION);
+      // A prebuilt artifact applies to the configured sources only, not to sources given to rebuild().
+      const artifact = sources === this.config.sources ? this.config.indexArtifact : undefined;
+      const result = await getOrBuildKnowledgeIndexSnapshot(
+        sources,
+        this.indexOptions(),
+        FALLBACK_VERSION,
+        artifact,
+      );
       if (generation !== this.buildGeneration) return;
       this.validationIssues = result.validation.issues;
       this.buildThrewAt = null;
@@ -123,7 +130,8 @@ export class KnowledgeGroundingEngine {
         return;
       }
       this.snapshot = result.snapshot;
-      this.snapshotOrigin = result.cacheHit ? "cache" : "built";
+      this.snapshotOrigin = result.cacheHit ? "cache" : result.origin;
+      this.notes = result.notes.slice();
       this.lastError = null;
     } catch (caught) {
       if (generation !== this.buildGeneration) return;

@@ -6,12 +6,14 @@
  * the content); builds that throw are not.
  */
 import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import type {
   KnowledgeFieldWeights,
   KnowledgeIndexSnapshot,
   KnowledgeValidationResult,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { deserializeIndexSnapshot, serializeIndexSnapshot } from "./artifact.js";
 import {
   CACHE_SCHEMA_VERSION,
   DEFAULT_BM25_B,
@@ -36,7 +38,14 @@ export type KnowledgeIndexBuildResult = {
   validation: KnowledgeValidationResult;
   /** The cache key of this build. */
   cacheKey: string;
+  /** How the snapshot was produced: indexed here, or loaded from a prebuilt artifact. */
+  origin: "built" | "artifact";
+  /** Why a given artifact was not used, when it was not. */
+  notes: string[];
 };
+
+/** Where to find a prebuilt index artifact: a file path, or its bytes. */
+export type KnowledgeIndexArtifactSource = string | Uint8Array;
 
 const cache = new Map<string, Promise<KnowledgeIndexBuildResult>>();
 
@@ -52,6 +61,19 @@ function stableStringify(value: unknown): string {
   const keys = Object.keys(record).sort(compareCodeUnits);
   return `{${keys.map((key) => `${JSON.stringify(key)}:${stableStringify(record[key])}`).join(",")}}`;
 }
+
+/**
+ * {@link stableStringify} of a normalized entry, written out for its known keys (in sorted order): hashing every
+ * entry's content is the main cost of computing a cache key, and the generic recursive form is several times
+ * slower. A test checks both give the same text.
+ */
+export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
+  let text = `{"aliases":${JSON.stringify(entry.aliases)},"body":${JSON.stringify(entry.body)},"domain":${JSON.stringify(entry.domain)},"id":${JSON.stringify(entry.id)},"integrations":${JSON.stringify(entry.integrations)},"keywords":${JSON.stringify(entry.keywords)},"kind":${JSON.stringify(entry.kind)}`;
+  if (entry.parentEntryId !== undefined) text += `,"parentEntryId":${JSON.stringify(entry.parentEntryId)}`;
+  return `${text},"relatedEntryIds":${JSON.stringify(entry.relatedEntryIds)},"status":${JSON.stringify(entry.status)},"summary":${JSON.stringify(entry.summary)},"title":${JSON.stringify(entry.title)},"version":${JSON.stringify(entry.version)}}`;
+}
+
+export { stableStringify as stableStringifyForTests };
 
 function normalizeOptions(
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
@@ -90,7 +112,7 @@ export function buildKnowledgeIndexCacheKey(
     const sorted = group.entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
     for (const entry of sorted) {
       hash.update("\n");
-      hash.update(stableStringify(entry satisfies NormalizedKnowledgeEntry));
+      hash.update(serializeEntry(entry));
     }
     parts.push(
       [
@@ -119,6 +141,7 @@ export async function getOrBuildKnowledgeIndexSnapshot(
   sources: unknown,
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
   fallbackVersion: string = FALLBACK_VERSION,
+  artifact?: KnowledgeIndexArtifactSource,
 ): Promise<KnowledgeIndexBuildResult & { cacheHit: boolean }> {
   const normalized = normalizeSources(sources, { manifestVersion: fallbackVersion });
   const cacheKey = buildKnowledgeIndexCacheKey(normalized.groups, options);
@@ -128,10 +151,23 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     return { ...(await existing), cacheHit: true };
   }
   const promise = (async (): Promise<KnowledgeIndexBuildResult> => {
-    if (!normalized.validation.ok) return { snapshot: null, validation: normalized.validation, cacheKey };
+    if (!normalized.validation.ok) {
+      return { snapshot: null, validation: normalized.validation, cacheKey, origin: "built", notes: [] };
+    }
+    const notes: string[] = [];
+    if (artifact !== undefined) {
+      try {
+        const data = typeof artifact === "string" ? await readFile(artifact) : artifact;
+        const { snapshot } = deserializeIndexSnapshot(data, cacheKey);
+        return { snapshot, validation: normalized.validation, cacheKey, origin: "artifact", notes };
+      } catch (caught) {
+        const reason = caught instanceof Error ? caught.message : String(caught);
+        notes.push(`prebuilt index not used (${reason}); built from the sources instead`);
+      }
+    }
     const build = startIndexBuild(normalized.entries, normalizeOptions(options));
     while (!build.step(BUILD_SLICE_MS)) await new Promise<void>((resolve) => setImmediate(resolve));
-    return { snapshot: build.finish(), validation: normalized.validation, cacheKey };
+    return { snapshot: build.finish(), validation: normalized.validation, cacheKey, origin: "built", notes };
   })();
   cache.set(cacheKey, promise);
   while (cache.size > KNOWLEDGE_INDEX_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
@@ -139,6 +175,25 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     if (cache.get(cacheKey) === promise) cache.delete(cacheKey);
   });
   return { ...(await promise), cacheHit: false };
+}
+
+/**
+ * Builds (or takes from the cache) the snapshot of `sources` and serializes it as an index artifact tagged with
+ * the cache key. Rejects with the validation issues' summary when the sources are invalid.
+ */
+export async function buildIndexArtifact(
+  sources: unknown,
+  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+  fallbackVersion: string = FALLBACK_VERSION,
+): Promise<Uint8Array> {
+  const result = await getOrBuildKnowledgeIndexSnapshot(sources, options, fallbackVersion);
+  if (!result.snapshot) {
+    const errors = result.validation.issues.filter((issue) => issue.level === "error");
+    throw new Error(
+      `cannot build an index artifact: ${errors.length} validation error(s), first: ${errors[0]?.message}`,
+    );
+  }
+  return serializeIndexSnapshot(result.snapshot, result.cacheKey);
 }
 
 /** Removes every cached snapshot (for tests and for hosts that want to release memory). */

@@ -42,6 +42,26 @@ export type KnowledgeLexicalIndexOptions = {
   scoring?: KnowledgeScoringMode;
 };
 
+/** The finished state of a {@link KnowledgeLexicalIndex}, for serialization into an index artifact. */
+export type KnowledgeLexicalIndexParts = {
+  fieldWeights: KnowledgeFieldWeights;
+  k1: number;
+  b: number;
+  analyzer: KnowledgeAnalyzerName;
+  scoring: KnowledgeScoringMode;
+  ids: readonly string[];
+  terms: readonly string[];
+  averageLengths: Float64Array;
+  ranks: Int32Array;
+  postings: readonly {
+    offsets: Int32Array;
+    docs: Int32Array;
+    contributions: Float64Array;
+    active: boolean;
+  }[];
+  bm25fShares: Float64Array | null;
+};
+
 /** Options of {@link buildIndexSnapshot}: the index parameters plus field weights (partial allowed). */
 export type KnowledgeIndexBuildOptions = KnowledgeLexicalIndexOptions & {
   fieldWeights?: Partial<KnowledgeFieldWeights>;
@@ -158,7 +178,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   private readonly denseIds = new Map<string, number>();
   private builders: FieldBuilder[] | null;
   private postings: FieldPostings[] = [];
-  private averageLengths = new Float64Array(FIELD_COUNT);
+  private averageLengths: Float64Array = new Float64Array(FIELD_COUNT);
   /** Rank of each dense id in code-unit order of entry ids: the deterministic tie-break. */
   private ranks: Int32Array = new Int32Array(0);
   private finalized = false;
@@ -563,6 +583,74 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     return termIds;
   }
 
+  /** The finished state, for an index artifact. The arrays are the index's own: do not modify them. */
+  exportParts(): KnowledgeLexicalIndexParts {
+    if (!this.finalized) throw new Error("KnowledgeLexicalIndex.exportParts: call finalize() first");
+    return {
+      fieldWeights: { ...this.fieldWeights },
+      k1: this.k1,
+      b: this.b,
+      analyzer: this.analyzerName,
+      scoring: this.scoring,
+      ids: this.ids,
+      terms: this.dictionary.allTerms(),
+      averageLengths: this.averageLengths,
+      ranks: this.ranks,
+      postings: this.postings,
+      bm25fShares: this.bm25fShares,
+    };
+  }
+
+  /** Recreates a finished index from {@link exportParts} output (checked for consistency). */
+  static fromParts(parts: KnowledgeLexicalIndexParts): KnowledgeLexicalIndex {
+    const index = new KnowledgeLexicalIndex(parts.fieldWeights, {
+      k1: parts.k1,
+      b: parts.b,
+      analyzer: parts.analyzer,
+      scoring: parts.scoring,
+    });
+    const documentCount = parts.ids.length;
+    const termCount = parts.terms.length;
+    const expectedPostings = parts.scoring === "bm25f" ? 1 : FIELD_COUNT;
+    if (parts.postings.length !== expectedPostings || parts.ranks.length !== documentCount) {
+      throw new RangeError(
+        "index parts are inconsistent: posting lists or ranks do not match the document count",
+      );
+    }
+    for (const postings of parts.postings) {
+      if (!postings.active) continue;
+      const total = postings.offsets[termCount];
+      if (
+        postings.offsets.length !== termCount + 1 ||
+        total !== postings.docs.length ||
+        total !== postings.contributions.length
+      ) {
+        throw new RangeError("index parts are inconsistent: posting offsets do not match the term count");
+      }
+      for (const doc of postings.docs)
+        if (doc < 0 || doc >= documentCount)
+          throw new RangeError("index parts are inconsistent: posting refers to a missing document");
+    }
+    for (const id of parts.ids) {
+      if (index.denseIds.has(id))
+        throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
+      index.denseIds.set(id, index.ids.length);
+      index.ids.push(id);
+    }
+    for (const term of parts.terms) index.dictionary.intern(term);
+    if (index.dictionary.size !== termCount)
+      throw new RangeError("index parts are inconsistent: duplicate terms");
+    index.averageLengths = parts.averageLengths;
+    index.ranks = parts.ranks;
+    index.postings = parts.postings.map((postings) => ({ ...postings }));
+    index.bm25fShares = parts.bm25fShares;
+    index.builders = null;
+    index.seenIn = new Int32Array(0);
+    index.frequencyScratch = new Int32Array(0);
+    index.finalized = true;
+    return index;
+  }
+
   /** Approximate bytes held by the finished index (typed arrays plus an estimate for maps and strings). */
   estimateBytes(): number {
     let bytes = 0;
@@ -744,29 +832,8 @@ export function startIndexBuild(
   const lexical = new KnowledgeLexicalIndex(options.fieldWeights, options);
   // Dense ids follow code-unit order of entry ids, which makes "lower id first" the natural tie-break.
   const sorted = entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
-  const entriesById = new Map<string, NormalizedKnowledgeEntry>();
-  const exactIndex = new Map<string, Set<string>>();
-  const aliasIndex = new Map<string, Set<string>>();
-  const relationIndex = new Map<string, string[]>();
-  const phraseLengthByFirstToken = new Map<string, number>();
+  const maps = new SnapshotMaps();
   let next = 0;
-
-  const notePhrase = (key: string): void => {
-    const space = key.indexOf(" ");
-    const first = space < 0 ? key : key.slice(0, space);
-    const words = space < 0 ? 1 : key.split(" ").length;
-    if ((phraseLengthByFirstToken.get(first) ?? 0) < words) phraseLengthByFirstToken.set(first, words);
-  };
-  const addKey = (map: Map<string, Set<string>>, key: string, id: string): void => {
-    let ids = map.get(key);
-    if (!ids) {
-      ids = new Set();
-      map.set(key, ids);
-      notePhrase(key);
-    }
-    ids.add(id);
-  };
-
   return {
     step(budgetMs: number): boolean {
       const deadline =
@@ -774,17 +841,7 @@ export function startIndexBuild(
       while (next < sorted.length) {
         const entry = sorted[next++]!;
         const document = buildDocument(entry);
-        entriesById.set(entry.id, entry);
-        for (const key of document.exactKeys) addKey(exactIndex, key, entry.id);
-        for (const alias of entry.aliases) {
-          const key = phraseKey(alias);
-          if (key !== "") addKey(aliasIndex, key, entry.id);
-        }
-        const relations =
-          entry.parentEntryId !== undefined
-            ? [...entry.relatedEntryIds, entry.parentEntryId]
-            : entry.relatedEntryIds.slice();
-        if (relations.length > 0) relationIndex.set(entry.id, relations);
+        maps.add(entry, document.exactKeys);
         lexical.add(document);
         if ((next & 63) === 0 && performance.now() >= deadline) break;
       }
@@ -792,18 +849,81 @@ export function startIndexBuild(
     },
     finish(): KnowledgeIndexSnapshot {
       lexical.finalize();
-      const snapshot: KnowledgeIndexSnapshot = {
-        entriesById,
-        exactIndex,
-        aliasIndex,
-        relationIndex,
-        lexical,
-        entryCount: entriesById.size,
-      };
-      compiledSnapshots.set(snapshot, compileSnapshot(lexical, sorted, phraseLengthByFirstToken));
-      return Object.freeze(snapshot);
+      return maps.finish(lexical, sorted);
     },
   };
+}
+
+/** The phrase and relation maps of a snapshot, filled entry by entry. */
+class SnapshotMaps {
+  private readonly entriesById = new Map<string, NormalizedKnowledgeEntry>();
+  private readonly exactIndex = new Map<string, Set<string>>();
+  private readonly aliasIndex = new Map<string, Set<string>>();
+  private readonly relationIndex = new Map<string, string[]>();
+  private readonly phraseLengthByFirstToken = new Map<string, number>();
+
+  add(entry: NormalizedKnowledgeEntry, exactKeys: readonly string[]): void {
+    this.entriesById.set(entry.id, entry);
+    for (const key of exactKeys) this.addKey(this.exactIndex, key, entry.id);
+    for (const alias of entry.aliases) {
+      const key = phraseKey(alias);
+      if (key !== "") this.addKey(this.aliasIndex, key, entry.id);
+    }
+    const relations =
+      entry.parentEntryId !== undefined
+        ? [...entry.relatedEntryIds, entry.parentEntryId]
+        : entry.relatedEntryIds.slice();
+    if (relations.length > 0) this.relationIndex.set(entry.id, relations);
+  }
+
+  private addKey(map: Map<string, Set<string>>, key: string, id: string): void {
+    let ids = map.get(key);
+    if (!ids) {
+      ids = new Set();
+      map.set(key, ids);
+      const space = key.indexOf(" ");
+      const first = space < 0 ? key : key.slice(0, space);
+      const words = space < 0 ? 1 : key.split(" ").length;
+      if ((this.phraseLengthByFirstToken.get(first) ?? 0) < words)
+        this.phraseLengthByFirstToken.set(first, words);
+    }
+    ids.add(id);
+  }
+
+  /** Freezes the snapshot and registers its compiled companion. */
+  finish(
+    lexical: KnowledgeLexicalIndex,
+    entries: readonly NormalizedKnowledgeEntry[],
+  ): KnowledgeIndexSnapshot {
+    const snapshot: KnowledgeIndexSnapshot = {
+      entriesById: this.entriesById,
+      exactIndex: this.exactIndex,
+      aliasIndex: this.aliasIndex,
+      relationIndex: this.relationIndex,
+      lexical,
+      entryCount: this.entriesById.size,
+    };
+    compiledSnapshots.set(snapshot, compileSnapshot(lexical, entries, this.phraseLengthByFirstToken));
+    return Object.freeze(snapshot);
+  }
+}
+
+/**
+ * Assembles a snapshot around an already finished lexical index (loaded from an artifact): the phrase and
+ * relation maps are recomputed from the entries, which is cheap next to indexing their text.
+ */
+export function assembleSnapshot(
+  entries: readonly NormalizedKnowledgeEntry[],
+  lexical: KnowledgeLexicalIndex,
+): KnowledgeIndexSnapshot {
+  const maps = new SnapshotMaps();
+  for (const entry of entries) {
+    if (lexical.denseIdOf(entry.id) < 0)
+      throw new RangeError(`entry ${JSON.stringify(entry.id)} is not in the lexical index`);
+    maps.add(entry, normalizePhrases([entry.id, entry.title]));
+  }
+  if (entries.length !== lexical.size) throw new RangeError("the entries do not match the lexical index");
+  return maps.finish(lexical, entries);
 }
 
 /** Precomputes the per-scope eligibility building blocks. */

@@ -57,6 +57,16 @@ export type KnowledgeAnalyzerName = "none" | "english";
 export type KnowledgeScoringMode = "sum" | "bm25f";
 
 /**
+ * How the confidence class of a selection is decided (both deterministic, same four classes).
+ * - `"seed"` (default, NeuroLink parity): `high` for an id, title or alias phrase hit; `medium` for lexical
+ *   evidence in two fields or a 1.5× lead over the second candidate; otherwise `low`.
+ * - `"calibrated"`: `high` only for a phrase hit of at least two words with a 1.2× lead over the second candidate;
+ *   `medium` for a 1.3× lexical lead (or a multi-word phrase hit without that lead); otherwise `low`. Measured to
+ *   predict a relevant top result better; see `lexground eval`.
+ */
+export type KnowledgeConfidenceRule = "seed" | "calibrated";
+
+/**
  * One entry as a host writes it. `id`, `title`, `summary`, `domain` and `integrations` are required; omitted
  * optional fields take their defaults during normalization.
  */
@@ -168,6 +178,8 @@ export type KnowledgeRetrievalConfig = {
   analyzer?: KnowledgeAnalyzerName;
   /** How per-field evidence is combined. Default `"sum"` (NeuroLink parity). */
   scoring?: KnowledgeScoringMode;
+  /** How retrieval confidence is classified. Default `"seed"` (NeuroLink parity). */
+  confidenceRule?: KnowledgeConfidenceRule;
 };
 
 /** Limits of the rendered grounding block. */
@@ -197,6 +209,12 @@ export type KnowledgeGroundingConfig = {
   context?: KnowledgeContextConfig;
   /** Ceiling for one grounding operation, after which the turn continues ungrounded. Default 800 ms. */
   timeoutMs?: number;
+  /**
+   * A prebuilt index artifact (`lexground build --index`): a file path or its bytes. Used instead of indexing
+   * when it was built from exactly these sources and index settings (its content hash is checked); otherwise the
+   * engine builds as usual and `getStatus().notes` says why the artifact was not used. lexground only.
+   */
+  indexArtifact?: string | Uint8Array;
 };
 
 /** Per-call scope, given as `knowledgeContext` on a generate or stream call. */
@@ -374,6 +392,7 @@ export type KnowledgeResolvedRetrieval = {
   b?: number;
   analyzer?: KnowledgeAnalyzerName;
   scoring?: KnowledgeScoringMode;
+  confidenceRule?: KnowledgeConfidenceRule;
 };
 
 /** One scored candidate with the evidence behind its score. */
