@@ -4,7 +4,7 @@
  * to bench/results/<timestamp>.json. Run with `npm run bench -- [flags]`; see bench/README.md.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, totalmem } from "node:os";
+import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -495,6 +495,7 @@ async function main(): Promise<void> {
   const reports: WorkloadReport[] = [];
   const printed: string[] = [];
   for (const factory of workloadFactories) {
+    const loadBefore = loadavg()[0]!;
     const generationStarted = performance.now();
     let workload: Workload | null = factory.make();
     console.error(
@@ -550,6 +551,11 @@ async function main(): Promise<void> {
       }
       if (result.failedTurns > 0) notes.push(`${result.name}: ${result.failedTurns} turns failed open`);
     }
+    // Other processes compete for the same cores; the 1-minute load average says how much.
+    notes.push(
+      `1-minute load average ${loadBefore.toFixed(1)} before, ${loadavg()[0]!.toFixed(1)} after this workload ` +
+        `(${machine.cpus} CPUs; above ${machine.cpus} other processes were competing for them)`,
+    );
     const report: WorkloadReport = {
       name: workload.name,
       description: workload.description,

@@ -139,8 +139,10 @@ function prose(vocabulary: ZipfVocabulary, random: () => number, count: number, 
     } else if (random() < 0.04) word += ",";
     parts.push(word);
   }
-  const text = parts.join(" ");
-  return text.endsWith(".") ? text : `${text}.`;
+  // Finish the last sentence before joining, so the text is one flat string as if read from a file.
+  const last = parts.length - 1;
+  if (last >= 0 && !parts[last]!.endsWith(".")) parts[last] = `${parts[last]!.replace(/[,:]$/, "")}.`;
+  return parts.join(" ");
 }
 
 const KINDS: readonly KnowledgeEntryKind[] = [
