@@ -142,6 +142,11 @@ export type EvalOptions = {
   ignoreIdenticalIds?: boolean;
   /** Queries run once untimed per configuration before timing, so the JIT is warm. Default 20. */
   warmup?: number;
+  /**
+   * Run the production retrieval too (latency, and confidence with the configuration's own limits). Default true.
+   * When false (parameter searches), latency is NaN and confidence and top result come from the ranking retrieval.
+   */
+  measureProduction?: boolean;
   /** Called when a configuration starts and as queries complete. */
   onProgress?: (progress: { configuration: string; done: number; total: number }) => void;
 };
@@ -204,6 +209,7 @@ export function evaluateConfigurations(
   const depth = options.depth ?? 100;
   const ignoreIdenticalIds = options.ignoreIdenticalIds ?? false;
   const warmup = options.warmup ?? 20;
+  const measureProduction = options.measureProduction ?? true;
   const judged = queries.filter((query) => qrels.has(query.id));
   const present = new Set(judged.map((query) => query.id));
   const missingQueries = [...qrels.keys()].filter((id) => !present.has(id));
@@ -241,7 +247,7 @@ export function evaluateConfigurations(
       recentTurns: [],
       enabledIntegrations: query.integrations ?? [],
     });
-    for (const query of judged.slice(0, warmup)) {
+    for (const query of judged.slice(0, measureProduction ? warmup : 0)) {
       const selection = retrieve(snapshot, request(query), resolved, blocked);
       assembleKnowledgeContext(selection, settings.context);
     }
@@ -251,16 +257,22 @@ export function evaluateConfigurations(
     for (const query of judged) {
       const judgments = qrels.get(query.id)!;
       const keep = (id: string) => !ignoreIdenticalIds || id !== query.id;
-      const ranking = retrieve(snapshot, request(query), deep, blocked)
-        .candidates.map((candidate) => candidate.id)
+      const deepSelection = retrieve(snapshot, request(query), deep, blocked);
+      const ranking = deepSelection.candidates
+        .map((candidate) => candidate.id)
         .filter(keep)
         .slice(0, depth);
 
-      const start = performance.now();
-      const selection = retrieve(snapshot, request(query), resolved, blocked);
-      const retrieveMs = performance.now() - start;
-      assembleKnowledgeContext(selection, settings.context);
-      const turnMs = performance.now() - start;
+      let selection = deepSelection;
+      let retrieveMs = Number.NaN;
+      let turnMs = Number.NaN;
+      if (measureProduction) {
+        const start = performance.now();
+        selection = retrieve(snapshot, request(query), resolved, blocked);
+        retrieveMs = performance.now() - start;
+        assembleKnowledgeContext(selection, settings.context);
+        turnMs = performance.now() - start;
+      }
 
       const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
       // A dropped self-match must not decide the class either: classify what remains, as the engine would.
