@@ -30,7 +30,12 @@ if (!binary && !required) {
 }
 const describeRedis = binary ? describe : required ? describe : describe.skip;
 
-const FAST = { commandTimeoutMs: 250, connectTimeoutMs: 250, maxReconnectDelayMs: 50 };
+/**
+ * Deadlines generous enough never to fire on a loaded machine, so that an error code of MEMORY_UNAVAILABLE (not
+ * MEMORY_TIMEOUT) proves a command failed fast; only the pause test uses a short one, on purpose.
+ */
+const PATIENT = { commandTimeoutMs: 5000, connectTimeoutMs: 1000, maxReconnectDelayMs: 50 };
+const SHORT_DEADLINE = { commandTimeoutMs: 800, connectTimeoutMs: 1000, maxReconnectDelayMs: 50 };
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -44,10 +49,10 @@ async function server(): Promise<RedisProcess> {
   return redis;
 }
 
-function replica(url: string, extra: { knowledge?: boolean } = {}) {
+function replica(url: string, extra: { knowledge?: boolean; deadlines?: typeof PATIENT } = {}) {
   const neurolink = new NeuroLink({
     ...(extra.knowledge ? { knowledgeGrounding: { enabled: true, sources: SOURCES } } : {}),
-    conversationMemory: { storageType: "redis", redis: { url, ...FAST } },
+    conversationMemory: { storageType: "redis", redis: { url, ...(extra.deadlines ?? PATIENT) } },
     logger: recordingLogger(),
     env: {},
   });
@@ -173,7 +178,7 @@ describeRedis("Redis conversation memory", () => {
     expect(neurolink.getMemoryStatus()).toMatchObject({ enabled: true, store: "redis", state: "degraded" });
   });
 
-  it("27: Redis killed mid-session: the turn completes, commands fail fast, the loss is reported, no in-memory substitute", async () => {
+  it("27: Redis killed mid-session: pending commands fail fast, the turn completes, the loss is reported, no in-memory substitute", async () => {
     const redis = await server();
     const { neurolink, events } = replica(redis.url);
     const context = { sessionId: "killed" };
@@ -181,22 +186,34 @@ describeRedis("Redis conversation memory", () => {
     const first = await neurolink.generate({ input: { text: "turn one" }, model, context });
     expect(first.memoryWriteError).toBeUndefined();
 
+    // Freeze the server so turn two's history read is in flight, then kill it: the pending read must be
+    // rejected when the connection dies, not wait for the 5 s deadline.
+    redis.pause();
+    const second = neurolink.generate({ input: { text: "turn two" }, model, context });
+    await new Promise((resolve) => setTimeout(resolve, 50));
     await redis.kill9();
-    const second = await neurolink.generate({ input: { text: "turn two" }, model, context });
+    const secondResult = await second;
     const third = await neurolink.generate({ input: { text: "turn three" }, model, context });
-    expect(second.content).toBe("ok");
+    expect(secondResult.content).toBe("ok");
     // History is gone with the server; turn two's write failed and was not kept anywhere else.
     expect(turnsOf(model.doGenerateCalls[1])).toEqual([{ role: "user", text: "turn two" }]);
     expect(turnsOf(model.doGenerateCalls[2])).toEqual([{ role: "user", text: "turn three" }]);
-    const failures = [second.memoryWriteError, third.memoryWriteError] as MemoryWriteFailure[];
-    expect(failures.map((failure) => failure?.code)).toEqual(["MEMORY_UNAVAILABLE", "MEMORY_UNAVAILABLE"]);
-    expect(events.filter((event) => event.operation === "read")).toHaveLength(2);
+    expect([secondResult.memoryWriteError?.code, third.memoryWriteError?.code]).toEqual([
+      "MEMORY_UNAVAILABLE",
+      "MEMORY_UNAVAILABLE",
+    ]);
+    expect(events.map((event) => [event.operation, codeOf(event.error)])).toEqual([
+      ["read", "MEMORY_UNAVAILABLE"],
+      ["write", "MEMORY_UNAVAILABLE"],
+      ["read", "MEMORY_UNAVAILABLE"],
+      ["write", "MEMORY_UNAVAILABLE"],
+    ]);
     expect(neurolink.getMemoryStatus().state).toBe("degraded");
   });
 
   it("28: Redis paused (SIGSTOP): our per-command deadline fires, the turn completes, memory recovers on SIGCONT", async () => {
     const redis = await server();
-    const { neurolink } = replica(redis.url);
+    const { neurolink } = replica(redis.url, { deadlines: SHORT_DEADLINE });
     const context = { sessionId: "paused" };
     const model = answeringModel("ok");
     await neurolink.generate({ input: { text: "before pause" }, model, context });

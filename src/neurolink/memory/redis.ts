@@ -10,6 +10,7 @@
  * - the offline queue is disabled, so while the server is unreachable commands fail at once instead of piling up;
  * - every command races our own timer, because a paused (SIGSTOP'd) server accepts writes to its socket and
  *   never answers, which no client-side socket state reveals;
+ *   A write that hit the deadline has an unknown outcome: the server may still apply it when it resumes;
  * - each reconnection compares the server's `run_id`; a new one means the server restarted and its data may be
  *   gone, which is counted and reported to reset listeners.
  *
