@@ -9,7 +9,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   ConversationMemoryError,
-  type MemoryWriteFailure,
   NeuroLink,
   type NeuroLinkEvents,
   RedisConversationMemoryStore,
