@@ -95,12 +95,17 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       "generation timestamp (default: $SOURCE_DATE_EPOCH, else newest file mtime)",
     )
     .option("--force", "write the manifest even when validation finds errors")
+    .option(
+      "--index [file]",
+      "also write a prebuilt index artifact (default: beside the manifest, kb.json -> kb.lxg) for fast cold starts",
+    )
     .option("--json", "print a machine-readable summary instead of text")
     .addHelpText(
       "after",
       examples([
         "lexground build examples/knowledge-base -o dist/knowledge.json",
         "lexground build docs/kb --content-version 2026-07-14.1 -o kb.json",
+        "lexground build examples/knowledge-base -o kb.json --index   # also writes kb.lxg",
         "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) lexground build docs/kb -o kb.json",
         "lexground build entries/*.md > kb.json",
       ]) +

@@ -11,12 +11,14 @@ import { performance } from "node:perf_hooks";
 import {
   assembleKnowledgeContext,
   buildIndexSnapshot,
+  buildKnowledgeIndexCacheKey,
   DEFAULT_MAX_CONTEXT_TOKENS,
-  normalizeAndValidate,
+  deserializeIndexSnapshot,
   resolveRetrieval,
   retrieve,
   validateGroundingConfig,
 } from "../index.js";
+import { normalizeSources } from "../knowledge/resolve.js";
 import type {
   KnowledgeCitation,
   KnowledgeContextConfig,
@@ -101,6 +103,11 @@ export function knowledgeBasePath(context: CommandContext, kb: string | undefine
   return path;
 }
 
+/** `kb.json` → `kb.lxg`: where `build --index` writes, and where `--kb kb.json` looks for a prebuilt index. */
+export function defaultIndexPath(manifestPath: string): string {
+  return `${manifestPath.replace(/\.json$/i, "")}.lxg`;
+}
+
 /** Loads a knowledge base with a progress line on a terminal. */
 export async function openKnowledgeBase(
   context: CommandContext,
@@ -138,28 +145,48 @@ export type PreparedKnowledgeBase = {
   /** Every integration named by an entry, sorted. */
   integrations: string[];
   timing: { validateMs: number; indexMs: number };
+  /** Whether the index was built here or loaded from a prebuilt artifact beside the manifest. */
+  indexOrigin: "built" | "artifact";
+  /** Why a prebuilt artifact beside the manifest was not used. */
+  indexNote?: string;
 };
 
 /** Validates and indexes; throws {@link KnowledgeBaseInvalidError} when validation finds errors. */
 export function prepareKnowledgeBase(
   knowledgeBase: LoadedKnowledgeBase,
   config: CliGroundingConfig,
+  indexArtifact?: Uint8Array,
 ): PreparedKnowledgeBase {
   const validateStart = performance.now();
-  const { entries, validation } = normalizeAndValidate(knowledgeBase.sources, {
+  const { entries, validation, groups } = normalizeSources(knowledgeBase.sources, {
     manifestVersion: knowledgeBase.manifest.contentVersion,
   });
   const validateMs = performance.now() - validateStart;
   if (!validation.ok) throw new KnowledgeBaseInvalidError(locateIssues(validation.issues, knowledgeBase));
   const resolved = resolveRetrieval(config.retrieval);
   const indexStart = performance.now();
-  const snapshot = buildIndexSnapshot(entries, {
+  const indexOptions = {
     fieldWeights: resolved.fieldWeights,
     ...(resolved.k1 !== undefined ? { k1: resolved.k1 } : {}),
     ...(resolved.b !== undefined ? { b: resolved.b } : {}),
     ...(resolved.analyzer !== undefined ? { analyzer: resolved.analyzer } : {}),
     ...(resolved.scoring !== undefined ? { scoring: resolved.scoring } : {}),
-  });
+  };
+  let snapshot: KnowledgeIndexSnapshot | undefined;
+  let indexOrigin: "built" | "artifact" = "built";
+  let indexNote: string | undefined;
+  if (indexArtifact) {
+    try {
+      snapshot = deserializeIndexSnapshot(
+        indexArtifact,
+        buildKnowledgeIndexCacheKey(groups, indexOptions),
+      ).snapshot;
+      indexOrigin = "artifact";
+    } catch (caught) {
+      indexNote = `prebuilt index not used (${caught instanceof Error ? caught.message : String(caught)})`;
+    }
+  }
+  snapshot ??= buildIndexSnapshot(entries, indexOptions);
   const indexMs = performance.now() - indexStart;
   const integrations = new Set<string>();
   for (const entry of entries) for (const integration of entry.integrations) integrations.add(integration);
@@ -172,6 +199,8 @@ export function prepareKnowledgeBase(
     warnings: validation.issues.filter((issue) => issue.level !== "error"),
     integrations: [...integrations].sort(),
     timing: { validateMs, indexMs },
+    indexOrigin,
+    ...(indexNote !== undefined ? { indexNote } : {}),
   };
 }
 
@@ -323,8 +352,13 @@ export async function prepareFromFlags(
   progress.update(
     `indexing ${knowledgeBase.manifest.catalogs.reduce((sum, c) => sum + c.entries.length, 0)} entries`,
   );
+  // A prebuilt index beside a manifest (kb.json → kb.lxg) is used when it matches; see `build --index`.
+  let artifact: Uint8Array | undefined;
+  if (/\.json$/i.test(path)) {
+    artifact = await readFile(defaultIndexPath(path)).catch(() => undefined);
+  }
   try {
-    return prepareKnowledgeBase(knowledgeBase, config);
+    return prepareKnowledgeBase(knowledgeBase, config, artifact);
   } finally {
     progress.done();
   }

@@ -1,15 +1,17 @@
 /** `lexground build`: compile authored files into a manifest, refusing to write one that would not load. */
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { normalizeAndValidate } from "../../index.js";
+import { buildIndexArtifact, manifestToSources, normalizeAndValidate } from "../../index.js";
 import { serializeManifest } from "../compile.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, printError, println } from "../io.js";
 import { formatIssue, locateIssues, notesToIssues, sortIssues } from "../report.js";
-import { openKnowledgeBase } from "../session.js";
+import { defaultIndexPath, openKnowledgeBase } from "../session.js";
 
 export type BuildFlags = {
   output?: string;
+  /** Also write a prebuilt index artifact: `true` for the default path beside the manifest, or a path. */
+  index?: string | boolean;
   contentVersion?: string;
   generatedAt?: string;
   force?: boolean;
@@ -17,7 +19,7 @@ export type BuildFlags = {
 };
 
 /** Writes through a temporary file and a rename, so a reader never sees half a manifest. */
-async function writeAtomically(path: string, text: string): Promise<void> {
+async function writeAtomically(path: string, text: string | Uint8Array): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temporary = `${path}.${process.pid}.tmp`;
   try {
@@ -61,6 +63,13 @@ export async function runBuild(
     for (const issue of errors) context.io.stderr.write(`${formatIssue(issue, context.err)}\n`);
   }
   let written = false;
+  let indexPath: string | null = null;
+  if (flags.index !== undefined && flags.index !== false && !flags.output && flags.index === true) {
+    throw new CliUsageError(
+      "--index needs --output or a path",
+      "use -o manifest.json --index, or --index kb.lxg",
+    );
+  }
   if (!refused) {
     const text = serializeManifest(manifest);
     if (flags.output) {
@@ -68,6 +77,11 @@ export async function runBuild(
       written = true;
     } else {
       context.io.stdout.write(text);
+    }
+    if (flags.index !== undefined && flags.index !== false && errors.length === 0) {
+      indexPath = typeof flags.index === "string" ? flags.index : defaultIndexPath(flags.output!);
+      const artifact = await buildIndexArtifact(manifestToSources(manifest));
+      await writeAtomically(resolve(context.io.cwd, indexPath), artifact);
     }
   }
 
@@ -79,6 +93,7 @@ export async function runBuild(
           ok: !refused,
           output: flags.output ?? null,
           written,
+          index: indexPath,
           schemaVersion: manifest.schemaVersion,
           contentVersion: manifest.contentVersion,
           generatedAt: manifest.generatedAt,
@@ -109,6 +124,7 @@ export async function runBuild(
   summaryStream.write(
     `${colors.green("✔")} ${flags.output ? `wrote ${flags.output}` : "built manifest"}: ${counts}, content version ${colors.bold(manifest.contentVersion)}, generated at ${manifest.generatedAt}\n`,
   );
+  if (indexPath) summaryStream.write(`${colors.green("✔")} wrote prebuilt index ${indexPath}\n`);
   if (warnings.length > 0 || errors.length > 0) {
     summaryStream.write(
       `${colors.yellow("!")} ${errors.length ? `${errors.length} error(s) written anyway (--force), ` : ""}${warnings.length} warning(s); run 'lexground validate ${inputs.join(" ")}' for details\n`,

@@ -166,12 +166,12 @@ function printTables(
   println(
     context,
     out.bold("Confidence calibration") +
-      out.dim(" (queries whose top result is relevant / queries in the class)"),
+      out.dim(" (queries whose top result is relevant / queries in the class; AUC 0.5 = chance)"),
   );
   println(
     context,
     out.bold(
-      `${padCell("configuration", nameWidth)} ${CONFIDENCE_CLASSES.map((name) => name.padStart(16)).join(" ")}`,
+      `${padCell("configuration", nameWidth)} ${CONFIDENCE_CLASSES.map((name) => name.padStart(16)).join(" ")} ${"AUC".padStart(6)}`,
     ),
   );
   for (const configuration of report.configurations) {
@@ -183,7 +183,8 @@ function printTables(
           : `${cell.relevantTop}/${cell.count} ${`(${Math.round((cell.precision ?? 0) * 100)}%)`.padStart(6)}`;
       return text.padStart(16);
     }).join(" ");
-    println(context, `${padCell(configuration.name, nameWidth)} ${cells}`);
+    const auc = configuration.discrimination === null ? "–" : configuration.discrimination.toFixed(3);
+    println(context, `${padCell(configuration.name, nameWidth)} ${cells} ${auc.padStart(6)}`);
   }
   if (diff) {
     println(context);

@@ -127,7 +127,7 @@ function printHuman(
   );
   println(
     context,
-    `${label("Timing")}load ${formatMs(loadMs)} · validate ${formatMs(prepared.timing.validateMs)} · index ${formatMs(prepared.timing.indexMs)} · retrieve ${formatMs(report.timing.retrieveMs)} · assemble ${formatMs(report.timing.assembleMs)}`,
+    `${label("Timing")}load ${formatMs(loadMs)} · validate ${formatMs(prepared.timing.validateMs)} · index ${formatMs(prepared.timing.indexMs)}${prepared.indexOrigin === "artifact" ? " (prebuilt)" : ""} · retrieve ${formatMs(report.timing.retrieveMs)} · assemble ${formatMs(report.timing.assembleMs)}`,
   );
   if (explain && block.text) {
     println(context);
@@ -162,6 +162,8 @@ export async function runQuery(
             catalogs: manifest.catalogs.length,
             entries: prepared.entries.length,
             integrations: prepared.integrations,
+            index: prepared.indexOrigin,
+            ...(prepared.indexNote !== undefined ? { indexNote: prepared.indexNote } : {}),
           },
           retrieval: { ...prepared.resolved, ...(resultLimit !== undefined ? { resultLimit } : {}) },
           timing: { loadMs, ...prepared.timing, ...report.timing },
