@@ -256,6 +256,7 @@ export function renderHtmlReport(report: EvalReport, context: EvalReportContext)
         ? "–"
         : `${cell.relevantTop}/${cell.count} (${Math.round((cell.precision ?? 0) * 100)}%)`;
     }),
+    configuration.discrimination === null ? "–" : configuration.discrimination.toFixed(3),
   ]);
   const latencyRows = report.configurations.map((configuration, index) => [
     `${swatch(index)}${escapeHtml(configuration.name)}`,
@@ -293,7 +294,7 @@ export function renderHtmlReport(report: EvalReport, context: EvalReportContext)
 
   sections.push(`<h2>Confidence calibration</h2>`);
   sections.push(
-    `<p class="small">For each confidence class: how many queries got it (n) and the share whose top result is judged relevant. A useful class order has high &gt; medium &gt; low.</p>`,
+    `<p class="small">For each confidence class: how many queries got it (n) and the share whose top result is judged relevant. A useful class order has high &gt; medium &gt; low. AUC: the chance that a query with a relevant top result got a higher class than one without (0.5 = no better than chance).</p>`,
   );
   sections.push(legend(names));
   sections.push(
@@ -304,7 +305,7 @@ export function renderHtmlReport(report: EvalReport, context: EvalReportContext)
     ),
   );
   sections.push(
-    table(["configuration", ...CONFIDENCE_CLASSES.map((name) => CLASS_LABELS[name])], calibrationRows),
+    table(["configuration", ...CONFIDENCE_CLASSES.map((name) => CLASS_LABELS[name]), "AUC"], calibrationRows),
   );
 
   sections.push(`<h2>Latency</h2>`);

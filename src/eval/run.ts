@@ -20,6 +20,7 @@ import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
 import { tokenize } from "../knowledge/normalize.js";
 import { classifyConfidence, retrieve } from "../knowledge/retrieval.js";
 import type {
+  KnowledgeConfidenceRule,
   KnowledgeContextConfig,
   KnowledgeFieldName,
   KnowledgeIndexSnapshot,
@@ -83,7 +84,10 @@ export type EvalQueryResult = {
   relevant: number;
   /** First ten ranked ids. */
   top10: string[];
+  /** Confidence class under the configuration's rule. */
   confidence: KnowledgeRetrievalConfidence;
+  /** Confidence class under each rule, on the same candidates. */
+  confidenceByRule: Record<KnowledgeConfidenceRule, KnowledgeRetrievalConfidence>;
   /** Id of the production top result, or null. */
   topId: string | null;
   /** Whether the production top result is judged relevant. */
@@ -116,7 +120,20 @@ export type EvalConfigurationResult = {
   latency: LatencySummary;
   /** Latency of `retrieve` plus context assembly. */
   turnLatency: LatencySummary;
+  /** Calibration of the configuration's confidence rule. */
   calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>;
+  /**
+   * How well the configuration's classes separate relevant from non-relevant top results: the probability that a
+   * query with a relevant top result got a higher class (none < low < medium < high) than one without, ties
+   * counting half (the ROC AUC of the class as a score). 0.5 is no better than chance; null if either group is
+   * empty.
+   */
+  discrimination: number | null;
+  /** Calibration and discrimination of every rule on the same candidates. */
+  byRule: Record<
+    KnowledgeConfidenceRule,
+    { calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>; discrimination: number | null }
+  >;
   /** Time to build this configuration's index snapshot (0 when shared with an earlier configuration). */
   indexMs: number;
 };
@@ -275,11 +292,13 @@ export function evaluateConfigurations(
       }
 
       const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
-      // A dropped self-match must not decide the class either: classify what remains, as the engine would.
-      const confidence =
-        candidates.length === selection.candidates.length
-          ? selection.confidence
-          : classifyConfidence(candidates);
+      // Classified exactly as the engine does (on the trimmed candidates), except that a dropped self-match does
+      // not decide the class either. Both rules are recorded so they can be compared on the same rankings.
+      const confidenceByRule: Record<KnowledgeConfidenceRule, KnowledgeRetrievalConfidence> = {
+        seed: classifyConfidence(candidates, "seed"),
+        calibrated: classifyConfidence(candidates, "calibrated"),
+      };
+      const confidence = confidenceByRule[resolved.confidenceRule ?? "seed"];
       const top = candidates[0];
       const second = candidates[1];
       let relevant = 0;
@@ -290,6 +309,7 @@ export function evaluateConfigurations(
         relevant,
         top10: ranking.slice(0, 10),
         confidence,
+        confidenceByRule,
         topId: top?.id ?? null,
         topRelevant: top !== undefined && (judgments.get(top.id) ?? 0) > 0,
         signals: top
@@ -329,6 +349,11 @@ export function evaluateConfigurations(
       latency: summarize(perQuery.map((result) => result.retrieveMs)),
       turnLatency: summarize(perQuery.map((result) => result.turnMs)),
       calibration: calibrate(perQuery),
+      discrimination: discrimination(perQuery),
+      byRule: {
+        seed: byRuleOf(perQuery, "seed"),
+        calibrated: byRuleOf(perQuery, "calibrated"),
+      },
       indexMs,
     });
   }
@@ -340,6 +365,47 @@ export function evaluateConfigurations(
     ignoreIdenticalIds,
     configurations: results,
   };
+}
+
+function byRuleOf(
+  results: readonly EvalQueryResult[],
+  rule: KnowledgeConfidenceRule,
+): { calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>; discrimination: number | null } {
+  const relabeled = results.map((result) => ({
+    confidence: result.confidenceByRule[rule],
+    topRelevant: result.topRelevant,
+  }));
+  return { calibration: calibrate(relabeled), discrimination: discrimination(relabeled) };
+}
+
+const CLASS_RANK: Record<KnowledgeRetrievalConfidence, number> = { none: 0, low: 1, medium: 2, high: 3 };
+
+/**
+ * ROC AUC of the confidence class (none < low < medium < high) as a predictor of a relevant top result; ties
+ * count half. Null when every query or no query has a relevant top result.
+ */
+export function discrimination(
+  results: readonly Pick<EvalQueryResult, "confidence" | "topRelevant">[],
+): number | null {
+  const positives = [0, 0, 0, 0];
+  const negatives = [0, 0, 0, 0];
+  for (const result of results) {
+    const rank = CLASS_RANK[result.confidence];
+    if (result.topRelevant) positives[rank]!++;
+    else negatives[rank]!++;
+  }
+  const positiveCount = positives.reduce((sum, count) => sum + count, 0);
+  const negativeCount = negatives.reduce((sum, count) => sum + count, 0);
+  if (positiveCount === 0 || negativeCount === 0) return null;
+  let wins = 0;
+  for (let positive = 0; positive < 4; positive++) {
+    for (let negative = 0; negative < 4; negative++) {
+      const pairs = positives[positive]! * negatives[negative]!;
+      if (positive > negative) wins += pairs;
+      else if (positive === negative) wins += pairs / 2;
+    }
+  }
+  return wins / (positiveCount * negativeCount);
 }
 
 /** Per confidence class: how many queries got it and how often their top result was relevant. */

@@ -55,7 +55,10 @@ export async function gridSearch(log: (line: string) => void = console.error): P
   points: Scored[];
   best: Scored;
 }> {
-  const [scifact, nfcorpus] = await Promise.all([loadDataset("scifact", "train"), loadDataset("nfcorpus", "dev")]);
+  const [scifact, nfcorpus] = await Promise.all([
+    loadDataset("scifact", "train"),
+    loadDataset("nfcorpus", "dev"),
+  ]);
   const scored = new Map<string, Scored>();
   const ndcg = (collection: EvalCollection, point: Point): number =>
     evaluateConfigurations(
@@ -176,7 +179,10 @@ export async function gridSearch(log: (line: string) => void = console.error): P
     "",
     `## Every evaluated point (${points.length}), best first`,
     "",
-    markdownTable(["stage", ...header], sorted.map((point) => [String(point.stage), ...describe(point)])),
+    markdownTable(
+      ["stage", ...header],
+      sorted.map((point) => [String(point.stage), ...describe(point)]),
+    ),
     "",
   ].join("\n");
   return { markdown, points, best };
