@@ -44,8 +44,8 @@ describe("query and judgment files", () => {
       ["FT1", 1],
       ["FT2", 0],
     ]);
-    expect(() => parseQrels("q1\td1\tmuch\n", "x.tsv")).toThrow(
-      'x.tsv:1: grade must be a number, got "much"',
+    expect(() => parseQrels("q1\td1\t1\nq1\td2\tmuch\n", "x.tsv")).toThrow(
+      'x.tsv:2: grade must be a number, got "much"',
     );
     expect(() => parseQrels("\n", "x.tsv")).toThrow("x.tsv: no judgments found");
   });
