@@ -222,7 +222,7 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       "after",
       examples([
         "lexground eval --kb examples/knowledge-base",
-        'lexground eval --kb ../datasets/scifact --config \'{"name":"english","retrieval":{"analyzer":"english"}}\' --diff',
+        'lexground eval --kb ../shared/datasets/scifact --config \'{"name":"english","retrieval":{"analyzer":"english"}}\' --diff',
         "lexground eval --kb manifest.json --queries questions.json --config tuned.json --report eval.html",
       ]),
     )
