@@ -7,7 +7,6 @@
  */
 
 import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
-import { retrieve } from "../knowledge/retrieval.js";
 import type {
   KnowledgeConversationTurn,
   KnowledgeGroundingOutcome,
@@ -25,7 +24,7 @@ export type KnowledgeSearchHit = {
   citation: string;
   /**
    * Ranking score (lexical BM25 plus the exact and alias boosts that applied); `null` for entries added by relation
-   * expansion, which are not ranked, and when the engine does not expose its snapshot.
+   * expansion, which are not ranked, and when the engine does not report candidates.
    */
   score: number | null;
   /** Whether the entry was added by relation expansion rather than ranked. */
@@ -42,41 +41,6 @@ export type KnowledgeSearchOutcome = {
   /** The engine's outcome (block, metadata with any `failureReason`, full retrieval). */
   outcome: KnowledgeGroundingOutcome;
 };
-
-/** Every domain of a snapshot, computed once per snapshot. */
-const domainsBySnapshot = new WeakMap<KnowledgeIndexSnapshot, string[]>();
-function domainsOf(snapshot: KnowledgeIndexSnapshot): string[] {
-  let domains = domainsBySnapshot.get(snapshot);
-  if (!domains) {
-    const set = new Set<string>();
-    for (const entry of snapshot.entriesById.values()) set.add(entry.domain);
-    domains = [...set];
-    domainsBySnapshot.set(snapshot, domains);
-  }
-  return domains;
-}
-
-/**
- * Ranking scores of the primary entries the engine selected. The engine's outcome carries ids, not scores, so the
- * selection is scored again on the same snapshot and request with every domain blocked except those of the
- * selected entries. That is exact whatever domains the engine itself blocks: scores use global statistics (they do
- * not depend on eligibility), the selected entries stay eligible, and narrowing eligibility only moves them up, so
- * none falls out of the candidate cut. Returns an empty map when the engine does not expose what this needs.
- */
-function primaryScores(
-  engine: KnowledgeEngineLike,
-  snapshot: KnowledgeIndexSnapshot,
-  primary: readonly NormalizedKnowledgeEntry[],
-  request: { query: string; recentTurns: KnowledgeConversationTurn[]; enabledIntegrations: string[] },
-): Map<string, number> {
-  const scores = new Map<string, number>();
-  if (primary.length === 0 || typeof engine.getResolvedRetrieval !== "function") return scores;
-  const keep = new Set(primary.map((entry) => entry.domain));
-  const blocked = domainsOf(snapshot).filter((domain) => !keep.has(domain));
-  const selection = retrieve(snapshot, request, engine.getResolvedRetrieval(), blocked);
-  for (const candidate of selection.candidates) scores.set(candidate.id, candidate.score);
-  return scores;
-}
 
 /**
  * Grounds `query` with the engine and returns the entries it selected, with scores and expansion origins. Never
@@ -101,23 +65,15 @@ export async function searchKnowledgeEntries(
     .map((id) => byId.get(id))
     .filter((entry) => entry !== undefined);
 
+  // The engine reports every ranked candidate's score; engines without that report none.
+  const scores = new Map((retrieval.candidates ?? []).map((candidate) => [candidate.id, candidate.score]));
   let snapshot: KnowledgeIndexSnapshot | null = null;
-  let scores = new Map<string, number>();
   try {
     snapshot = engine.getSnapshot?.() ?? null;
-    // Scores are only meaningful on the snapshot that produced the selection (a rebuild may have swapped it).
-    if (snapshot && primary.every((entry) => snapshot!.entriesById.get(entry.id) === entry)) {
-      scores = primaryScores(engine, snapshot, primary, {
-        query: input.query,
-        recentTurns,
-        enabledIntegrations: input.scope?.enabledIntegrations ?? [],
-      });
-    } else {
-      snapshot = null;
-    }
+    // Relations are only meaningful on the snapshot that produced the selection (a rebuild may have swapped it).
+    if (snapshot && !primary.every((entry) => snapshot!.entriesById.get(entry.id) === entry)) snapshot = null;
   } catch {
-    // Scores are diagnostics: without them the hits are still right.
-    scores = new Map();
+    snapshot = null;
   }
 
   const hits: KnowledgeSearchHit[] = primary.map((entry) => ({

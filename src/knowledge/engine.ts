@@ -300,6 +300,7 @@ export class KnowledgeGroundingEngine {
         contextTokens: assembled.contextTokens,
         truncated: assembled.truncated,
         durationMs,
+        candidates: selection.candidates,
       },
     };
   }

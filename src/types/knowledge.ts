@@ -315,6 +315,8 @@ export type KnowledgeRetrievalResult = {
   /** True when an entry was reduced to its summary or dropped to respect the budget. */
   truncated: boolean;
   durationMs: number;
+  /** The scored candidates after the candidate-limit cut, best first, with their evidence (lexground). */
+  candidates?: KnowledgeScoredCandidate[];
 };
 
 /**
