@@ -93,6 +93,36 @@ export function buildKnowledgeIndexCacheKey(
   groups: readonly NormalizedSourceGroup[],
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
 ): string {
+  const steps = cacheKeySteps(groups, options);
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  return step.value;
+}
+
+/** {@link buildKnowledgeIndexCacheKey} that yields to the event loop every `sliceMs` of hashing. */
+export async function buildKnowledgeIndexCacheKeyAsync(
+  groups: readonly NormalizedSourceGroup[],
+  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+  sliceMs = BUILD_SLICE_MS,
+): Promise<string> {
+  const steps = cacheKeySteps(groups, options);
+  let sliceStart = performance.now();
+  let step = steps.next();
+  while (!step.done) {
+    if (performance.now() - sliceStart >= sliceMs) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+    step = steps.next();
+  }
+  return step.value;
+}
+
+/** Hashing entries is the main cost of a key; a generator lets a caller pause between entries. */
+function* cacheKeySteps(
+  groups: readonly NormalizedSourceGroup[],
+  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): Generator<void, string, void> {
   const resolvedOptions = normalizeOptions(options);
   const weights = resolveFieldWeights(resolvedOptions.fieldWeights);
   const parts = [
@@ -110,9 +140,10 @@ export function buildKnowledgeIndexCacheKey(
     const hash = createHash("sha256");
     hash.update(stableStringify({ id: group.id, version: group.version }));
     const sorted = group.entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
-    for (const entry of sorted) {
+    for (let index = 0; index < sorted.length; index++) {
       hash.update("\n");
-      hash.update(serializeEntry(entry));
+      hash.update(serializeEntry(sorted[index]!));
+      if ((index & 255) === 255) yield;
     }
     parts.push(
       [
@@ -143,8 +174,10 @@ export async function getOrBuildKnowledgeIndexSnapshot(
   fallbackVersion: string = FALLBACK_VERSION,
   artifact?: KnowledgeIndexArtifactSource,
 ): Promise<KnowledgeIndexBuildResult & { cacheHit: boolean }> {
+  // Validation runs synchronously, so the sources are copied before the caller's code continues (a host may reuse
+  // or change its objects right after constructing an engine). Hashing the frozen copies can then yield.
   const normalized = normalizeSources(sources, { manifestVersion: fallbackVersion });
-  const cacheKey = buildKnowledgeIndexCacheKey(normalized.groups, options);
+  const cacheKey = await buildKnowledgeIndexCacheKeyAsync(normalized.groups, options);
   const existing = cache.get(cacheKey);
   if (existing) {
     touch(cacheKey, existing);
