@@ -120,9 +120,11 @@ export function renderEntry(entry: NormalizedKnowledgeEntry, includeCitations: b
   const fullLines = header.slice();
   if (entry.body) fullLines.push(entry.body);
   if (entry.aliases.length > 0) fullLines.push(`Also called: ${singleLine(entry.aliases.join(", "))}`);
+  // Unpaired surrogates in host text cannot be encoded as UTF-8 (the wire would substitute U+FFFD anyway):
+  // substitute here, length-preserving, so the block is well-formed wherever it goes (RELIABILITY 7).
   const rendered: RenderedEntry = {
-    full: neutralizeDelimiters(fullLines.join("\n")),
-    summaryOnly: neutralizeDelimiters(summaryOnly),
+    full: neutralizeDelimiters(fullLines.join("\n").toWellFormed()),
+    summaryOnly: neutralizeDelimiters(summaryOnly.toWellFormed()),
   };
   if (Object.isFrozen(entry)) {
     if (!cached) {
