@@ -14,6 +14,7 @@ import type {
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { neutralizeDelimiters } from "./context.js";
 import {
   FALLBACK_VERSION,
   MAX_ALIASES_PER_ENTRY,
@@ -61,6 +62,15 @@ const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set([
 // Characters that would make a `[KB:id@version]` marker ambiguous or span lines.
 const FORBIDDEN_ID_CHARACTERS = /[[\]\p{Cc}\p{Zl}\p{Zp}]|\s/u;
 const FORBIDDEN_VERSION_CHARACTERS = /[[\]@\p{Cc}\p{Zl}\p{Zp}]|\s/u;
+
+/**
+ * Whether text survives rendering unchanged inside a `[KB:id@version]` marker: the block substitutes unpaired
+ * surrogates and neutralizes anything that reads as a `knowledge_context` tag, which would make the marker
+ * differ from the citation (a counterexample of the RELIABILITY 5 property test).
+ */
+function rendersUnchanged(text: string): boolean {
+  return text.isWellFormed() && neutralizeDelimiters(text) === text;
+}
 
 /** Freezes an array after copying it, so no caller can change a snapshot through it. */
 function frozenCopy(values: readonly string[] | undefined): string[] {
@@ -353,12 +363,13 @@ function collectEntries(
     } else if (
       rawVersion === "" ||
       rawVersion.length > MAX_FIELD_CHARS ||
-      FORBIDDEN_VERSION_CHARACTERS.test(rawVersion)
+      FORBIDDEN_VERSION_CHARACTERS.test(rawVersion) ||
+      !rendersUnchanged(rawVersion)
     ) {
       issues.add(
         "error",
         "bad-version",
-        `version ${quote(rawVersion)} of ${sourcePath} must be non-empty and contain no whitespace, "[", "]" or "@" (it appears in [KB:id@version] citations)`,
+        `version ${quote(rawVersion)} of ${sourcePath} must be non-empty and contain no whitespace, "[", "]", "@", unpaired surrogate or knowledge_context tag (it appears in [KB:id@version] citations)`,
         { path: `${sourcePath}.version`, sourceId },
       );
     } else {
@@ -450,12 +461,12 @@ function collectEntries(
       } else {
         seenCaseFoldedIds.set(caseFolded, id);
       }
-      if (FORBIDDEN_ID_CHARACTERS.test(id)) {
+      if (FORBIDDEN_ID_CHARACTERS.test(id) || !rendersUnchanged(id)) {
         error(
           context,
           "bad-entry-id",
           "id",
-          `entry id ${quote(id)} must not contain whitespace, control characters, "[" or "]" (it appears in [KB:id@version] citations)`,
+          `entry id ${quote(id)} must not contain whitespace, control characters, "[", "]", an unpaired surrogate or a knowledge_context tag (it appears in [KB:id@version] citations)`,
         );
       }
       const entry = validateEntry(input, context, version, aliasOwners);
