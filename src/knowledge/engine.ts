@@ -121,7 +121,15 @@ export class KnowledgeGroundingEngine {
         FALLBACK_VERSION,
         artifact,
       );
-      if (generation !== this.buildGeneration) return;
+      if (generation !== this.buildGeneration) {
+        // Superseded by a newer build, but complete: serve it until that build lands rather than refusing turns
+        // with index-not-ready (a rebuild requested right after construction used to discard the first snapshot).
+        if (this.snapshot === null && result.validation.ok && result.snapshot) {
+          this.snapshot = result.snapshot;
+          this.snapshotOrigin = result.cacheHit ? "cache" : result.origin;
+        }
+        return;
+      }
       this.validationIssues = result.validation.issues;
       this.buildThrewAt = null;
       if (!result.validation.ok || !result.snapshot) {
