@@ -23,8 +23,21 @@ export type EvalReportContext = {
   diff?: { first: string; second: string; queries: EvalQueryDiff[] };
 };
 
-/** Distinguishable colors (Okabe-Ito), cycled per configuration. */
-const PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"];
+/** Distinguishable colors (Okabe-Ito, then Tableau), cycled per configuration beyond twelve. */
+const PALETTE = [
+  "#0072B2",
+  "#E69F00",
+  "#009E73",
+  "#CC79A7",
+  "#56B4E9",
+  "#D55E00",
+  "#F0E442",
+  "#000000",
+  "#8C564B",
+  "#7F7F7F",
+  "#17BECF",
+  "#BCBD22",
+];
 
 const CLASS_LABELS: Record<KnowledgeRetrievalConfidence, string> = {
   high: "high",
@@ -70,56 +83,55 @@ type Group = { label: string; values: { value: number | null; note?: string }[] 
 /** A grouped vertical bar chart on a 0..1 axis. */
 function groupedBars(title: string, groups: readonly Group[], seriesCount: number): string {
   const width = 880;
-  const height = 316;
   const left = 48;
   const right = 12;
-  const top = 44;
-  const bottom = 48;
   const plotWidth = width - left - right;
-  const plotHeight = height - top - bottom;
   const groupWidth = plotWidth / Math.max(1, groups.length);
   const barWidth = Math.min(56, (groupWidth * 0.8) / Math.max(1, seriesCount));
+  // Narrow bars get vertical labels, so many configurations never print over each other.
+  const narrow = barWidth < 34;
+  const hasNotes = groups.some((group) => group.values.some((entry) => entry.note));
+  const top = narrow ? 68 : 44;
+  const noteSpace = hasNotes ? (narrow ? 44 : 16) : 0;
+  const bottom = 32 + noteSpace;
+  const plotHeight = 224;
+  const height = top + plotHeight + bottom;
+  const base = top + plotHeight;
   const parts: string[] = [];
   parts.push(`<text x="${left}" y="18" class="chart-title">${escapeHtml(title)}</text>`);
   for (let tick = 0; tick <= 5; tick++) {
     const value = tick / 5;
-    const y = top + plotHeight - value * plotHeight;
+    const y = base - value * plotHeight;
     parts.push(`<line x1="${left}" x2="${width - right}" y1="${y}" y2="${y}" class="grid"/>`);
     parts.push(
       `<text x="${left - 6}" y="${y + 4}" class="axis" text-anchor="end">${value.toFixed(1)}</text>`,
     );
   }
+  const label = (x: number, y: number, text: string, className: string, anchor: "start" | "end") =>
+    narrow
+      ? `<text x="${x + 3.5}" y="${y}" class="${className}" text-anchor="${anchor}" transform="rotate(-90 ${x + 3.5} ${y})">${escapeHtml(text)}</text>`
+      : `<text x="${x}" y="${y}" class="${className}" text-anchor="middle">${escapeHtml(text)}</text>`;
   groups.forEach((group, groupIndex) => {
     const groupLeft = left + groupIndex * groupWidth + (groupWidth - barWidth * seriesCount) / 2;
     group.values.forEach(({ value, note }, seriesIndex) => {
-      const x = groupLeft + seriesIndex * barWidth;
+      const center = groupLeft + seriesIndex * barWidth + barWidth / 2;
+      if (note) parts.push(label(center, base + (narrow ? 6 : 30), note, "note", "end"));
       if (value === null) {
-        parts.push(
-          `<text x="${x + barWidth / 2}" y="${top + plotHeight - 4}" class="value" text-anchor="middle">n/a</text>`,
-        );
+        parts.push(label(center, base - 4, "n/a", "value", "start"));
         return;
       }
       const barHeight = Math.max(0, Math.min(1, value)) * plotHeight;
-      const y = top + plotHeight - barHeight;
+      const y = base - barHeight;
       parts.push(
-        `<rect x="${x + 1}" y="${y}" width="${barWidth - 2}" height="${barHeight}" fill="${color(seriesIndex)}"><title>${escapeHtml(`${group.label}: ${value.toFixed(4)}${note ? ` (${note})` : ""}`)}</title></rect>`,
+        `<rect x="${center - barWidth / 2 + 1}" y="${y}" width="${barWidth - 2}" height="${barHeight}" fill="${color(seriesIndex)}"><title>${escapeHtml(`${group.label}: ${value.toFixed(4)}${note ? ` (${note})` : ""}`)}</title></rect>`,
       );
-      parts.push(
-        `<text x="${x + barWidth / 2}" y="${y - 4}" class="value" text-anchor="middle">${value.toFixed(3)}</text>`,
-      );
-      if (note) {
-        parts.push(
-          `<text x="${x + barWidth / 2}" y="${top + plotHeight + 30}" class="note" text-anchor="middle">${escapeHtml(note)}</text>`,
-        );
-      }
+      parts.push(label(center, y - 4, value.toFixed(3), "value", "start"));
     });
     parts.push(
-      `<text x="${left + groupIndex * groupWidth + groupWidth / 2}" y="${top + plotHeight + 16}" class="axis-label" text-anchor="middle">${escapeHtml(group.label)}</text>`,
+      `<text x="${left + groupIndex * groupWidth + groupWidth / 2}" y="${base + noteSpace + (narrow && hasNotes ? 4 : 0) + 16}" class="axis-label" text-anchor="middle">${escapeHtml(group.label)}</text>`,
     );
   });
-  parts.push(
-    `<line x1="${left}" x2="${width - right}" y1="${top + plotHeight}" y2="${top + plotHeight}" class="axis-line"/>`,
-  );
+  parts.push(`<line x1="${left}" x2="${width - right}" y1="${base}" y2="${base}" class="axis-line"/>`);
   return `<svg viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" aria-label="${escapeHtml(title)}">${parts.join("")}</svg>`;
 }
 
