@@ -1,0 +1,133 @@
+/**
+ * Documented limits (RELIABILITY 9-11; src/knowledge/defaults.ts): each one exceeded gives either a validation
+ * issue naming the place (`limit-exceeded`), or a bounded outcome: the query is cut to MAX_QUERY_CHARS code units
+ * and MAX_QUERY_TOKENS tokens, tokens to MAX_TOKEN_LENGTH code units, and the turn still succeeds.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  clearKnowledgeIndexCache,
+  type KnowledgeEntryInput,
+  KnowledgeGroundingEngine,
+  MAX_ALIASES_PER_ENTRY,
+  MAX_BODY_CHARS,
+  MAX_ENTRIES,
+  MAX_FIELD_CHARS,
+  MAX_KEYWORDS_PER_ENTRY,
+  MAX_QUERY_CHARS,
+  MAX_QUERY_TOKENS,
+  MAX_RELATIONS_PER_ENTRY,
+  MAX_TOKEN_LENGTH,
+  normalizeAndValidate,
+} from "../../src/index.js";
+
+afterAll(() => clearKnowledgeIndexCache());
+
+const base: KnowledgeEntryInput = {
+  id: "e",
+  title: "Title",
+  summary: "Summary",
+  domain: "d",
+  integrations: [],
+};
+const many = (count: number, prefix: string) =>
+  Array.from({ length: count }, (_, index) => `${prefix} ${index}`);
+
+function issuesOf(entries: KnowledgeEntryInput[]) {
+  return normalizeAndValidate([{ id: "kb", entries }], { manifestVersion: "1" }).validation;
+}
+
+describe("limits at validation", () => {
+  it.each([
+    ["aliases", { aliases: many(MAX_ALIASES_PER_ENTRY + 1, "alias") }],
+    ["keywords", { keywords: many(MAX_KEYWORDS_PER_ENTRY + 1, "keyword") }],
+    [
+      "relatedEntryIds",
+      { relatedEntryIds: many(MAX_RELATIONS_PER_ENTRY + 1, "r").map((id) => id.replace(" ", "")) },
+    ],
+    ["body", { body: "x".repeat(MAX_BODY_CHARS + 1) }],
+    ["title", { title: "t".repeat(MAX_FIELD_CHARS + 1) }],
+    ["summary", { summary: "s".repeat(MAX_FIELD_CHARS + 1) }],
+  ])("one over the %s cap is a limit-exceeded error at entries[0].%s", (field, override) => {
+    const validation = issuesOf([{ ...base, ...override }]);
+    expect(validation.ok).toBe(false);
+    expect(validation.issues).toContainEqual(
+      expect.objectContaining({
+        level: "error",
+        code: "limit-exceeded",
+        path: `sources[0].entries[0].${field}`,
+      }),
+    );
+    // Exactly at the cap is accepted.
+    const atCap = Object.fromEntries(
+      Object.entries(override).map(([key, value]) => [
+        key,
+        Array.isArray(value) ? value.slice(1) : (value as string).slice(1),
+      ]),
+    );
+    const accepted = issuesOf([{ ...base, ...atCap }]);
+    expect(accepted.issues.filter((issue) => issue.code === "limit-exceeded")).toEqual([]);
+  });
+
+  it(`more than MAX_ENTRIES (${MAX_ENTRIES.toLocaleString("en-US")}) entries is a limit-exceeded error naming the first entry past it`, () => {
+    const entries = Array.from({ length: MAX_ENTRIES + 1 }, (_, index) => ({ ...base, id: `e${index}` }));
+    const validation = issuesOf(entries);
+    expect(validation.ok).toBe(false);
+    expect(validation.issues).toContainEqual(
+      expect.objectContaining({ code: "limit-exceeded", path: `sources[0].entries[${MAX_ENTRIES}]` }),
+    );
+    // An engine given an invalid set builds nothing and fails turns open (engine.test.ts, RELIABILITY 14).
+  });
+});
+
+describe("limits at query time: bounded, never an error", () => {
+  const target: KnowledgeEntryInput = {
+    ...base,
+    id: "target",
+    title: "Zebra Crossing",
+    summary: "Where to cross.",
+  };
+  const engine = () =>
+    new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "kb", entries: [target, { ...base, id: "other", title: "Other" }] }],
+      timeoutMs: 60_000,
+    });
+
+  it(`only the first MAX_QUERY_CHARS (${MAX_QUERY_CHARS}) code units of the query count`, async () => {
+    const padding = "a ".repeat(MAX_QUERY_CHARS / 2);
+    const outcome = await engine().ground({ query: `${padding}zebra crossing` });
+    expect(outcome.metadata.failureReason).toBeUndefined();
+    expect(outcome.metadata.selectedIds).toEqual([]);
+    const within = await engine().ground({ query: `${"a ".repeat(100)}zebra crossing` });
+    expect(within.metadata.selectedIds).toEqual(["target"]);
+  });
+
+  it(`only the first MAX_QUERY_TOKENS (${MAX_QUERY_TOKENS}) tokens are looked up as phrases`, async () => {
+    const before = "a ".repeat(MAX_QUERY_TOKENS);
+    const outcome = await engine().ground({ query: `${before}zebra crossing` });
+    expect(outcome.metadata.failureReason).toBeUndefined();
+    expect(outcome.metadata.selectedIds).toEqual([]);
+    const justInside = await engine().ground({ query: `${"a ".repeat(MAX_QUERY_TOKENS - 2)}zebra crossing` });
+    expect(justInside.metadata.selectedIds).toEqual(["target"]);
+    expect(justInside.metadata.confidence).toBe("high");
+  });
+
+  it(`tokens longer than MAX_TOKEN_LENGTH (${MAX_TOKEN_LENGTH}) match on their first ${MAX_TOKEN_LENGTH} code units`, async () => {
+    const long = "k".repeat(MAX_TOKEN_LENGTH);
+    const searcher = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [
+        {
+          id: "kb",
+          entries: [
+            { ...base, id: "long", title: `${long}indexed`, summary: "s" },
+            { ...base, id: "o", title: "Other" },
+          ],
+        },
+      ],
+      timeoutMs: 60_000,
+    });
+    const outcome = await searcher.ground({ query: `${long}anything else entirely` });
+    expect(outcome.metadata.selectedIds).toEqual(["long"]);
+  });
+});
