@@ -27,7 +27,7 @@ import {
   MAX_QUERY_TOKENS,
   MAX_TOKEN_LENGTH,
 } from "./defaults.js";
-import { isAscii, normalizePhrases, phraseKey, tokenize } from "./normalize.js";
+import { forEachSegment, isAscii, normalizePhrases, phraseKey, tokenize } from "./normalize.js";
 import { TermDictionary } from "./termDictionary.js";
 
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
@@ -237,11 +237,19 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       if (rawTexts) {
         for (const text of rawTexts[field]!) {
           if (!text) continue;
-          if (isAscii(text)) length += this.countAsciiText(text, marker);
+          if (isAscii(text)) length += this.countAsciiText(text, marker, 0, text.length);
           else {
-            const tokens = tokenize(text);
-            for (const token of tokens) this.countTerm(this.dictionary.intern(token), marker);
-            length += tokens.length;
+            forEachSegment(
+              text,
+              (start, end) => {
+                length += this.countAsciiText(text, marker, start, end);
+              },
+              (segment) => {
+                const tokens = tokenize(segment);
+                for (const token of tokens) this.countTerm(this.dictionary.intern(token), marker);
+                length += tokens.length;
+              },
+            );
           }
         }
       } else {
@@ -277,12 +285,12 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
    * Tokenizes ASCII text straight into term ids ({@link scanAsciiTokens}'s splitting, inlined here because this
    * loop runs once per indexed character) and counts them. Returns the number of tokens.
    */
-  private countAsciiText(text: string, marker: number): number {
+  private countAsciiText(text: string, marker: number, from: number, to: number): number {
     const dictionary = this.dictionary;
-    const length = text.length;
+    const length = to;
     let tokens = 0;
     let start = -1;
-    for (let index = 0; index < length; index++) {
+    for (let index = from; index < length; index++) {
       const code = text.charCodeAt(index);
       const isUpper = code >= 65 && code <= 90;
       if (!isUpper && !(code >= 97 && code <= 122) && !(code >= 48 && code <= 57)) {

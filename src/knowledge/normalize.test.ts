@@ -86,6 +86,56 @@ describe("tokenize", () => {
     );
   });
 
+  it("the segmented path for mixed text equals the Unicode pipeline on the whole text", () => {
+    const interesting = [..."aZ09 -_./'\t<>&"].concat([
+      "é",
+      "É",
+      "e\u0301",
+      "ﬁ",
+      "Ａ",
+      "ａ",
+      "①",
+      "²",
+      "Ⅻ",
+      "İ",
+      "ß",
+      "Σ",
+      "σ",
+      "ς",
+      "β",
+      "–",
+      "±",
+      "日",
+      "本",
+      "\u0338",
+      "\u200D",
+      "\u200B",
+      "\u00AD",
+      "\uD83D\uDE00",
+      "\uD800",
+      "\uDC00",
+      "𝒳",
+      "ℂ",
+      "℀",
+      "½",
+      "\u0000",
+      "Ǆ",
+      "ǅ",
+      "ǆ",
+      "ﬀ",
+      "Ω",
+      "K",
+    ]);
+    const mixed = fc.array(fc.constantFrom(...interesting), { maxLength: 40 }).map((parts) => parts.join(""));
+    fc.assert(
+      fc.property(fc.oneof(mixed, fc.string({ unit: "binary", maxLength: 40 })), (text) => {
+        const reference = normalizeText(text);
+        expect(tokenize(text)).toEqual(reference === "" ? [] : reference.split(" "));
+      }),
+      { seed: propertySeed("tokenize segmented path"), numRuns: propertyRuns(3000) },
+    );
+  });
+
   it("cuts tokens to the length cap without splitting a surrogate pair", () => {
     const long = "x".repeat(MAX_TOKEN_LENGTH * 3);
     expect(tokenize(`${long} y`)).toEqual(["x".repeat(MAX_TOKEN_LENGTH), "y"]);

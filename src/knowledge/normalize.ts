@@ -53,10 +53,15 @@ export function isAscii(text: string): boolean {
  * and has no combining marks, so only the identifier splits, separators, lowercasing and the length cap remain.
  * Indexing is dominated by tokenization, and most registries are ASCII.
  */
-export function scanAsciiTokens(text: string, onToken: (start: number, end: number) => void): void {
-  const length = text.length;
+export function scanAsciiTokens(
+  text: string,
+  onToken: (start: number, end: number) => void,
+  from = 0,
+  to = text.length,
+): void {
+  const length = to;
   let start = -1;
-  for (let index = 0; index < length; index++) {
+  for (let index = from; index < length; index++) {
     const code = text.charCodeAt(index);
     const isUpper = code >= 65 && code <= 90;
     const isLower = code >= 97 && code <= 122;
@@ -93,6 +98,38 @@ function tokenizeAscii(text: string): string[] {
 }
 
 /**
+ * Splits text at ASCII separators (ASCII characters that are neither letters nor digits) and reports each piece:
+ * pure-ASCII pieces as ranges for the fast scanner, others as strings for the Unicode pipeline. Tokens never span
+ * an ASCII separator in the Unicode pipeline either (NFKC/NFD never merge one into a letter: the only
+ * compositions with an ASCII non-alphanumeric base, such as "<" + U+0338, decompose back under NFD; and
+ * lowercasing, including the final-sigma rule, runs after separators became spaces), so both give the same tokens
+ * while most of a mostly-ASCII text skips normalization.
+ */
+export function forEachSegment(
+  text: string,
+  onAsciiRange: (start: number, end: number) => void,
+  onUnicodeSegment: (segment: string) => void,
+): void {
+  let segmentStart = 0;
+  let hasNonAscii = false;
+  const length = text.length;
+  for (let index = 0; index <= length; index++) {
+    const code = index < length ? text.charCodeAt(index) : 32;
+    if (code >= 128) {
+      hasNonAscii = true;
+      continue;
+    }
+    if ((code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57)) continue;
+    if (index > segmentStart) {
+      if (hasNonAscii) onUnicodeSegment(text.slice(segmentStart, index));
+      else onAsciiRange(segmentStart, index);
+    }
+    segmentStart = index + 1;
+    hasNonAscii = false;
+  }
+}
+
+/**
  * Splits normalized text into tokens. No stop words, no stemming, no minimum length; tokens longer than
  * {@link MAX_TOKEN_LENGTH} code units are cut to that length. Empty input gives `[]`.
  */
@@ -100,7 +137,18 @@ export function tokenize(text: string | null | undefined): string[] {
   if (!text) return [];
   const source = String(text);
   if (ASCII_ONLY.test(source)) return tokenizeAscii(source);
-  return capTokens(splitNormalized(normalizeText(source)));
+  const tokens: string[] = [];
+  const pushAscii = (start: number, end: number): void => {
+    tokens.push(source.slice(start, end).toLowerCase());
+  };
+  forEachSegment(
+    source,
+    (start, end) => scanAsciiTokens(source, pushAscii, start, end),
+    (segment) => {
+      for (const token of capTokens(splitNormalized(normalizeText(segment)))) tokens.push(token);
+    },
+  );
+  return tokens;
 }
 
 function splitNormalized(normalized: string): string[] {

@@ -20,7 +20,8 @@ function lowerCode(code: number): number {
 }
 
 export class TermDictionary {
-  private table = new Int32Array(1 << 12);
+  // Slots of two Int32s: the hash and id + 1 (0 = empty), side by side so a probe touches one cache line.
+  private table = new Int32Array(2 << 12);
   private mask = (1 << 12) - 1;
   private hashes = new Int32Array(1 << 11);
   private readonly terms: string[] = [];
@@ -46,12 +47,12 @@ export class TermDictionary {
     for (let index = 0; index < term.length; index++)
       hash = Math.imul(hash ^ term.charCodeAt(index), 0x01000193);
     hash = mix(hash);
+    const table = this.table;
     let slot = hash & this.mask;
     for (;;) {
-      const stored = this.table[slot]!;
+      const stored = table[2 * slot + 1]!;
       if (stored === EMPTY) return -1;
-      const id = stored - 1;
-      if (this.hashes[id] === hash && this.terms[id] === term) return id;
+      if (table[2 * slot] === hash && this.terms[stored - 1] === term) return stored - 1;
       slot = (slot + 1) & this.mask;
     }
   }
@@ -62,12 +63,12 @@ export class TermDictionary {
     for (let index = 0; index < term.length; index++)
       hash = Math.imul(hash ^ term.charCodeAt(index), 0x01000193);
     hash = mix(hash);
+    const table = this.table;
     let slot = hash & this.mask;
     for (;;) {
-      const stored = this.table[slot]!;
+      const stored = table[2 * slot + 1]!;
       if (stored === EMPTY) return this.insert(term, hash, slot);
-      const id = stored - 1;
-      if (this.hashes[id] === hash && this.terms[id] === term) return id;
+      if (table[2 * slot] === hash && this.terms[stored - 1] === term) return stored - 1;
       slot = (slot + 1) & this.mask;
     }
   }
@@ -82,12 +83,13 @@ export class TermDictionary {
       hash = Math.imul(hash ^ lowerCode(source.charCodeAt(index)), 0x01000193);
     hash = mix(hash);
     const length = end - start;
+    const table = this.table;
     let slot = hash & this.mask;
     for (;;) {
-      const stored = this.table[slot]!;
+      const stored = table[2 * slot + 1]!;
       if (stored === EMPTY) return this.insert(source.slice(start, end).toLowerCase(), hash, slot);
       const id = stored - 1;
-      if (this.hashes[id] === hash) {
+      if (table[2 * slot] === hash) {
         const candidate = this.terms[id]!;
         if (candidate.length === length) {
           let same = true;
@@ -113,19 +115,23 @@ export class TermDictionary {
       this.hashes = grown;
     }
     this.hashes[id] = hash;
-    this.table[slot] = id + 1;
+    this.table[2 * slot] = hash;
+    this.table[2 * slot + 1] = id + 1;
     // Keep the load factor under one half so probes stay short.
-    if (this.terms.length * 2 > this.table.length) this.grow();
+    if (this.terms.length * 2 > this.mask + 1) this.grow();
     return id;
   }
 
   private grow(): void {
-    const table = new Int32Array(this.table.length * 2);
-    const mask = table.length - 1;
+    const slots = (this.mask + 1) * 2;
+    const table = new Int32Array(slots * 2);
+    const mask = slots - 1;
     for (let id = 0; id < this.terms.length; id++) {
-      let slot = this.hashes[id]! & mask;
-      while (table[slot] !== EMPTY) slot = (slot + 1) & mask;
-      table[slot] = id + 1;
+      const hash = this.hashes[id]!;
+      let slot = hash & mask;
+      while (table[2 * slot + 1] !== EMPTY) slot = (slot + 1) & mask;
+      table[2 * slot] = hash;
+      table[2 * slot + 1] = id + 1;
     }
     this.table = table;
     this.mask = mask;

@@ -3,11 +3,30 @@
  * not speed: nested `Map`s, plain loops, a scan of every entry and every phrase key per query.
  *
  * It is the oracle of the property tests (the fast engine must select the same entries with the same scores) and
- * the baseline of the benchmark. It deliberately shares only the tokenizer and the input caps with the engine, so
+ * the baseline of the benchmark. It deliberately shares only the normalization pipeline (`normalizeText`, SPEC §2)
+ * and the input caps with the engine, and tokenizes exactly as the spec defines it (normalize, then split on single
+ * spaces, then the length cap), not with the engine's segmented fast path. So
  * a bug in the engine's index structures, scoring, eligibility or ranking cannot hide in both.
  */
-import { MAX_QUERY_CHARS, MAX_QUERY_TOKENS } from "../../src/knowledge/defaults.js";
-import { tokenize } from "../../src/knowledge/normalize.js";
+import { MAX_QUERY_CHARS, MAX_QUERY_TOKENS, MAX_TOKEN_LENGTH } from "../../src/knowledge/defaults.js";
+import { normalizeText } from "../../src/knowledge/normalize.js";
+
+/**
+ * SPEC §2: `tokenize(s)` is `normalizeText(s)` split on single spaces (`[]` when empty), each token then cut to
+ * `MAX_TOKEN_LENGTH` code units without splitting a surrogate pair.
+ */
+export function tokenize(text: string): string[] {
+  const normalized = normalizeText(text);
+  if (normalized === "") return [];
+  return normalized.split(" ").map((token) => {
+    if (token.length <= MAX_TOKEN_LENGTH) return token;
+    const end = /[\uD800-\uDBFF]/.test(token[MAX_TOKEN_LENGTH - 1]!)
+      ? MAX_TOKEN_LENGTH - 1
+      : MAX_TOKEN_LENGTH;
+    return token.slice(0, end);
+  });
+}
+
 import type {
   KnowledgeFieldName,
   KnowledgeFieldWeights,
