@@ -3,6 +3,7 @@
  * registries and queries in one process and one run, prints Markdown tables and writes the raw numbers as JSON
  * to bench/results/<timestamp>.json. Run with `npm run bench -- [flags]`; see bench/README.md.
  */
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -59,7 +60,7 @@ function parseOptions(argv: readonly string[]): Options {
     skipPlain: false,
     skipPeers: false,
     seed: 20_260_714,
-    seriesBudgetMs: 10_000,
+    seriesBudgetMs: 3_000,
     buildRepeats: 3,
     output: "",
   };
@@ -256,6 +257,9 @@ async function measureImplementation(
     retained.push(measured.retainedBytes);
   }
   const index = built!;
+  console.error(
+    `[${workload.name}] ${implementation.name} built in ${buildMilliseconds.map((value) => value.toFixed(0)).join(", ")} ms`,
+  );
   const warmup = workload.warmupQueries;
   const budget = options.seriesBudgetMs;
   const lexical = await runSeries(gc, workload.queries, warmup, (query) => index.lexical(query), budget);
@@ -472,6 +476,21 @@ async function main(): Promise<void> {
       !(options.skipPlain && implementation.name === "plain") &&
       !(options.skipPeers && (implementation.name === "minisearch" || implementation.name === "orama")),
   );
+  const revision = (() => {
+    try {
+      const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+        cwd: REPO_ROOT,
+        encoding: "utf8",
+      }).trim();
+      const dirty = execFileSync("git", ["status", "--porcelain", "--", "src"], {
+        cwd: REPO_ROOT,
+        encoding: "utf8",
+      });
+      return dirty.trim() === "" ? head : `${head} (src/ has uncommitted changes)`;
+    } catch {
+      return "unknown";
+    }
+  })();
   const machine = {
     cpus: availableParallelism(),
     cpuModel: cpus()[0]?.model ?? "unknown",
@@ -481,7 +500,7 @@ async function main(): Promise<void> {
     v8HeapLimitBytes: (await import("node:v8")).getHeapStatistics().heap_size_limit,
   };
   console.log(
-    `lexground benchmark: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, ${machine.platform}\n` +
+    `lexground benchmark at ${revision}: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, ${machine.platform}\n` +
       `implementations: ${implementations.map((implementation) => implementation.name).join(", ")}; ` +
       `up to ${options.queries} queries per workload, at most ${options.seriesBudgetMs} ms measured per series\n`,
   );
@@ -586,7 +605,7 @@ async function main(): Promise<void> {
     mkdirSync(dirname(output), { recursive: true });
     writeFileSync(
       output,
-      `${JSON.stringify({ startedAt: new Date(Date.now() - totalSeconds * 1000).toISOString(), totalSeconds, machine, options, workloads: reports, markdown: printed.join("\n") }, null, 2)}\n`,
+      `${JSON.stringify({ revision, startedAt: new Date(Date.now() - totalSeconds * 1000).toISOString(), totalSeconds, machine, options, workloads: reports, markdown: printed.join("\n") }, null, 2)}\n`,
     );
     console.log(`JSON: ${output}`);
   }
