@@ -363,29 +363,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
           });
           continue;
         }
-        const { offsets, order } = groupByTerm(builder.terms, termCount);
-        const postingCount = builder.terms.length;
-        const docs = new Int32Array(postingCount);
-        const contributions = new Float64Array(postingCount);
-        const lengths = builder.lengths.data;
-        for (let term = 0; term < termCount; term++) {
-          const begin = offsets[term]!;
-          const end = offsets[term + 1]!;
-          if (begin === end) continue;
-          const documentFrequency = end - begin;
-          const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
-          for (let position = begin; position < end; position++) {
-            const source = order[position]!;
-            const doc = builder.docs.data[source]!;
-            const tf = builder.frequencies.data[source]!;
-            const len = lengths[doc]!;
-            docs[position] = doc;
-            // Same expression and evaluation order as the straightforward scorer, so scores are bit-identical.
-            contributions[position] =
-              (weight * idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * len) / averageLength));
-          }
-        }
-        this.postings.push({ offsets, docs, contributions, active: true });
+        this.postings.push(fieldPostings(builder, termCount, documentCount, weight, averageLength, k1, b));
       }
     }
     this.ranks = rankIds(this.ids);
@@ -683,6 +661,46 @@ function assertIndexParameters(weights: KnowledgeFieldWeights, k1: number, b: nu
   if (typeof b !== "number" || !Number.isFinite(b) || b < 0 || b > 1) {
     throw new RangeError(`b must be a number in [0, 1], got ${String(b)}`);
   }
+}
+
+/**
+ * The finished postings of one field: grouped by term, each posting's BM25 contribution computed once. A
+ * function of its own (not a loop inside finalize) so the engine optimizes it with full type information.
+ */
+function fieldPostings(
+  builder: FieldBuilder,
+  termCount: number,
+  documentCount: number,
+  weight: number,
+  averageLength: number,
+  k1: number,
+  b: number,
+): FieldPostings {
+  const { offsets, order } = groupByTerm(builder.terms, termCount);
+  const postingCount = builder.terms.length;
+  const docs = new Int32Array(postingCount);
+  const contributions = new Float64Array(postingCount);
+  const lengths = builder.lengths.data;
+  const sourceDocs = builder.docs.data;
+  const sourceFrequencies = builder.frequencies.data;
+  for (let term = 0; term < termCount; term++) {
+    const begin = offsets[term]!;
+    const end = offsets[term + 1]!;
+    if (begin === end) continue;
+    const documentFrequency = end - begin;
+    const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+    for (let position = begin; position < end; position++) {
+      const source = order[position]!;
+      const doc = sourceDocs[source]!;
+      const tf = sourceFrequencies[source]!;
+      const len = lengths[doc]!;
+      docs[position] = doc;
+      // Same expression and evaluation order as the straightforward scorer, so scores are bit-identical.
+      contributions[position] =
+        (weight * idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * len) / averageLength));
+    }
+  }
+  return { offsets, docs, contributions, active: true };
 }
 
 /** Counting sort of postings by term id: offsets per term and, per slot, the index of the source posting. */
