@@ -15,6 +15,13 @@ function mix(hash: number): number {
   return value ^ (value >>> 16);
 }
 
+function hashString(term: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < term.length; index++)
+    hash = Math.imul(hash ^ term.charCodeAt(index), 0x01000193);
+  return mix(hash);
+}
+
 function lowerCode(code: number): number {
   return code >= 65 && code <= 90 ? code + 32 : code;
 }
@@ -43,32 +50,26 @@ export class TermDictionary {
 
   /** Id of a term, or -1. */
   get(term: string): number {
-    let hash = 0x811c9dc5;
-    for (let index = 0; index < term.length; index++)
-      hash = Math.imul(hash ^ term.charCodeAt(index), 0x01000193);
-    hash = mix(hash);
-    const table = this.table;
-    let slot = hash & this.mask;
-    for (;;) {
-      const stored = table[2 * slot + 1]!;
-      if (stored === EMPTY) return -1;
-      if (table[2 * slot] === hash && this.terms[stored - 1] === term) return stored - 1;
-      slot = (slot + 1) & this.mask;
-    }
+    const hash = hashString(term);
+    const stored = this.table[2 * this.slotOf(term, hash) + 1]!;
+    return stored === EMPTY ? -1 : stored - 1;
   }
 
   /** Id of a term, adding it when new. */
   intern(term: string): number {
-    let hash = 0x811c9dc5;
-    for (let index = 0; index < term.length; index++)
-      hash = Math.imul(hash ^ term.charCodeAt(index), 0x01000193);
-    hash = mix(hash);
+    const hash = hashString(term);
+    const slot = this.slotOf(term, hash);
+    const stored = this.table[2 * slot + 1]!;
+    return stored === EMPTY ? this.insert(term, hash, slot) : stored - 1;
+  }
+
+  /** The slot holding `term`, or the empty slot where it would go. */
+  private slotOf(term: string, hash: number): number {
     const table = this.table;
     let slot = hash & this.mask;
     for (;;) {
       const stored = table[2 * slot + 1]!;
-      if (stored === EMPTY) return this.insert(term, hash, slot);
-      if (table[2 * slot] === hash && this.terms[stored - 1] === term) return stored - 1;
+      if (stored === EMPTY || (table[2 * slot] === hash && this.terms[stored - 1] === term)) return slot;
       slot = (slot + 1) & this.mask;
     }
   }
