@@ -23,7 +23,11 @@ import MiniSearch from "minisearch";
 import {
   assembleKnowledgeContext,
   buildIndexSnapshot,
+  DEFAULT_RECENT_TURNS,
+  HISTORY_TURN_CHARS,
   KnowledgeGroundingEngine,
+  MAX_QUERY_CHARS,
+  MAX_QUERY_TOKENS,
   retrieve,
   tokenize,
 } from "../src/index.js";
@@ -40,14 +44,17 @@ import {
   type PlainSnapshot,
   plainConfidence,
   plainIsAuthorized,
-  plainLexicalTokens,
-  plainQueryTokens,
   plainRetrieve,
 } from "../test/plain/plainGrounding.js";
 import type { BenchQuery, Workload } from "./workload.js";
 
-/** Recent messages a turn considers (SPEC §9, `DEFAULT_RECENT_TURNS`). */
-const RECENT_TURNS = 4;
+/**
+ * The query's tokens as lexground caps them, with lexground's (fast) tokenizer. Used by every implementation's
+ * lexical search, so the query-side tokenization cost is the same for all.
+ */
+function queryTokens(query: string): string[] {
+  return tokenize(query.slice(0, MAX_QUERY_CHARS)).slice(0, MAX_QUERY_TOKENS);
+}
 
 /** What one turn produced, enough to check that every implementation did the work. */
 export type TurnSummary = {
@@ -89,7 +96,7 @@ export type BenchSettings = {
 };
 
 function recent(query: BenchQuery): BenchQuery["recentTurns"] {
-  return query.recentTurns.slice(-RECENT_TURNS);
+  return query.recentTurns.slice(-DEFAULT_RECENT_TURNS);
 }
 
 /** A turn built from a selection: the same rendering for every non-engine implementation. */
@@ -109,8 +116,7 @@ export const lexground: Implementation = {
     const topK = settings.resolved.candidateLimit * 2;
     return {
       snapshot,
-      lexical: (query) =>
-        snapshot.lexical.search(plainQueryTokens(query.query), topK).map((match) => match.id),
+      lexical: (query) => snapshot.lexical.search(queryTokens(query.query), topK).map((match) => match.id),
       select: (query) =>
         retrieve(
           snapshot,
@@ -157,8 +163,7 @@ export const plain: Implementation = {
     const topK = settings.resolved.candidateLimit * 2;
     return {
       snapshot,
-      lexical: (query) =>
-        snapshot.lexical.search(plainQueryTokens(query.query), topK).map((match) => match.id),
+      lexical: (query) => snapshot.lexical.search(queryTokens(query.query), topK).map((match) => match.id),
       select: (query) =>
         plainRetrieve(
           snapshot,
@@ -177,11 +182,9 @@ export const plain: Implementation = {
 
 /** The lexical token list of a turn, the same for every peer as for lexground (query, then recent turns). */
 function turnTokens(query: BenchQuery): string[] {
-  return plainLexicalTokens(plainQueryTokens(query.query), {
-    query: query.query,
-    recentTurns: recent(query),
-    enabledIntegrations: query.enabledIntegrations,
-  });
+  const tokens = queryTokens(query.query);
+  for (const turn of recent(query)) tokens.push(...tokenize(turn.text.slice(0, HISTORY_TURN_CHARS)));
+  return [...new Set(tokens)].slice(0, MAX_QUERY_TOKENS);
 }
 
 /** A peer's ranked, eligible matches turned into a selection (no phrase boosts, no relation expansion). */
@@ -256,7 +259,7 @@ export const minisearch: Implementation = {
     const topK = settings.resolved.candidateLimit * 2;
     return {
       lexical: (query) => {
-        const tokens = plainQueryTokens(query.query);
+        const tokens = queryTokens(query.query);
         if (tokens.length === 0) return [];
         return index
           .search(tokens.join(" "))
@@ -344,7 +347,7 @@ export const orama: Implementation = {
     };
     return {
       lexical: (query) => {
-        const tokens = plainQueryTokens(query.query);
+        const tokens = queryTokens(query.query);
         // An empty term makes Orama return every document; no query token means no match.
         if (tokens.length === 0) return [];
         return run(tokens.join(" "), undefined).hits.map((hit) => hit.id);

@@ -17,6 +17,7 @@ import {
   type BuiltIndex,
   IMPLEMENTATIONS,
   type Implementation,
+  type TurnRunner,
   type TurnSummary,
 } from "./implementations.js";
 import {
@@ -214,32 +215,22 @@ function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
-async function runSeries<R>(
-  gc: () => void,
-  queries: readonly BenchQuery[],
-  warmup: readonly BenchQuery[],
-  operation: (query: BenchQuery) => R | Promise<R>,
-  budgetMs: number,
-): Promise<SeriesResult<R>> {
-  // Warm-up is bounded too (a fifth of the budget, at least 3 queries), so slow implementations do not run long.
-  await measureSeries(warmup, operation, budgetMs / 5, Math.min(3, warmup.length));
-  settle(gc);
-  const { latencies, results } = await measureSeries(
-    queries,
-    operation,
-    budgetMs,
-    Math.min(MINIMUM_MEASURED, queries.length),
-  );
-  return { stats: latencyStats(latencies), latencies, results };
-}
+/** An implementation after its build and turn preparation, before its query series. */
+type Prepared = {
+  implementation: Implementation;
+  index: BuiltIndex;
+  runner: TurnRunner;
+  build: ImplementationResult["build"];
+  turnPreparation: ImplementationResult["turnPreparation"];
+};
 
-async function measureImplementation(
+async function prepareImplementation(
   gc: () => void,
   implementation: Implementation,
   workload: Workload,
   settings: BenchSettings,
   options: Options,
-): Promise<ImplementationResult> {
+): Promise<Prepared> {
   const buildMilliseconds: number[] = [];
   const retained: number[] = [];
   let built: BuiltIndex | null = null;
@@ -257,19 +248,15 @@ async function measureImplementation(
     retained.push(measured.retainedBytes);
   }
   const index = built!;
-  console.error(
-    `[${workload.name}] ${implementation.name} built in ${buildMilliseconds.map((value) => value.toFixed(0)).join(", ")} ms`,
-  );
-  const warmup = workload.warmupQueries;
-  const budget = options.seriesBudgetMs;
-  const lexical = await runSeries(gc, workload.queries, warmup, (query) => index.lexical(query), budget);
-  const select = await runSeries(gc, workload.queries, warmup, (query) => index.select(query), budget);
   const preparation = await measureBuild(gc, () => implementation.prepareTurns(workload, settings, index));
-  const runner = preparation.value;
-  const turn = await runSeries(gc, workload.queries, warmup, (query) => runner.turn(query), budget);
-  runner.dispose?.();
+  console.error(
+    `[${workload.name}] ${implementation.name} built in ${buildMilliseconds.map((value) => value.toFixed(0)).join(", ")} ms` +
+      ` (turn preparation ${preparation.milliseconds.toFixed(0)} ms)`,
+  );
   return {
-    name: implementation.name,
+    implementation,
+    index,
+    runner: preparation.value,
     build: {
       milliseconds: buildMilliseconds,
       medianMilliseconds: median(buildMilliseconds),
@@ -277,11 +264,97 @@ async function measureImplementation(
       medianRetainedBytes: median(retained),
     },
     turnPreparation: { milliseconds: preparation.milliseconds, retainedBytes: preparation.retainedBytes },
-    lexical,
-    select,
-    turn,
-    failedTurns: turn.results.filter((result) => result.failureReason !== undefined).length,
   };
+}
+
+/**
+ * Runs one kind of query on every implementation, interleaved: query i goes to each implementation in turn
+ * (starting with a different one each time) before query i + 1, so changes in the machine's load during the run
+ * affect every implementation alike. An implementation whose measured time exceeds the budget drops out once it
+ * has run `MINIMUM_MEASURED` queries; the others continue.
+ */
+async function measureInterleaved<R>(
+  gc: () => void,
+  prepared: readonly Prepared[],
+  workload: Workload,
+  budgetMs: number,
+  operation: (item: Prepared, query: BenchQuery) => R | Promise<R>,
+): Promise<SeriesResult<R>[]> {
+  for (const item of prepared) {
+    // Warm-up is bounded too (a fifth of the budget, at least 3 queries), so slow implementations do not run long.
+    await measureSeries(
+      workload.warmupQueries,
+      (query) => operation(item, query),
+      budgetMs / 5,
+      Math.min(3, workload.warmupQueries.length),
+    );
+  }
+  settle(gc);
+  const latencies = prepared.map(() => [] as number[]);
+  const results = prepared.map(() => [] as R[]);
+  const spent = prepared.map(() => 0);
+  const minimum = Math.min(MINIMUM_MEASURED, workload.queries.length);
+  for (let queryIndex = 0; queryIndex < workload.queries.length; queryIndex++) {
+    const query = workload.queries[queryIndex]!;
+    let active = 0;
+    for (let offset = 0; offset < prepared.length; offset++) {
+      const position = (queryIndex + offset) % prepared.length;
+      // An implementation stops at the end of its budget, but only ever after a contiguous prefix of queries.
+      if (latencies[position]!.length < queryIndex) continue;
+      if (spent[position]! >= budgetMs && latencies[position]!.length >= minimum) continue;
+      active++;
+      const started = performance.now();
+      let result = operation(prepared[position]!, query);
+      if (result instanceof Promise) result = await result;
+      const elapsed = performance.now() - started;
+      latencies[position]!.push(elapsed);
+      results[position]!.push(result as R);
+      spent[position]! += elapsed;
+    }
+    if (active === 0) break;
+  }
+  return prepared.map((_, position) => ({
+    stats: latencyStats(latencies[position]!),
+    latencies: latencies[position]!,
+    results: results[position]!,
+  }));
+}
+
+async function measureWorkload(
+  gc: () => void,
+  implementations: readonly Implementation[],
+  workload: Workload,
+  settings: BenchSettings,
+  options: Options,
+): Promise<ImplementationResult[]> {
+  const prepared: Prepared[] = [];
+  for (const implementation of implementations) {
+    prepared.push(await prepareImplementation(gc, implementation, workload, settings, options));
+  }
+  const budget = options.seriesBudgetMs;
+  const started = performance.now();
+  const lexical = await measureInterleaved(gc, prepared, workload, budget, (item, query) =>
+    item.index.lexical(query),
+  );
+  const select = await measureInterleaved(gc, prepared, workload, budget, (item, query) =>
+    item.index.select(query),
+  );
+  const turn = await measureInterleaved(gc, prepared, workload, budget, (item, query) =>
+    item.runner.turn(query),
+  );
+  console.error(
+    `[${workload.name}] queries measured in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  for (const item of prepared) item.runner.dispose?.();
+  return prepared.map((item, position) => ({
+    name: item.implementation.name,
+    build: item.build,
+    turnPreparation: item.turnPreparation,
+    lexical: lexical[position]!,
+    select: select[position]!,
+    turn: turn[position]!,
+    failedTurns: turn[position]!.results.filter((result) => result.failureReason !== undefined).length,
+  }));
 }
 
 // Agreement between lexground and the plain oracle ------------------------------------------------------------
@@ -520,15 +593,7 @@ async function main(): Promise<void> {
     console.error(
       `[${factory.label}] ${workload.entries.length} entries ready in ${(performance.now() - generationStarted).toFixed(0)} ms`,
     );
-    const results: ImplementationResult[] = [];
-    for (const implementation of implementations) {
-      const implementationStarted = performance.now();
-      results.push(await measureImplementation(gc, implementation, workload, settings, options));
-      console.error(
-        `[${factory.label}] ${implementation.name} done in ${((performance.now() - implementationStarted) / 1000).toFixed(1)} s`,
-      );
-      settle(gc);
-    }
+    const results = await measureWorkload(gc, implementations, workload, settings, options);
     const ours = results.find((result) => result.name === "lexground")!;
     const notes: string[] = [];
     const agreement: WorkloadReport["agreement"] = {};
