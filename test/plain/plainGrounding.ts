@@ -10,6 +10,17 @@
  */
 import { MAX_QUERY_CHARS, MAX_QUERY_TOKENS, MAX_TOKEN_LENGTH } from "../../src/knowledge/defaults.js";
 import { normalizeText } from "../../src/knowledge/normalize.js";
+import type {
+  KnowledgeFieldName,
+  KnowledgeFieldWeights,
+  KnowledgeLexicalMatch,
+  KnowledgeResolvedRetrieval,
+  KnowledgeRetrievalConfidence,
+  KnowledgeRetrievalRequest,
+  KnowledgeScoredCandidate,
+  KnowledgeSelection,
+  NormalizedKnowledgeEntry,
+} from "../../src/types/knowledge.js";
 
 /**
  * SPEC §2: `tokenize(s)` is `normalizeText(s)` split on single spaces (`[]` when empty), each token then cut to
@@ -26,18 +37,6 @@ export function tokenize(text: string): string[] {
     return token.slice(0, end);
   });
 }
-
-import type {
-  KnowledgeFieldName,
-  KnowledgeFieldWeights,
-  KnowledgeLexicalMatch,
-  KnowledgeResolvedRetrieval,
-  KnowledgeRetrievalConfidence,
-  KnowledgeRetrievalRequest,
-  KnowledgeScoredCandidate,
-  KnowledgeSelection,
-  NormalizedKnowledgeEntry,
-} from "../../src/types/knowledge.js";
 
 /** Scoring order of the fields; contributions are added field by field in this order (SPEC §4). */
 export const PLAIN_FIELDS: readonly KnowledgeFieldName[] = [
