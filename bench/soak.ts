@@ -8,7 +8,8 @@
  * (c) Cache churn through 10 × KNOWLEDGE_INDEX_CACHE_LIMIT distinct source sets: the cache never exceeds its
  *     limit; heap with the cache full, and back after clearing.
  * (d) Event-loop delay (perf_hooks.monitorEventLoopDelay) while the engine builds the largest registry of the run,
- *     against the 800 ms grounding budget; the synchronous part (validation) measured on its own.
+ *     against the 800 ms grounding budget; the synchronous part (validation) measured on its own. Runs first, in
+ *     a cold process, as a host's start-up build would.
  * (e) ReDoS timing: every regular expression in src/ on its adversarial corpus (50,000 repeats + mismatching
  *     tails), the slowest input per expression (fastest of three runs each) against 50 ms.
  * (f) Oversized input: 1 MB base64 bodies and 1 M-character tokens (heap retained by the index), a 1 MB query.
@@ -394,7 +395,7 @@ async function eventLoopDuringBuild(gc: () => void, size: number): Promise<void>
   );
   figure(
     "41",
-    "event-loop delay during the build p50 / p99 / max",
+    "event-loop delay from the constructor's return to the end of the build p50 / p99 / max",
     `${ms(delay.p50)} / ${ms(delay.p99)} / ${ms(delay.max)}`,
     `p99 under ${DEFAULT_TIMEOUT_MS} ms`,
     delay.p99 < DEFAULT_TIMEOUT_MS,
@@ -541,12 +542,13 @@ async function main(): Promise<void> {
   console.error(
     `lexground soak — node ${before.node}, ${before.parallelism} cores (${before.cpus}), load ${before.loadAverage}`,
   );
+  // First, while the process is cold: a host builds its registry at start-up, before any JIT warm-up.
+  await eventLoopDuringBuild(gc, options.entries);
   await concurrentTurns(gc);
   await longSoak(gc, options.turns);
   await cacheChurn(gc);
   await oversizedInput(gc);
   redosTiming();
-  await eventLoopDuringBuild(gc, options.entries);
   clearKnowledgeIndexCache();
   const totalMs = performance.now() - started;
   const after = machine();
