@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import { assembleSnapshot, KnowledgeLexicalIndex } from "./knowledgeIndex.js";
+import { assembleSnapshot, compareCodeUnits, KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 
 /** Version of the artifact layout; readers refuse other versions. */
 export const INDEX_ARTIFACT_FORMAT_VERSION = 1;
@@ -172,10 +172,15 @@ export function readIndexArtifactHeader(data: Uint8Array): KnowledgeIndexArtifac
 /**
  * Loads a snapshot from an artifact. Checks the magic, format version and SHA-256 digest, and (when given) that
  * the artifact was built for `expectedCacheKey`; throws {@link KnowledgeArtifactError} otherwise.
+ *
+ * `entries`, when given together with `expectedCacheKey`, are the caller's normalized entries of exactly the
+ * content that key names (the engine has them from validation); they are used instead of decoding the artifact's
+ * own copy, which is the larger part of loading.
  */
 export function deserializeIndexSnapshot(
   data: Uint8Array,
   expectedCacheKey?: string,
+  entries?: readonly NormalizedKnowledgeEntry[],
 ): { snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader } {
   if (!isLittleEndian())
     throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
@@ -217,11 +222,18 @@ export function deserializeIndexSnapshot(
     return JSON.parse(decoder.decode(new Uint8Array(aligned.buffer, payloadStart + offset, length))) as T;
   };
   try {
-    const entries = json<NormalizedKnowledgeEntry[]>("entries").map((entry) => {
-      for (const key of ["integrations", "aliases", "keywords", "relatedEntryIds"] as const)
-        Object.freeze(entry[key]);
-      return Object.freeze(entry);
-    });
+    const denseEntries =
+      entries !== undefined && expectedCacheKey !== undefined
+        ? entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id))
+        : json<NormalizedKnowledgeEntry[]>("entries").map((entry) => {
+            for (const key of ["integrations", "aliases", "keywords", "relatedEntryIds"] as const) {
+              Object.freeze(entry[key]);
+            }
+            return Object.freeze(entry);
+          });
+    if (denseEntries.length !== header.entryCount) {
+      throw new KnowledgeArtifactError("corrupt", "index artifact entry count does not match its entries");
+    }
     const postings = header.postings.map((info, index) =>
       info.active
         ? {
@@ -243,14 +255,14 @@ export function deserializeIndexSnapshot(
       b: header.options.b,
       analyzer: header.options.analyzer as never,
       scoring: header.options.scoring as never,
-      ids: entries.map((entry) => entry.id),
+      ids: denseEntries.map((entry) => entry.id),
       terms: json<string[]>("terms"),
       averageLengths: float64("averageLengths"),
       ranks: int32("ranks"),
       postings,
       bm25fShares: header.sections.bm25fShares ? float64("bm25fShares") : null,
     });
-    return { snapshot: assembleSnapshot(entries, lexical), header };
+    return { snapshot: assembleSnapshot(denseEntries, lexical), header };
   } catch (caught) {
     if (caught instanceof KnowledgeArtifactError) throw caught;
     throw new KnowledgeArtifactError("corrupt", `index artifact could not be read: ${String(caught)}`);

@@ -191,7 +191,7 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     if (artifact !== undefined) {
       try {
         const data = typeof artifact === "string" ? await readFile(artifact) : artifact;
-        const { snapshot } = deserializeIndexSnapshot(data, cacheKey);
+        const { snapshot } = deserializeIndexSnapshot(data, cacheKey, normalized.entries);
         return { snapshot, validation: normalized.validation, cacheKey, origin: "artifact", notes };
       } catch (caught) {
         const reason = caught instanceof Error ? caught.message : String(caught);
