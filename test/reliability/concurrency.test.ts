@@ -39,7 +39,7 @@ function syntheticSources(
   return { sources: [{ id, version: "1", entries: workload.entries }], queries };
 }
 
-const SETS = { A: syntheticSources("set-a", 700, 11), B: syntheticSources("set-b", 500, 12) };
+const SETS = { A: syntheticSources("set-a", 500, 11), B: syntheticSources("set-b", 350, 12) };
 type SetName = keyof typeof SETS;
 const QUERIES = [...SETS.A.queries, ...SETS.B.queries];
 
@@ -207,7 +207,7 @@ describe("interleavings of build, evict, retrieve and rebuild (RELIABILITY 33)",
           }
         },
       ),
-      { seed, numRuns: propertyRuns(12) },
+      { seed, numRuns: propertyRuns(8) },
     );
     console.log(`[property] scheduler interleavings: ${operations} scheduled operations`);
   });
@@ -226,14 +226,14 @@ describe("interleavings: fixed counterexample (RELIABILITY 33)", () => {
     expect(during.metadata.failureReason).toBeUndefined();
     expect(during.metadata.selectedIds).toEqual(["x"]);
     await rebuilt;
-    expect(engine.getStatus()).toMatchObject({ ready: true, building: false, entryCount: 700 });
+    expect(engine.getStatus()).toMatchObject({ ready: true, building: false, entryCount: 500 });
   });
 });
 
 describe("a turn during a long build (RELIABILITY 18)", () => {
   it("gets its deadline outcome before the build ends; the build completes, is cached and serves later turns", async () => {
     clearKnowledgeIndexCache();
-    const { sources, queries } = syntheticSources("large", 6_000, 21);
+    const { sources, queries } = syntheticSources("large", 4_000, 21);
     const engine = new KnowledgeGroundingEngine({ enabled: true, sources, timeoutMs: 1 });
     const outcome = await engine.ground({ query: queries[0]! });
     // Answered while the index is still being built: the sliced build let the 1 ms timer fire.
@@ -241,7 +241,7 @@ describe("a turn during a long build (RELIABILITY 18)", () => {
     expect(outcome.ephemeralContext).toBeNull();
     expect(outcome.metadata.failureReason).toBe("TimeoutError: Knowledge grounding timed out after 1ms");
     await engine.ready();
-    expect(engine.getStatus()).toMatchObject({ ready: true, building: false, entryCount: 6_000 });
+    expect(engine.getStatus()).toMatchObject({ ready: true, building: false, entryCount: 4_000 });
     // Not aborted: the finished snapshot is in the process cache and another engine uses it without building.
     const second = new KnowledgeGroundingEngine({ enabled: true, sources, timeoutMs: 60_000 });
     await second.ready();
