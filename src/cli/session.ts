@@ -177,10 +177,8 @@ export function prepareKnowledgeBase(
   let indexNote: string | undefined;
   if (indexArtifact) {
     try {
-      snapshot = deserializeIndexSnapshot(
-        indexArtifact,
-        buildKnowledgeIndexCacheKey(groups, indexOptions),
-      ).snapshot;
+      const key = buildKnowledgeIndexCacheKey(groups, indexOptions);
+      snapshot = deserializeIndexSnapshot(indexArtifact, key, entries).snapshot;
       indexOrigin = "artifact";
     } catch (caught) {
       indexNote = `prebuilt index not used (${caught instanceof Error ? caught.message : String(caught)})`;

@@ -50,20 +50,28 @@ describe("index artifact round trip", () => {
           };
           const built = buildIndexSnapshot(normalized.entries, options);
           const key = buildKnowledgeIndexCacheKey(normalized.groups, options);
-          const bytes = serializeIndexSnapshot(built, key);
+          const bytes = serializeIndexSnapshot(built, key, { includeEntries: true });
           const { snapshot: loaded, header } = deserializeIndexSnapshot(bytes, key);
           expect(header.entryCount).toBe(built.entryCount);
           expect([...loaded.exactIndex.keys()].sort()).toEqual([...built.exactIndex.keys()].sort());
           expect([...loaded.aliasIndex.keys()].sort()).toEqual([...built.aliasIndex.keys()].sort());
+          // The engine's path: a lean artifact (no entries) loaded with the caller's own normalized entries.
+          const lean = serializeIndexSnapshot(built, key);
+          expect(lean.byteLength).toBeLessThan(bytes.byteLength);
+          expect(() => deserializeIndexSnapshot(lean, key)).toThrow(/does not contain its entries/);
+          const { snapshot: loadedLean } = deserializeIndexSnapshot(lean, key, normalized.entries);
           for (const request of requests) {
             const fromBuilt = retrieve(built, request, resolved, blocked);
             const fromLoaded = retrieve(loaded, request, resolved, blocked);
             expect(fromLoaded).toEqual(fromBuilt);
+            expect(retrieve(loadedLean, request, resolved, blocked)).toEqual(fromBuilt);
             expect(assembleKnowledgeContext(fromLoaded)).toEqual(assembleKnowledgeContext(fromBuilt));
           }
           // Deterministic bytes (RELIABILITY 38).
           expect(
-            serializeIndexSnapshot(buildIndexSnapshot([...normalized.entries].reverse(), options), key),
+            serializeIndexSnapshot(buildIndexSnapshot([...normalized.entries].reverse(), options), key, {
+              includeEntries: true,
+            }),
           ).toEqual(bytes);
         },
       ),
@@ -72,7 +80,7 @@ describe("index artifact round trip", () => {
   });
 
   it("rejects other files, other versions, corruption and other content with typed errors", async () => {
-    const bytes = await buildIndexArtifact(sources);
+    const bytes = await buildIndexArtifact(sources, undefined, undefined, { includeEntries: true });
     const key = readIndexArtifactHeader(bytes).cacheKey;
     const expectCode = (data: Uint8Array, code: string, expected?: string) => {
       try {

@@ -28,6 +28,7 @@ export type KnowledgeArtifactErrorCode =
   | "unsupported-format-version"
   | "corrupt"
   | "content-mismatch"
+  | "entries-required"
   | "unsupported-platform";
 
 /** An artifact that cannot be loaded, with a machine-readable `code`. */
@@ -72,8 +73,17 @@ function bytesOf(array: Int32Array | Float64Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
 
-/** Serializes a snapshot built by lexground into an artifact tagged with its cache key. */
-export function serializeIndexSnapshot(snapshot: KnowledgeIndexSnapshot, cacheKey: string): Uint8Array {
+/**
+ * Serializes a snapshot built by lexground into an artifact tagged with its cache key. By default the entries
+ * themselves are left out: whoever loads the artifact has them already (the manifest or sources it was built
+ * from, which the cache key check compares anyway), and they are often most of the size. Pass
+ * `{ includeEntries: true }` for an artifact that loads on its own.
+ */
+export function serializeIndexSnapshot(
+  snapshot: KnowledgeIndexSnapshot,
+  cacheKey: string,
+  options: { includeEntries?: boolean } = {},
+): Uint8Array {
   if (!isLittleEndian())
     throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
   if (!(snapshot.lexical instanceof KnowledgeLexicalIndex)) {
@@ -82,7 +92,8 @@ export function serializeIndexSnapshot(snapshot: KnowledgeIndexSnapshot, cacheKe
   const parts = snapshot.lexical.exportParts();
   const entries = parts.ids.map((id) => snapshot.entriesById.get(id)!);
   const sections: Section[] = [
-    { name: "entries", bytes: encoder.encode(JSON.stringify(entries)) },
+    ...(options.includeEntries ? [{ name: "entries", bytes: encoder.encode(JSON.stringify(entries)) }] : []),
+    { name: "ids", bytes: encoder.encode(JSON.stringify(parts.ids)) },
     { name: "terms", bytes: encoder.encode(JSON.stringify(parts.terms)) },
     { name: "averageLengths", bytes: bytesOf(parts.averageLengths) },
     { name: "ranks", bytes: bytesOf(parts.ranks) },
@@ -222,6 +233,12 @@ export function deserializeIndexSnapshot(
     return JSON.parse(decoder.decode(new Uint8Array(aligned.buffer, payloadStart + offset, length))) as T;
   };
   try {
+    if ((entries === undefined || expectedCacheKey === undefined) && !header.sections.entries) {
+      throw new KnowledgeArtifactError(
+        "entries-required",
+        "this index artifact does not contain its entries: load it with the sources it was built from",
+      );
+    }
     const denseEntries =
       entries !== undefined && expectedCacheKey !== undefined
         ? entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id))
@@ -231,8 +248,12 @@ export function deserializeIndexSnapshot(
             }
             return Object.freeze(entry);
           });
-    if (denseEntries.length !== header.entryCount) {
-      throw new KnowledgeArtifactError("corrupt", "index artifact entry count does not match its entries");
+    const ids = json<string[]>("ids");
+    if (denseEntries.length !== ids.length || denseEntries.some((entry, index) => entry.id !== ids[index])) {
+      throw new KnowledgeArtifactError(
+        "content-mismatch",
+        "index artifact entries do not match the given entries",
+      );
     }
     const postings = header.postings.map((info, index) =>
       info.active

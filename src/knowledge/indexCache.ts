@@ -218,6 +218,7 @@ export async function buildIndexArtifact(
   sources: unknown,
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
   fallbackVersion: string = FALLBACK_VERSION,
+  artifactOptions: { includeEntries?: boolean } = {},
 ): Promise<Uint8Array> {
   const result = await getOrBuildKnowledgeIndexSnapshot(sources, options, fallbackVersion);
   if (!result.snapshot) {
@@ -226,7 +227,7 @@ export async function buildIndexArtifact(
       `cannot build an index artifact: ${errors.length} validation error(s), first: ${errors[0]?.message}`,
     );
   }
-  return serializeIndexSnapshot(result.snapshot, result.cacheKey);
+  return serializeIndexSnapshot(result.snapshot, result.cacheKey, artifactOptions);
 }
 
 /** Removes every cached snapshot (for tests and for hosts that want to release memory). */
