@@ -236,7 +236,7 @@ export function deserializeIndexSnapshot(
     if ((entries === undefined || expectedCacheKey === undefined) && !header.sections.entries) {
       throw new KnowledgeArtifactError(
         "entries-required",
-        "this index artifact does not contain its entries: load it with the sources it was built from",
+        "this index artifact does not contain its entries: load it together with the sources used to build it",
       );
     }
     const denseEntries =
