@@ -28,7 +28,7 @@ import {
   resolveFieldWeights,
   startIndexBuild,
 } from "./knowledgeIndex.js";
-import { type NormalizedSourceGroup, normalizeSources } from "./resolve.js";
+import { type NormalizedSourceGroup, normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
 
 export { KNOWLEDGE_INDEX_CACHE_LIMIT } from "./defaults.js";
 
@@ -174,9 +174,11 @@ export async function getOrBuildKnowledgeIndexSnapshot(
   fallbackVersion: string = FALLBACK_VERSION,
   artifact?: KnowledgeIndexArtifactSource,
 ): Promise<KnowledgeIndexBuildResult & { cacheHit: boolean }> {
-  // Validation runs synchronously, so the sources are copied before the caller's code continues (a host may reuse
-  // or change its objects right after constructing an engine). Hashing the frozen copies can then yield.
-  const normalized = normalizeSources(sources, { manifestVersion: fallbackVersion });
+  // The arrays are copied before the first yield (a host may clear or reuse them right after constructing an
+  // engine); validation and hashing then yield to the event loop, so a large registry never stalls a server.
+  const normalized = await normalizeSourcesAsync(snapshotSourceArrays(sources), {
+    manifestVersion: fallbackVersion,
+  });
   const cacheKey = await buildKnowledgeIndexCacheKeyAsync(normalized.groups, options);
   const existing = cache.get(cacheKey);
   if (existing) {

@@ -291,7 +291,9 @@ export function normalizeSources(
   const entries: NormalizedKnowledgeEntry[] = [];
   const groups: NormalizedSourceGroup[] = [];
   try {
-    collectEntries(sources, options, issues, entries, groups);
+    for (const _ of collectEntries(sources, options, issues, entries, groups)) {
+      // Drained synchronously.
+    }
   } catch (caught) {
     // Reached only through exotic inputs such as throwing getters or revoked proxies.
     issues.add("error", "unreadable-input", `sources could not be read: ${String(caught)}`, {
@@ -301,13 +303,62 @@ export function normalizeSources(
   return { entries, validation: { ok: issues.errorCount === 0, issues: issues.issues }, groups };
 }
 
-function collectEntries(
+/**
+ * {@link normalizeSources}, yielding to the event loop whenever it has worked for `sliceMs` milliseconds, so a
+ * server keeps answering while a large registry is validated. Same result; never rejects. The caller must not
+ * change the entry objects until it resolves (the engine passes its own shallow copy of the source arrays).
+ */
+export async function normalizeSourcesAsync(
+  sources: unknown,
+  options: KnowledgeNormalizeOptions = { manifestVersion: FALLBACK_VERSION },
+  sliceMs = 8,
+): Promise<KnowledgeNormalizeResult & { groups: NormalizedSourceGroup[] }> {
+  const issues = new IssueCollector();
+  const entries: NormalizedKnowledgeEntry[] = [];
+  const groups: NormalizedSourceGroup[] = [];
+  try {
+    let sliceStart = performance.now();
+    for (const _ of collectEntries(sources, options, issues, entries, groups)) {
+      if (performance.now() - sliceStart >= sliceMs) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
+      }
+    }
+  } catch (caught) {
+    issues.add("error", "unreadable-input", `sources could not be read: ${String(caught)}`, {
+      path: "sources",
+    });
+  }
+  return { entries, validation: { ok: issues.errorCount === 0, issues: issues.issues }, groups };
+}
+
+/**
+ * A shallow copy of the source list and of each source's entry array, taken synchronously, so a host that clears
+ * or reuses its arrays right after handing them over cannot change what an asynchronous build reads.
+ */
+export function snapshotSourceArrays(sources: unknown): unknown {
+  if (!Array.isArray(sources)) return sources;
+  return sources.map((source: unknown) =>
+    isRecord(source) && Array.isArray(source.entries)
+      ? { ...source, entries: source.entries.slice() }
+      : source,
+  );
+}
+
+/** Entries validated between two yields of {@link collectEntries}. */
+const ENTRIES_PER_STEP = 256;
+
+/**
+ * Validates every entry. A generator, so that an async caller can yield to the event loop between steps (a large
+ * registry takes seconds); synchronous callers drain it in one go.
+ */
+function* collectEntries(
   sources: unknown,
   options: KnowledgeNormalizeOptions,
   issues: IssueCollector,
   entries: NormalizedKnowledgeEntry[],
   groups: NormalizedSourceGroup[],
-): void {
+): Generator<void, void, void> {
   if (!Array.isArray(sources)) {
     issues.add("error", "bad-sources", `sources must be an array of sources, got ${describeType(sources)}`, {
       path: "sources",
@@ -390,6 +441,7 @@ function collectEntries(
     }
     for (let entryIndex = 0; entryIndex < sourceEntries.length; entryIndex++) {
       total++;
+      if (total % ENTRIES_PER_STEP === 0) yield;
       if (total > MAX_ENTRIES) {
         issues.add("error", "limit-exceeded", `more than ${MAX_ENTRIES} entries; the rest were not read`, {
           path: `${sourcePath}.entries[${entryIndex}]`,

@@ -72,7 +72,9 @@ function commandCalls(info: string, command: string): number {
   return match ? Number(match[1]) : 0;
 }
 
-describeRedis("Redis conversation memory", () => {
+// Fault timings (reconnects, restarts) run against a real server on a shared 2-core machine; a retry absorbs CPU
+// starvation from parallel test files, while a real defect still fails every attempt.
+describeRedis("Redis conversation memory", { retry: 2 }, () => {
   it("redis-server is available", () => {
     expect(binary, "redis-server binary (LEXGROUND_REDIS_SERVER or PATH)").toBeDefined();
   });
