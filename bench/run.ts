@@ -268,10 +268,10 @@ async function prepareImplementation(
 }
 
 /**
- * Runs one kind of query on every implementation, interleaved: query i goes to each implementation in turn
- * (starting with a different one each time) before query i + 1, so changes in the machine's load during the run
- * affect every implementation alike. An implementation whose measured time exceeds the budget drops out once it
- * has run `MINIMUM_MEASURED` queries; the others continue.
+ * Runs one kind of query on the given implementations, interleaved: query i goes to each implementation in turn
+ * (starting with a different one each time) before query i + 1. The harness passes one implementation at a time
+ * (see {@link measureWorkload}). An implementation whose measured time exceeds the budget drops out once it has run
+ * `MINIMUM_MEASURED` queries.
  */
 async function measureInterleaved<R>(
   gc: () => void,
@@ -281,12 +281,12 @@ async function measureInterleaved<R>(
   operation: (item: Prepared, query: BenchQuery) => R | Promise<R>,
 ): Promise<SeriesResult<R>[]> {
   for (const item of prepared) {
-    // Warm-up is bounded too (a fifth of the budget, at least 3 queries), so slow implementations do not run long.
+    // Warm-up is bounded too (a fifth of the budget, at least 1 query), so slow implementations do not run long.
     await measureSeries(
       workload.warmupQueries,
       (query) => operation(item, query),
       budgetMs / 5,
-      Math.min(3, workload.warmupQueries.length),
+      Math.min(1, workload.warmupQueries.length),
     );
   }
   settle(gc);
@@ -327,34 +327,41 @@ async function measureWorkload(
   settings: BenchSettings,
   options: Options,
 ): Promise<ImplementationResult[]> {
-  const prepared: Prepared[] = [];
-  for (const implementation of implementations) {
-    prepared.push(await prepareImplementation(gc, implementation, workload, settings, options));
-  }
+  const results: ImplementationResult[] = [];
   const budget = options.seriesBudgetMs;
-  const started = performance.now();
-  const lexical = await measureInterleaved(gc, prepared, workload, budget, (item, query) =>
-    item.index.lexical(query),
-  );
-  const select = await measureInterleaved(gc, prepared, workload, budget, (item, query) =>
-    item.index.select(query),
-  );
-  const turn = await measureInterleaved(gc, prepared, workload, budget, (item, query) =>
-    item.runner.turn(query),
-  );
-  console.error(
-    `[${workload.name}] queries measured in ${((performance.now() - started) / 1000).toFixed(1)} s`,
-  );
-  for (const item of prepared) item.runner.dispose?.();
-  return prepared.map((item, position) => ({
-    name: item.implementation.name,
-    build: item.build,
-    turnPreparation: item.turnPreparation,
-    lexical: lexical[position]!,
-    select: select[position]!,
-    turn: turn[position]!,
-    failedTurns: turn[position]!.results.filter((result) => result.failureReason !== undefined).length,
-  }));
+  // One implementation at a time: only its index is alive while it is measured, so the garbage collections in
+  // its numbers are its own (with every index alive, each full collection walks all of them, gigabytes at 100k).
+  for (const implementation of implementations) {
+    let item: Prepared | null = await prepareImplementation(gc, implementation, workload, settings, options);
+    const only = [item];
+    const started = performance.now();
+    const lexical = await measureInterleaved(gc, only, workload, budget, (prepared, query) =>
+      prepared.index.lexical(query),
+    );
+    const select = await measureInterleaved(gc, only, workload, budget, (prepared, query) =>
+      prepared.index.select(query),
+    );
+    const turn = await measureInterleaved(gc, only, workload, budget, (prepared, query) =>
+      prepared.runner.turn(query),
+    );
+    console.error(
+      `[${workload.name}] ${implementation.name} queries measured in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
+    item.runner.dispose?.();
+    results.push({
+      name: implementation.name,
+      build: item.build,
+      turnPreparation: item.turnPreparation,
+      lexical: lexical[0]!,
+      select: select[0]!,
+      turn: turn[0]!,
+      failedTurns: turn[0]!.results.filter((result) => result.failureReason !== undefined).length,
+    });
+    only.length = 0;
+    item = null;
+    settle(gc);
+  }
+  return results;
 }
 
 // Agreement between lexground and the plain oracle ------------------------------------------------------------
