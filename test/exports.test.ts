@@ -1,0 +1,25 @@
+/** Every path in package.json `exports` points at a module that exists in the source (and so in `dist/`). */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = join(import.meta.dirname, "..");
+const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+  exports: Record<string, string | { types: string; import: string }>;
+  bin: Record<string, string>;
+};
+
+describe("package exports", () => {
+  it.each(Object.entries(manifest.exports).filter(([, target]) => typeof target === "object"))(
+    "%s has a source module",
+    (_, target) => {
+      const source = (target as { import: string }).import.replace("./dist/", "src/").replace(/\.js$/, ".ts");
+      expect(existsSync(join(root, source)), source).toBe(true);
+    },
+  );
+  it("the bin has a source module", () => {
+    for (const target of Object.values(manifest.bin)) {
+      expect(existsSync(join(root, target.replace("./dist/", "src/").replace(/\.js$/, ".ts")))).toBe(true);
+    }
+  });
+});
