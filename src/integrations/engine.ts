@@ -6,7 +6,7 @@
  */
 
 import { validateGroundingConfig } from "../knowledge/config.js";
-import { KnowledgeGroundingEngine } from "../knowledge/engine.js";
+import { emptyMetadata, KnowledgeGroundingEngine } from "../knowledge/engine.js";
 import type {
   KnowledgeGroundingConfig,
   KnowledgeGroundingInput,
@@ -136,16 +136,7 @@ export function parseScope(value: unknown, path: string): KnowledgeRequestScope 
 
 /** Metadata of a grounding that failed open inside an adapter (the engine threw, which it should not). */
 export function failedMetadata(reason: string, durationMs = 0): KnowledgeGroundingMetadata {
-  return {
-    retrievalMode: "lexical",
-    selectedIds: [],
-    expandedIds: [],
-    candidateCount: 0,
-    contextTokens: 0,
-    truncated: false,
-    durationMs,
-    failureReason: reason,
-  };
+  return emptyMetadata(durationMs, reason);
 }
 
 /**

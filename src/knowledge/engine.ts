@@ -35,7 +35,8 @@ export const INDEX_NOT_READY = "index-not-ready";
 /** Minimum pause between automatic retries of a build that threw (not one that failed validation). */
 const BUILD_RETRY_INTERVAL_MS = 1_000;
 
-function emptyMetadata(durationMs: number, failureReason?: string): KnowledgeGroundingMetadata {
+/** Metadata of a turn that selected nothing: disabled, not ready, or failed open (with its reason). */
+export function emptyMetadata(durationMs: number, failureReason?: string): KnowledgeGroundingMetadata {
   return {
     retrievalMode: "lexical",
     selectedIds: [],
