@@ -339,19 +339,36 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
 
   /** Computes average field lengths, IDF and every posting's contribution, and releases the build state. */
   finalize(): void {
-    if (this.finalized) return;
+    while (!this.finalizeStep()) {
+      // Runs every step synchronously.
+    }
+  }
+
+  /**
+   * One step of {@link finalize}: the statistics first, then one field's postings per call (BM25F: all at once),
+   * then the ranks. Returns true when the index is finalized. Lets an async build yield between fields, which are
+   * each large at scale.
+   */
+  finalizeStep(): boolean {
+    if (this.finalized) return true;
     const builders = this.builders!;
     const documentCount = this.ids.length;
     const termCount = this.dictionary.size;
-    const { k1, b } = this;
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      this.averageLengths[field] = documentCount > 0 ? builders[field]!.total / documentCount : 0;
+    const field = this.postings.length;
+    if (field === 0 && !this.statisticsReady) {
+      for (let index = 0; index < FIELD_COUNT; index++) {
+        this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
+      }
+      this.statisticsReady = true;
+      return false;
     }
-    if (this.scoring === "bm25f") {
-      this.postings = [this.finalizeBm25f(builders, termCount)];
-    } else {
-      for (let field = 0; field < FIELD_COUNT; field++) {
-        const builder = builders[field]!;
+    const complete = this.scoring === "bm25f" ? field === 1 : field === FIELD_COUNT;
+    if (!complete) {
+      if (this.scoring === "bm25f") {
+        this.postings.push(this.finalizeBm25f(builders, termCount));
+        return false;
+      }
+      if (!this.pendingField) {
         const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
         const averageLength = this.averageLengths[field]!;
         if (!(weight > 0) || !(averageLength > 0)) {
@@ -361,17 +378,35 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
             contributions: new Float64Array(0),
             active: false,
           });
-          continue;
+          return false;
         }
-        this.postings.push(fieldPostings(builder, termCount, documentCount, weight, averageLength, k1, b));
+        this.pendingField = fieldPostings(
+          builders[field]!,
+          termCount,
+          documentCount,
+          weight,
+          averageLength,
+          this.k1,
+          this.b,
+        );
       }
+      const step = this.pendingField.next();
+      if (step.done) {
+        this.postings.push(step.value);
+        this.pendingField = null;
+      }
+      return false;
     }
     this.ranks = rankIds(this.ids);
     this.builders = null;
     this.seenIn = new Int32Array(0);
     this.frequencyScratch = new Int32Array(0);
     this.finalized = true;
+    return true;
   }
+
+  private statisticsReady = false;
+  private pendingField: Generator<void, FieldPostings, void> | null = null;
 
   /**
    * True BM25F: one posting list per term over all fields, each posting the complete term score, with the
@@ -665,9 +700,10 @@ function assertIndexParameters(weights: KnowledgeFieldWeights, k1: number, b: nu
 
 /**
  * The finished postings of one field: grouped by term, each posting's BM25 contribution computed once. A
- * function of its own (not a loop inside finalize) so the engine optimizes it with full type information.
+ * function of its own (not a loop inside finalize) so the engine optimizes it with full type information; a
+ * generator so an incremental build can yield inside a large field.
  */
-function fieldPostings(
+function* fieldPostings(
   builder: FieldBuilder,
   termCount: number,
   documentCount: number,
@@ -675,14 +711,16 @@ function fieldPostings(
   averageLength: number,
   k1: number,
   b: number,
-): FieldPostings {
+): Generator<void, FieldPostings, void> {
   const { offsets, order } = groupByTerm(builder.terms, termCount);
+  yield;
   const postingCount = builder.terms.length;
   const docs = new Int32Array(postingCount);
   const contributions = new Float64Array(postingCount);
   const lengths = builder.lengths.data;
   const sourceDocs = builder.docs.data;
   const sourceFrequencies = builder.frequencies.data;
+  let sinceYield = 0;
   for (let term = 0; term < termCount; term++) {
     const begin = offsets[term]!;
     const end = offsets[term + 1]!;
@@ -699,9 +737,17 @@ function fieldPostings(
       contributions[position] =
         (weight * idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * len) / averageLength));
     }
+    sinceYield += end - begin;
+    if (sinceYield >= POSTINGS_PER_STEP) {
+      sinceYield = 0;
+      yield;
+    }
   }
   return { offsets, docs, contributions, active: true };
 }
+
+/** Postings finalized between two yields of an incremental build. */
+const POSTINGS_PER_STEP = 1 << 18;
 
 /** Counting sort of postings by term id: offsets per term and, per slot, the index of the source posting. */
 function groupByTerm(terms: IntBuffer, termCount: number): { offsets: Int32Array; order: Int32Array } {
@@ -869,9 +915,11 @@ export function startIndexBuild(
         const document = buildDocument(entry);
         maps.add(entry, document.exactKeys);
         lexical.add(document);
-        if ((next & 63) === 0 && performance.now() >= deadline) break;
+        if ((next & 63) === 0 && performance.now() >= deadline) return false;
       }
-      return next >= sorted.length;
+      // Then finalize the postings one field at a time, so an async build can yield between fields.
+      while (!lexical.finalizeStep()) if (performance.now() >= deadline) return false;
+      return true;
     },
     finish(): KnowledgeIndexSnapshot {
       lexical.finalize();
