@@ -6,6 +6,7 @@
  * product knowledge base: title ~4 tokens, aliases ~3, keywords ~5, summary ~20, body ~200. Everything is drawn
  * from one seeded PRNG, so a given seed and size always give the same registry and queries.
  */
+import { KNOWLEDGE_ENTRY_KINDS } from "../src/knowledge/resolve.js";
 import type { KnowledgeEntryInput, KnowledgeEntryKind, KnowledgeStatus } from "../src/types/knowledge.js";
 import type { BenchQuery } from "./workload.js";
 
@@ -145,15 +146,7 @@ function prose(vocabulary: ZipfVocabulary, random: () => number, count: number, 
   return parts.join(" ");
 }
 
-const KINDS: readonly KnowledgeEntryKind[] = [
-  "concept",
-  "text",
-  "configuration",
-  "tool",
-  "procedure",
-  "policy",
-  "troubleshooting",
-];
+const KINDS: readonly KnowledgeEntryKind[] = KNOWLEDGE_ENTRY_KINDS;
 
 /** Parameters of {@link generateSyntheticRegistry}. */
 export type SyntheticOptions = {

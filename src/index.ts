@@ -19,6 +19,7 @@ export { resolveRetrieval, validateGroundingConfig } from "./knowledge/config.js
 export {
   assembleKnowledgeContext,
   buildOpening,
+  citationMarker,
   estimateTokens,
   KNOWLEDGE_CONTEXT_CLOSE,
   KNOWLEDGE_CONTEXT_OPEN,

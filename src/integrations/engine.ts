@@ -162,7 +162,4 @@ export async function groundSafely(
   }
 }
 
-/** Formats a citation marker the way the context block does: `[KB:<id>@<version>]`. */
-export function citationMarker(id: string, version: string): string {
-  return `[KB:${id}@${version}]`;
-}
+export { citationMarker } from "../knowledge/context.js";

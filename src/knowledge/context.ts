@@ -30,6 +30,11 @@ const CITATION_INSTRUCTION =
   "- Support each internal fact you state with the [KB:...] reference of the entry it comes from.";
 const CONFLICT_INSTRUCTION = "- If entries disagree, say so plainly instead of silently picking one.";
 
+/** The citation marker of an entry version, as the block renders it: `[KB:<id>@<version>]`. */
+export function citationMarker(id: string, version: string): string {
+  return `[KB:${id}@${version}]`;
+}
+
 /** Estimates tokens as `ceil(length / 4)` (NeuroLink's estimate); `""` is 0. */
 export function estimateTokens(text: string): number {
   return text ? Math.ceil(text.length / 4) : 0;
@@ -110,7 +115,7 @@ export function renderEntry(entry: NormalizedKnowledgeEntry, includeCitations: b
   const hit = cached?.[slot];
   if (hit) return hit;
   const header: string[] = [];
-  if (includeCitations) header.push(`[KB:${entry.id}@${entry.version}]`);
+  if (includeCitations) header.push(citationMarker(entry.id, entry.version));
   header.push(
     `Title: ${singleLine(entry.title)}`,
     `Kind: ${entry.kind}`,

@@ -4,6 +4,7 @@
  * streams; the client and the AI SDK are imported only then. Without one, the answer is assembled offline from the
  * top entries' summaries with their citations, and says so.
  */
+import { citationMarker } from "../../index.js";
 import type { KnowledgeGroundingMetadata } from "../../types/knowledge.js";
 import { CliFailure } from "../errors.js";
 import { type CommandContext, println } from "../io.js";
@@ -75,11 +76,12 @@ export function offlineAnswer(report: TurnReport): { text: string; citations: st
       ? "The match is weak (confidence: low); these entries may not answer the question.\n"
       : "";
   const lines = top.map(
-    (entry, index) => `${index + 1}. ${entry.title}: ${entry.summary} [KB:${entry.id}@${entry.version}]`,
+    (entry, index) =>
+      `${index + 1}. ${entry.title}: ${entry.summary} ${citationMarker(entry.id, entry.version)}`,
   );
   return {
     text: `${caveat}${lines.join("\n")}`,
-    citations: top.map((entry) => `[KB:${entry.id}@${entry.version}]`),
+    citations: top.map((entry) => citationMarker(entry.id, entry.version)),
   };
 }
 
@@ -97,7 +99,7 @@ function sourcesLine(
   const ids = [...metadata.selectedIds, ...metadata.expandedIds];
   return ids.map((id) => {
     const entry = prepared.snapshot.entriesById.get(id);
-    return `[KB:${id}@${entry?.version ?? prepared.knowledgeBase.manifest.contentVersion}]${entry ? ` ${entry.title}` : ""}`;
+    return `${citationMarker(id, entry?.version ?? prepared.knowledgeBase.manifest.contentVersion)}${entry ? ` ${entry.title}` : ""}`;
   });
 }
 

@@ -5,6 +5,8 @@
  */
 import type { Readable, Writable } from "node:stream";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { citationMarker } from "../../index.js";
+import type { SearchKnowledgeToolEntry } from "../../integrations/aiSdkTool.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, parseList } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
@@ -27,20 +29,8 @@ export type KnowledgeMcpOptions = {
   version?: string;
 };
 
-/** One entry in a `search_knowledge` result. */
-export type SearchKnowledgeEntry = {
-  id: string;
-  title: string;
-  summary: string;
-  kind: string;
-  domain: string;
-  version: string;
-  citation: string;
-  /** Ranking score; null for entries added by relation expansion. */
-  score: number | null;
-  /** The primary entry that brought an expanded entry in; null for primary entries. */
-  expandedFrom: string | null;
-};
+/** One entry in a `search_knowledge` result: the same shape as the AI SDK tool's entries. */
+export type SearchKnowledgeEntry = SearchKnowledgeToolEntry;
 
 /** Structured result of `search_knowledge`. */
 export type SearchKnowledgeResult = {
@@ -153,7 +143,7 @@ export function searchKnowledge(
       kind: entry.kind,
       domain: entry.domain,
       version: entry.version,
-      citation: `[KB:${id}@${entry.version}]`,
+      citation: citationMarker(id, entry.version),
       score: expandedFrom === null ? (scores.get(id) ?? null) : null,
       expandedFrom,
     };
@@ -165,7 +155,7 @@ export function searchKnowledge(
       ...report.primary.map((entry) => describe(entry.id, null)),
       ...report.expanded.map((entry) => describe(entry.id, entry.via ?? "")),
     ],
-    citations: report.context.citations.map((citation) => `[KB:${citation.id}@${citation.version}]`),
+    citations: report.context.citations.map((citation) => citationMarker(citation.id, citation.version)),
     context: report.context.text,
     candidateCount: report.candidateCount,
   };
