@@ -19,7 +19,10 @@ describe("README", () => {
     });
     try {
       const file = join(directory, "example.ts");
-      await writeFile(file, code!.replace('from "lexground"', `from ${JSON.stringify(join(root, "src/index.ts"))}`));
+      await writeFile(
+        file,
+        code!.replace('from "lexground"', `from ${JSON.stringify(join(root, "src/index.ts"))}`),
+      );
       await import(file);
     } finally {
       spy.mockRestore();
