@@ -23,3 +23,13 @@ describe("package exports", () => {
     }
   });
 });
+
+describe("build script", () => {
+  it("makes the CLI executable, so `npx lexground` works straight after `npm ci`", () => {
+    const scripts = (
+      JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }
+    ).scripts;
+    expect(scripts.build).toContain("chmodSync('dist/cli/bin.js', 0o755)");
+    expect(scripts.prepare).toBe("npm run build");
+  });
+});
