@@ -28,7 +28,7 @@ import {
   MAX_TOKEN_LENGTH,
 } from "./defaults.js";
 import { forEachSegment, isAscii, normalizePhrases, phraseKey, tokenize } from "./normalize.js";
-import { TermDictionary } from "./termDictionary.js";
+import { finishHash, foldWord, PACKED_HASH_START, TermDictionary } from "./termDictionary.js";
 
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
 export type KnowledgeLexicalIndexOptions = {
@@ -134,9 +134,13 @@ class IntBuffer {
 
 /** Per-field build state, dropped by finalize. */
 type FieldBuilder = {
+  /** Term id of each posting, appended document by document. */
   terms: IntBuffer;
-  docs: IntBuffer;
+  /** Term frequency of each posting. */
   frequencies: IntBuffer;
+  /** Per document: the end of its postings in `terms` (they start where the previous document's end). */
+  ends: IntBuffer;
+  /** Per document: the field's length in tokens. */
   lengths: IntBuffer;
   total: number;
 };
@@ -171,8 +175,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   private readonly dictionary = new TermDictionary();
   // Term frequency counting per (document, field) without a Map: the last (document, field) a term was seen in,
   // its count there, and the distinct terms of the current field.
-  private seenIn = new Int32Array(1024);
-  private frequencyScratch = new Int32Array(1024);
+  // Interleaved (last marker, count) pairs by term id, so counting a token touches one cache line.
+  private termCounts = new Int32Array(2048);
   private readonly fieldTerms: number[] = [];
   private readonly ids: string[] = [];
   private readonly denseIds = new Map<string, number>();
@@ -198,8 +202,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     assertIndexParameters(this.fieldWeights, this.k1, this.b);
     this.builders = Array.from({ length: FIELD_COUNT }, () => ({
       terms: new IntBuffer(),
-      docs: new IntBuffer(),
       frequencies: new IntBuffer(),
+      ends: new IntBuffer(),
       lengths: new IntBuffer(),
       total: 0,
     }));
@@ -262,79 +266,115 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       builder.total += length;
       for (const termId of this.fieldTerms) {
         builder.terms.push(termId);
-        builder.docs.push(docId);
-        builder.frequencies.push(this.frequencyScratch[termId]!);
+        builder.frequencies.push(this.termCounts[2 * termId + 1]!);
       }
+      builder.ends.push(builder.terms.length);
       this.fieldTerms.length = 0;
     }
   }
 
   /** Counts one occurrence of a term in the (document, field) identified by `marker`. */
   private countTerm(termId: number, marker: number): void {
-    if (termId >= this.seenIn.length) this.growScratch(termId);
-    if (this.seenIn[termId] !== marker) {
-      this.seenIn[termId] = marker;
-      this.frequencyScratch[termId] = 1;
+    if (2 * termId >= this.termCounts.length) this.growScratch(termId);
+    const counts = this.termCounts;
+    if (counts[2 * termId] !== marker) {
+      counts[2 * termId] = marker;
+      counts[2 * termId + 1] = 1;
       this.fieldTerms.push(termId);
     } else {
-      this.frequencyScratch[termId]!++;
+      counts[2 * termId + 1]!++;
     }
   }
 
   /**
    * Tokenizes ASCII text straight into term ids ({@link scanAsciiTokens}'s splitting, inlined here because this
-   * loop runs once per indexed character) and counts them. Returns the number of tokens.
+   * loop runs once per indexed character) and counts them. Each token's characters are lowercased, packed and
+   * hashed during the scan, so the dictionary lookup reads the source no more. Returns the number of tokens.
    */
   private countAsciiText(text: string, marker: number, from: number, to: number): number {
-    const dictionary = this.dictionary;
-    const length = to;
     let tokens = 0;
     let start = -1;
-    for (let index = from; index < length; index++) {
-      const code = text.charCodeAt(index);
+    let tokenLength = 0;
+    let hash = PACKED_HASH_START;
+    let word = 0;
+    let shift = 0;
+    let word0 = 0;
+    let word1 = 0;
+    let word2 = 0;
+    let word3 = 0;
+    for (let index = from; index <= to; index++) {
+      const code = index < to ? text.charCodeAt(index) : 32;
       const isUpper = code >= 65 && code <= 90;
-      if (!isUpper && !(code >= 97 && code <= 122) && !(code >= 48 && code <= 57)) {
-        if (start >= 0) {
+      const isAlphanumeric = isUpper || (code >= 97 && code <= 122) || (code >= 48 && code <= 57);
+      if (start >= 0) {
+        let ends = !isAlphanumeric;
+        if (isUpper) {
+          // Split before a capital that follows a lowercase letter or digit, or that starts "Xy" after capitals.
+          const previous = text.charCodeAt(index - 1);
+          const next = index + 1 < to ? text.charCodeAt(index + 1) : 0;
+          ends = previous >= 65 && previous <= 90 ? next >= 97 && next <= 122 : true;
+        }
+        if (ends) {
+          if (shift > 0) {
+            hash = foldWord(hash, word);
+            if (tokenLength <= 4) word0 = word;
+            else if (tokenLength <= 8) word1 = word;
+            else if (tokenLength <= 12) word2 = word;
+            else if (tokenLength <= 16) word3 = word;
+          }
           this.countTerm(
-            dictionary.internRange(text, start, Math.min(index, start + MAX_TOKEN_LENGTH)),
+            this.dictionary.internPacked(
+              text,
+              start,
+              tokenLength,
+              finishHash(hash, tokenLength),
+              word0,
+              word1,
+              word2,
+              word3,
+              true,
+            ),
             marker,
           );
           tokens++;
           start = -1;
         }
-        continue;
       }
-      if (start >= 0 && isUpper) {
-        const previous = text.charCodeAt(index - 1);
-        const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
-        if (previous >= 65 && previous <= 90 ? next >= 97 && next <= 122 : true) {
-          this.countTerm(
-            dictionary.internRange(text, start, Math.min(index, start + MAX_TOKEN_LENGTH)),
-            marker,
-          );
-          tokens++;
-          start = index;
-        }
-      } else if (start < 0) {
+      if (!isAlphanumeric) continue;
+      if (start < 0) {
         start = index;
+        tokenLength = 0;
+        hash = PACKED_HASH_START;
+        word = 0;
+        shift = 0;
+        word0 = 0;
+        word1 = 0;
+        word2 = 0;
+        word3 = 0;
       }
-    }
-    if (start >= 0) {
-      this.countTerm(dictionary.internRange(text, start, Math.min(length, start + MAX_TOKEN_LENGTH)), marker);
-      tokens++;
+      if (tokenLength === MAX_TOKEN_LENGTH) continue;
+      word |= (code | 32) << shift;
+      tokenLength++;
+      shift += 8;
+      if (shift === 32) {
+        hash = foldWord(hash, word);
+        if (tokenLength === 4) word0 = word;
+        else if (tokenLength === 8) word1 = word;
+        else if (tokenLength === 12) word2 = word;
+        else if (tokenLength === 16) word3 = word;
+        word = 0;
+        shift = 0;
+      }
     }
     return tokens;
   }
 
   private growScratch(termId: number): void {
-    let size = this.seenIn.length;
-    while (size <= termId) size *= 2;
-    const seenIn = new Int32Array(size);
-    seenIn.set(this.seenIn);
-    const frequencies = new Int32Array(size);
-    frequencies.set(this.frequencyScratch);
-    this.seenIn = seenIn;
-    this.frequencyScratch = frequencies;
+    let size = this.termCounts.length;
+    while (size <= 2 * termId) size *= 2;
+    const counts = new Int32Array(size);
+    counts.set(this.termCounts);
+    this.termCounts = counts;
   }
 
   /** Computes average field lengths, IDF and every posting's contribution, and releases the build state. */
@@ -399,8 +439,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     }
     this.ranks = rankIds(this.ids);
     this.builders = null;
-    this.seenIn = new Int32Array(0);
-    this.frequencyScratch = new Int32Array(0);
+    this.termCounts = new Int32Array(0);
     this.finalized = true;
     return true;
   }
@@ -425,9 +464,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
       const averageLength = this.averageLengths[field]!;
       if (!(weight > 0) || !(averageLength > 0)) continue;
+      let doc = 0;
       for (let index = 0; index < builder.terms.length; index++) {
+        while (index >= builder.ends.data[doc]!) doc++;
         const term = builder.terms.data[index]!;
-        const doc = builder.docs.data[index]!;
         const tf = builder.frequencies.data[index]!;
         const len = builder.lengths.data[doc]!;
         let docs = perTermDoc.get(term);
@@ -666,8 +706,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     index.postings = parts.postings.map((postings) => ({ ...postings }));
     index.bm25fShares = parts.bm25fShares;
     index.builders = null;
-    index.seenIn = new Int32Array(0);
-    index.frequencyScratch = new Int32Array(0);
+    index.termCounts = new Int32Array(0);
     index.finalized = true;
     return index;
   }
@@ -702,6 +741,11 @@ function assertIndexParameters(weights: KnowledgeFieldWeights, k1: number, b: nu
  * The finished postings of one field: grouped by term, each posting's BM25 contribution computed once. A
  * function of its own (not a loop inside finalize) so the engine optimizes it with full type information; a
  * generator so an incremental build can yield inside a large field.
+ *
+ * One counting pass gives each term's document frequency and slice; then the postings, read in document order,
+ * are scattered into their term's slice with the contribution computed on the way, so each slice stays sorted by
+ * document. The weight × IDF of a term and the length normalization of a document are computed once each, with
+ * the same operations in the same order as the straightforward expression, so contributions are bit-identical.
  */
 function* fieldPostings(
   builder: FieldBuilder,
@@ -712,32 +756,41 @@ function* fieldPostings(
   k1: number,
   b: number,
 ): Generator<void, FieldPostings, void> {
-  const { offsets, order } = groupByTerm(builder.terms, termCount);
-  yield;
   const postingCount = builder.terms.length;
+  const terms = builder.terms.data;
+  const frequencies = builder.frequencies.data;
+  const ends = builder.ends.data;
+  const lengths = builder.lengths.data;
+  const offsets = new Int32Array(termCount + 1);
+  for (let index = 0; index < postingCount; index++) offsets[terms[index]! + 1]!++;
+  const weightedIdf = new Float64Array(termCount);
+  for (let term = 0; term < termCount; term++) {
+    const documentFrequency = offsets[term + 1]!;
+    if (documentFrequency > 0)
+      weightedIdf[term] =
+        weight * Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+    offsets[term + 1]! += offsets[term]!;
+  }
+  yield;
+  const cursor = offsets.slice(0, termCount);
   const docs = new Int32Array(postingCount);
   const contributions = new Float64Array(postingCount);
-  const lengths = builder.lengths.data;
-  const sourceDocs = builder.docs.data;
-  const sourceFrequencies = builder.frequencies.data;
+  const saturation = k1 + 1;
+  let begin = 0;
   let sinceYield = 0;
-  for (let term = 0; term < termCount; term++) {
-    const begin = offsets[term]!;
-    const end = offsets[term + 1]!;
-    if (begin === end) continue;
-    const documentFrequency = end - begin;
-    const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
-    for (let position = begin; position < end; position++) {
-      const source = order[position]!;
-      const doc = sourceDocs[source]!;
-      const tf = sourceFrequencies[source]!;
-      const len = lengths[doc]!;
+  for (let doc = 0; doc < documentCount; doc++) {
+    const end = ends[doc]!;
+    if (end === begin) continue;
+    const lengthNormalization = k1 * (1 - b + (b * lengths[doc]!) / averageLength);
+    for (let index = begin; index < end; index++) {
+      const term = terms[index]!;
+      const tf = frequencies[index]!;
+      const position = cursor[term]!++;
       docs[position] = doc;
-      // Same expression and evaluation order as the straightforward scorer, so scores are bit-identical.
-      contributions[position] =
-        (weight * idf * (tf * (k1 + 1))) / (tf + k1 * (1 - b + (b * len) / averageLength));
+      contributions[position] = (weightedIdf[term]! * (tf * saturation)) / (tf + lengthNormalization);
     }
     sinceYield += end - begin;
+    begin = end;
     if (sinceYield >= POSTINGS_PER_STEP) {
       sinceYield = 0;
       yield;
@@ -748,20 +801,6 @@ function* fieldPostings(
 
 /** Postings finalized between two yields of an incremental build. */
 const POSTINGS_PER_STEP = 1 << 18;
-
-/** Counting sort of postings by term id: offsets per term and, per slot, the index of the source posting. */
-function groupByTerm(terms: IntBuffer, termCount: number): { offsets: Int32Array; order: Int32Array } {
-  const offsets = new Int32Array(termCount + 1);
-  const data = terms.data;
-  const count = terms.length;
-  for (let index = 0; index < count; index++) offsets[data[index]! + 1]!++;
-  for (let term = 0; term < termCount; term++) offsets[term + 1]! += offsets[term]!;
-  const cursor = offsets.slice(0, termCount);
-  const order = new Int32Array(count);
-  // Postings were appended in document order, so each term's slice stays sorted by document.
-  for (let index = 0; index < count; index++) order[cursor[data[index]!]!++] = index;
-  return { offsets, order };
-}
 
 /** Rank of every id in code-unit order (JavaScript `<` on strings). */
 function rankIds(ids: readonly string[]): Int32Array {

@@ -1,138 +1,316 @@
 /**
- * String-to-id dictionary of index terms that can also look a term up directly from a range of ASCII source
- * text, lowercasing on the fly, without creating a string per token. Building an index touches every token of
- * every entry, and most tokens repeat, so skipping the per-token string allocation and the `Map` hashing of a
- * fresh string roughly halves indexing time. Open addressing over an Int32Array; 32-bit FNV-1a hashes.
+ * String-to-id dictionary of index terms, built for the indexing hot loop: the tokenizer packs each ASCII token's
+ * characters into 32-bit words and hashes them while it scans the source text, and the dictionary finds the term
+ * from those words without creating a string per token.
+ *
+ * Indexing touches every token of every entry, and at scale most lookups miss the processor caches, so the layout
+ * keeps the misses per token low: an open-addressing table of (hash, id) pairs, then one 32-byte record per term
+ * holding its length and first 16 characters (compared as four integers). Only the characters after the 16th live
+ * in a separate byte pool. Terms with a character outside ASCII (rare after normalization) use a `Map`.
+ *
+ * The packing: character `k` of a term is byte `k % 4` of word `k / 4`; the hash folds every word in order with
+ * FNV-1a's multiply, then the length, then Murmur3's finalizer (FNV-1a alone leaves the low bits, used for the
+ * slot, poorly mixed).
  */
 const EMPTY = 0;
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+/** Characters held inline in a term's record. */
+export const INLINE_CHARACTERS = 16;
+/** Int32 fields of a term's record: length (or -1 for a non-ASCII term), four packed words, tail offset. */
+const RECORD = 8;
 
-/** Murmur3's finalizer: FNV-1a alone leaves the low bits (used for the slot) poorly mixed. */
-function mix(hash: number): number {
-  let value = hash ^ (hash >>> 16);
+/** First step of a packed hash. */
+export const PACKED_HASH_START = FNV_OFFSET;
+
+/** Folds one packed word into a running hash. */
+export function foldWord(hash: number, word: number): number {
+  return Math.imul(hash ^ word, FNV_PRIME);
+}
+
+/** The final hash of a packed term of `length` characters whose words were folded into `hash`. */
+export function finishHash(hash: number, length: number): number {
+  let value = Math.imul(hash ^ length, FNV_PRIME);
+  value ^= value >>> 16;
   value = Math.imul(value, 0x85ebca6b);
   value ^= value >>> 13;
   value = Math.imul(value, 0xc2b2ae35);
   return value ^ (value >>> 16);
 }
 
-function hashString(term: string): number {
-  let hash = 0x811c9dc5;
-  for (let index = 0; index < term.length; index++)
-    hash = Math.imul(hash ^ term.charCodeAt(index), 0x01000193);
-  return mix(hash);
+function isAsciiTerm(term: string): boolean {
+  for (let index = 0; index < term.length; index++) if (term.charCodeAt(index) >= 128) return false;
+  return true;
 }
 
-function lowerCode(code: number): number {
-  return code >= 65 && code <= 90 ? code + 32 : code;
+/** The words and hash of an ASCII string, packed as the tokenizer packs a token. */
+function packString(term: string, words: Int32Array): number {
+  let hash = FNV_OFFSET;
+  let word = 0;
+  let shift = 0;
+  let count = 0;
+  for (let index = 0; index < term.length; index++) {
+    word |= term.charCodeAt(index) << shift;
+    shift += 8;
+    if (shift === 32) {
+      hash = foldWord(hash, word);
+      if (count < 4) words[count] = word;
+      count++;
+      word = 0;
+      shift = 0;
+    }
+  }
+  if (shift > 0) {
+    hash = foldWord(hash, word);
+    if (count < 4) words[count] = word;
+    count++;
+  }
+  for (; count < 4; count++) words[count] = 0;
+  return finishHash(hash, term.length);
 }
 
 export class TermDictionary {
-  // Slots of two Int32s: the hash and id + 1 (0 = empty), side by side so a probe touches one cache line.
+  // Slots of two Int32s: the hash and id + 1 (0 = empty).
   private table = new Int32Array(2 << 12);
   private mask = (1 << 12) - 1;
-  private hashes = new Int32Array(1 << 11);
-  private readonly terms: string[] = [];
+  private records = new Int32Array(RECORD << 11);
+  private pool = new Uint8Array(1 << 12);
+  private poolLength = 0;
+  private count = 0;
+  private readonly nonAsciiIds = new Map<string, number>();
+  private readonly nonAsciiTerms = new Map<number, string>();
+  private readonly scratchWords = new Int32Array(4);
+  private termsCache: string[] | null = null;
 
   /** Number of terms. */
   get size(): number {
-    return this.terms.length;
+    return this.count;
   }
 
   /** The term of an id. */
   term(id: number): string {
-    return this.terms[id]!;
+    if (id < 0 || id >= this.count) throw new RangeError(`no term with id ${id}`);
+    const base = id * RECORD;
+    const records = this.records;
+    const length = records[base]!;
+    if (length < 0) return this.nonAsciiTerms.get(id)!;
+    const codes: number[] = new Array(length);
+    for (let index = 0; index < length; index++) {
+      codes[index] =
+        index < INLINE_CHARACTERS
+          ? (records[base + 1 + (index >> 2)]! >>> ((index & 3) * 8)) & 0xff
+          : this.pool[records[base + 5]! + index - INLINE_CHARACTERS]!;
+    }
+    let text = "";
+    // Chunks keep the argument count of fromCharCode small.
+    for (let index = 0; index < length; index += 1024)
+      text += String.fromCharCode(...codes.slice(index, index + 1024));
+    return text;
   }
 
   /** Every term, by id. */
   allTerms(): readonly string[] {
-    return this.terms;
+    if (this.termsCache?.length !== this.count) {
+      const terms: string[] = new Array(this.count);
+      for (let id = 0; id < this.count; id++) terms[id] = this.term(id);
+      this.termsCache = terms;
+    }
+    return this.termsCache;
   }
 
   /** Id of a term, or -1. */
   get(term: string): number {
-    const hash = hashString(term);
-    const stored = this.table[2 * this.slotOf(term, hash) + 1]!;
-    return stored === EMPTY ? -1 : stored - 1;
+    if (!isAsciiTerm(term)) return this.nonAsciiIds.get(term) ?? -1;
+    const words = this.scratchWords;
+    const hash = packString(term, words);
+    return this.find(hash, term.length, words[0]!, words[1]!, words[2]!, words[3]!, term, 0, false);
   }
 
   /** Id of a term, adding it when new. */
   intern(term: string): number {
-    const hash = hashString(term);
-    const slot = this.slotOf(term, hash);
-    const stored = this.table[2 * slot + 1]!;
-    return stored === EMPTY ? this.insert(term, hash, slot) : stored - 1;
-  }
-
-  /** The slot holding `term`, or the empty slot where it would go. */
-  private slotOf(term: string, hash: number): number {
-    const table = this.table;
-    let slot = hash & this.mask;
-    for (;;) {
-      const stored = table[2 * slot + 1]!;
-      if (stored === EMPTY || (table[2 * slot] === hash && this.terms[stored - 1] === term)) return slot;
-      slot = (slot + 1) & this.mask;
+    if (!isAsciiTerm(term)) {
+      let id = this.nonAsciiIds.get(term);
+      if (id === undefined) {
+        id = this.addRecord(-1);
+        this.nonAsciiIds.set(term, id);
+        this.nonAsciiTerms.set(id, term);
+      }
+      return id;
     }
+    const words = this.scratchWords;
+    const hash = packString(term, words);
+    return this.internPacked(term, 0, term.length, hash, words[0]!, words[1]!, words[2]!, words[3]!, false);
   }
 
   /**
-   * Id of the lowercased ASCII text `source[start, end)`, adding it when new. The range must hold only ASCII
-   * letters and digits (what the ASCII tokenizer produces).
+   * Id of the lowercased text `source[start, end)`, adding it when new. The range must hold only ASCII letters
+   * and digits (what the ASCII tokenizer produces).
    */
   internRange(source: string, start: number, end: number): number {
-    let hash = 0x811c9dc5;
-    for (let index = start; index < end; index++)
-      hash = Math.imul(hash ^ lowerCode(source.charCodeAt(index)), 0x01000193);
-    hash = mix(hash);
-    const length = end - start;
-    const table = this.table;
-    let slot = hash & this.mask;
-    for (;;) {
-      const stored = table[2 * slot + 1]!;
-      if (stored === EMPTY) return this.insert(source.slice(start, end).toLowerCase(), hash, slot);
-      const id = stored - 1;
-      if (table[2 * slot] === hash) {
-        const candidate = this.terms[id]!;
-        if (candidate.length === length) {
-          let same = true;
-          for (let offset = 0; offset < length; offset++) {
-            if (candidate.charCodeAt(offset) !== lowerCode(source.charCodeAt(start + offset))) {
-              same = false;
-              break;
-            }
-          }
-          if (same) return id;
-        }
+    let hash = FNV_OFFSET;
+    let word = 0;
+    let shift = 0;
+    let count = 0;
+    const words = this.scratchWords;
+    words.fill(0);
+    for (let index = start; index < end; index++) {
+      word |= (source.charCodeAt(index) | 32) << shift;
+      shift += 8;
+      if (shift === 32) {
+        hash = foldWord(hash, word);
+        if (count < 4) words[count] = word;
+        count++;
+        word = 0;
+        shift = 0;
       }
-      slot = (slot + 1) & this.mask;
     }
+    if (shift > 0) {
+      hash = foldWord(hash, word);
+      if (count < 4) words[count] = word;
+    }
+    return this.internPacked(
+      source,
+      start,
+      end - start,
+      finishHash(hash, end - start),
+      words[0]!,
+      words[1]!,
+      words[2]!,
+      words[3]!,
+      true,
+    );
   }
 
-  private insert(term: string, hash: number, slot: number): number {
-    const id = this.terms.length;
-    this.terms.push(term);
-    if (id >= this.hashes.length) {
-      const grown = new Int32Array(this.hashes.length * 2);
-      grown.set(this.hashes);
-      this.hashes = grown;
+  /**
+   * Id of a packed ASCII term, adding it when new: `hash` from {@link finishHash}, `word0..3` its first 16
+   * characters packed (zero beyond its length), and `source[start, start + length)` its characters, lowercased
+   * with `| 32` when `lowercase` is set (letters and digits only then).
+   */
+  internPacked(
+    source: string,
+    start: number,
+    length: number,
+    hash: number,
+    word0: number,
+    word1: number,
+    word2: number,
+    word3: number,
+    lowercase: boolean,
+  ): number {
+    const found = this.find(hash, length, word0, word1, word2, word3, source, start, lowercase);
+    if (found >= 0) return found;
+    const id = this.addRecord(length);
+    const base = id * RECORD;
+    const records = this.records;
+    records[base + 1] = word0;
+    records[base + 2] = word1;
+    records[base + 3] = word2;
+    records[base + 4] = word3;
+    if (length > INLINE_CHARACTERS) {
+      const tail = length - INLINE_CHARACTERS;
+      if (this.poolLength + tail > this.pool.length) {
+        const grown = new Uint8Array(Math.max(this.pool.length * 2, this.poolLength + tail));
+        grown.set(this.pool);
+        this.pool = grown;
+      }
+      records[base + 5] = this.poolLength;
+      const pool = this.pool;
+      const mask = lowercase ? 32 : 0;
+      for (let index = 0; index < tail; index++)
+        pool[this.poolLength + index] = source.charCodeAt(start + INLINE_CHARACTERS + index) | mask;
+      this.poolLength += tail;
     }
-    this.hashes[id] = hash;
-    this.table[2 * slot] = hash;
-    this.table[2 * slot + 1] = id + 1;
-    // Keep the load factor under one half so probes stay short.
-    if (this.terms.length * 2 > this.mask + 1) this.grow();
+    this.placeInTable(hash, id);
     return id;
   }
 
+  /** The id of a packed term, or -1 (where {@link placeInTable} would put it is found again on insert). */
+  private find(
+    hash: number,
+    length: number,
+    word0: number,
+    word1: number,
+    word2: number,
+    word3: number,
+    source: string,
+    start: number,
+    lowercase: boolean,
+  ): number {
+    const table = this.table;
+    const mask = this.mask;
+    const records = this.records;
+    let slot = hash & mask;
+    for (;;) {
+      const stored = table[2 * slot + 1]!;
+      if (stored === EMPTY) return -1;
+      if (table[2 * slot] === hash) {
+        const base = (stored - 1) * RECORD;
+        if (
+          records[base] === length &&
+          records[base + 1] === word0 &&
+          records[base + 2] === word1 &&
+          records[base + 3] === word2 &&
+          records[base + 4] === word3 &&
+          (length <= INLINE_CHARACTERS || this.sameTail(records[base + 5]!, source, start, length, lowercase))
+        )
+          return stored - 1;
+      }
+      slot = (slot + 1) & mask;
+    }
+  }
+
+  private sameTail(
+    offset: number,
+    source: string,
+    start: number,
+    length: number,
+    lowercase: boolean,
+  ): boolean {
+    const pool = this.pool;
+    const mask = lowercase ? 32 : 0;
+    for (let index = INLINE_CHARACTERS; index < length; index++)
+      if (pool[offset + index - INLINE_CHARACTERS] !== (source.charCodeAt(start + index) | mask))
+        return false;
+    return true;
+  }
+
+  /** Appends a record and returns its id. */
+  private addRecord(length: number): number {
+    const id = this.count++;
+    if ((id + 1) * RECORD > this.records.length) {
+      const grown = new Int32Array(this.records.length * 2);
+      grown.set(this.records);
+      this.records = grown;
+    }
+    this.records[id * RECORD] = length;
+    this.termsCache = null;
+    return id;
+  }
+
+  private placeInTable(hash: number, id: number): void {
+    // Keep the load factor under one half so probes stay short.
+    if (this.count * 2 > this.mask + 1) this.grow();
+    const table = this.table;
+    const mask = this.mask;
+    let slot = hash & mask;
+    while (table[2 * slot + 1] !== EMPTY) slot = (slot + 1) & mask;
+    table[2 * slot] = hash;
+    table[2 * slot + 1] = id + 1;
+  }
+
   private grow(): void {
+    const previous = this.table;
     const slots = (this.mask + 1) * 2;
     const table = new Int32Array(slots * 2);
     const mask = slots - 1;
-    for (let id = 0; id < this.terms.length; id++) {
-      const hash = this.hashes[id]!;
-      let slot = hash & mask;
-      while (table[2 * slot + 1] !== EMPTY) slot = (slot + 1) & mask;
-      table[2 * slot] = hash;
-      table[2 * slot + 1] = id + 1;
+    for (let slot = 0; slot < previous.length; slot += 2) {
+      const stored = previous[slot + 1]!;
+      if (stored === EMPTY) continue;
+      const hash = previous[slot]!;
+      let target = hash & mask;
+      while (table[2 * target + 1] !== EMPTY) target = (target + 1) & mask;
+      table[2 * target] = hash;
+      table[2 * target + 1] = stored;
     }
     this.table = table;
     this.mask = mask;
