@@ -289,82 +289,83 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /**
    * Tokenizes ASCII text straight into term ids ({@link scanAsciiTokens}'s splitting, inlined here because this
    * loop runs once per indexed character) and counts them. Each token's characters are lowercased, packed and
-   * hashed during the scan, so the dictionary lookup reads the source no more. Returns the number of tokens.
+   * hashed during the scan, so the dictionary lookup reads the source no more. An outer loop skips separators and
+   * an inner one consumes a token, which keeps the per-character work small. Returns the number of tokens.
    */
   private countAsciiText(text: string, marker: number, from: number, to: number): number {
+    const dictionary = this.dictionary;
     let tokens = 0;
-    let start = -1;
-    let tokenLength = 0;
-    let hash = PACKED_HASH_START;
-    let word = 0;
-    let shift = 0;
-    let word0 = 0;
-    let word1 = 0;
-    let word2 = 0;
-    let word3 = 0;
-    for (let index = from; index <= to; index++) {
-      const code = index < to ? text.charCodeAt(index) : 32;
-      const isUpper = code >= 65 && code <= 90;
-      const isAlphanumeric = isUpper || (code >= 97 && code <= 122) || (code >= 48 && code <= 57);
-      if (start >= 0) {
-        let ends = !isAlphanumeric;
-        if (isUpper) {
-          // Split before a capital that follows a lowercase letter or digit, or that starts "Xy" after capitals.
-          const previous = text.charCodeAt(index - 1);
-          const next = index + 1 < to ? text.charCodeAt(index + 1) : 0;
-          ends = previous >= 65 && previous <= 90 ? next >= 97 && next <= 122 : true;
-        }
-        if (ends) {
-          if (shift > 0) {
-            hash = foldWord(hash, word);
-            if (tokenLength <= 4) word0 = word;
-            else if (tokenLength <= 8) word1 = word;
-            else if (tokenLength <= 12) word2 = word;
-            else if (tokenLength <= 16) word3 = word;
+    let index = from;
+    while (index < to) {
+      let code = text.charCodeAt(index);
+      if (!((code >= 97 && code <= 122) || (code >= 48 && code <= 57) || (code >= 65 && code <= 90))) {
+        index++;
+        continue;
+      }
+      const start = index;
+      let length = 0;
+      let word = 0;
+      let shift = 0;
+      let hash = PACKED_HASH_START;
+      let word0 = 0;
+      let word1 = 0;
+      let word2 = 0;
+      let word3 = 0;
+      let previousUpper = false;
+      for (;;) {
+        if (code >= 65 && code <= 90) {
+          if (length > 0) {
+            // Split before a capital that follows a lowercase letter or digit, or that starts "Xy" after capitals.
+            if (!previousUpper) break;
+            const next = index + 1 < to ? text.charCodeAt(index + 1) : 0;
+            if (next >= 97 && next <= 122) break;
           }
-          this.countTerm(
-            this.dictionary.internPacked(
-              text,
-              start,
-              tokenLength,
-              finishHash(hash, tokenLength),
-              word0,
-              word1,
-              word2,
-              word3,
-              true,
-            ),
-            marker,
-          );
-          tokens++;
-          start = -1;
+          previousUpper = true;
+        } else if ((code >= 97 && code <= 122) || (code >= 48 && code <= 57)) {
+          previousUpper = false;
+        } else {
+          break;
         }
+        // Characters past the length cap still take part in splitting, but not in the term.
+        if (length < MAX_TOKEN_LENGTH) {
+          word |= (code | 32) << shift;
+          length++;
+          shift += 8;
+          if (shift === 32) {
+            hash = foldWord(hash, word);
+            if (length === 4) word0 = word;
+            else if (length === 8) word1 = word;
+            else if (length === 12) word2 = word;
+            else if (length === 16) word3 = word;
+            word = 0;
+            shift = 0;
+          }
+        }
+        if (++index >= to) break;
+        code = text.charCodeAt(index);
       }
-      if (!isAlphanumeric) continue;
-      if (start < 0) {
-        start = index;
-        tokenLength = 0;
-        hash = PACKED_HASH_START;
-        word = 0;
-        shift = 0;
-        word0 = 0;
-        word1 = 0;
-        word2 = 0;
-        word3 = 0;
-      }
-      if (tokenLength === MAX_TOKEN_LENGTH) continue;
-      word |= (code | 32) << shift;
-      tokenLength++;
-      shift += 8;
-      if (shift === 32) {
+      if (shift > 0) {
         hash = foldWord(hash, word);
-        if (tokenLength === 4) word0 = word;
-        else if (tokenLength === 8) word1 = word;
-        else if (tokenLength === 12) word2 = word;
-        else if (tokenLength === 16) word3 = word;
-        word = 0;
-        shift = 0;
+        if (length <= 4) word0 = word;
+        else if (length <= 8) word1 = word;
+        else if (length <= 12) word2 = word;
+        else if (length <= 16) word3 = word;
       }
+      this.countTerm(
+        dictionary.internPacked(
+          text,
+          start,
+          length,
+          finishHash(hash, length),
+          word0,
+          word1,
+          word2,
+          word3,
+          true,
+        ),
+        marker,
+      );
+      tokens++;
     }
     return tokens;
   }
