@@ -27,7 +27,14 @@ import {
   MAX_QUERY_TOKENS,
   MAX_TOKEN_LENGTH,
 } from "./defaults.js";
-import { forEachSegment, isAscii, normalizePhrases, phraseKey, tokenize } from "./normalize.js";
+import {
+  forEachSegment,
+  isAscii,
+  normalizePhrases,
+  phraseKey,
+  phraseWordCount,
+  tokenize,
+} from "./normalize.js";
 import { finishHash, foldWord, PACKED_HASH_START, TermDictionary } from "./termDictionary.js";
 
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
@@ -93,9 +100,14 @@ export function buildDocument(entry: NormalizedKnowledgeEntry): IndexedKnowledge
       };
       return fields;
     },
-    [RAW_FIELD_TEXTS]: [[entry.title], entry.aliases, entry.keywords, [entry.summary], [entry.body]],
+    [RAW_FIELD_TEXTS]: entryFieldTexts(entry),
   };
   return document;
+}
+
+/** The raw texts of an entry's five fields, in field order. */
+function entryFieldTexts(entry: NormalizedKnowledgeEntry): readonly (readonly string[])[] {
+  return [[entry.title], entry.aliases, entry.keywords, [entry.summary], [entry.body]];
 }
 
 function tokenizeList(values: readonly string[]): string[] {
@@ -226,14 +238,32 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
 
   /** Adds one document. Ids must be unique; documents cannot be added after {@link finalize}. */
   add(document: IndexedKnowledgeDocument): void {
+    const rawTexts = this.analyzer ? undefined : (document as DocumentWithRawTexts)[RAW_FIELD_TEXTS];
+    this.addDocument(document.id, rawTexts, document);
+  }
+
+  /**
+   * Adds an entry's search document straight from the entry's texts (what a snapshot build does), without the
+   * intermediate document object.
+   * @internal
+   */
+  addEntry(entry: NormalizedKnowledgeEntry): void {
+    if (this.analyzer) this.add(buildDocument(entry));
+    else this.addDocument(entry.id, entryFieldTexts(entry), undefined);
+  }
+
+  private addDocument(
+    id: string,
+    rawTexts: readonly (readonly string[])[] | undefined,
+    document: IndexedKnowledgeDocument | undefined,
+  ): void {
     const builders = this.builders;
     if (!builders) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
-    if (this.denseIds.has(document.id))
-      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(document.id)}`);
+    if (this.denseIds.has(id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
     const docId = this.ids.length;
-    this.ids.push(document.id);
-    this.denseIds.set(document.id, docId);
-    const rawTexts = this.analyzer ? undefined : (document as DocumentWithRawTexts)[RAW_FIELD_TEXTS];
+    this.ids.push(id);
+    this.denseIds.set(id, docId);
     for (let field = 0; field < FIELD_COUNT; field++) {
       const builder = builders[field]!;
       const marker = docId * FIELD_COUNT + field + 1;
@@ -257,7 +287,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
           }
         }
       } else {
-        const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
+        const raw = document?.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
         const tokens = this.analyzer ? this.analyzer(raw) : raw;
         for (const token of tokens) this.countTerm(this.dictionary.intern(token), marker);
         length = tokens.length;
@@ -952,9 +982,8 @@ export function startIndexBuild(
         budgetMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : performance.now() + budgetMs;
       while (next < sorted.length) {
         const entry = sorted[next++]!;
-        const document = buildDocument(entry);
-        maps.add(entry, document.exactKeys);
-        lexical.add(document);
+        maps.add(entry, normalizePhrases([entry.id, entry.title]));
+        lexical.addEntry(entry);
         if ((next & 63) === 0 && performance.now() >= deadline) return false;
       }
       // Then finalize the postings one field at a time, so an async build can yield between fields.
@@ -997,7 +1026,7 @@ class SnapshotMaps {
       map.set(key, ids);
       const space = key.indexOf(" ");
       const first = space < 0 ? key : key.slice(0, space);
-      const words = space < 0 ? 1 : key.split(" ").length;
+      const words = space < 0 ? 1 : phraseWordCount(key);
       if ((this.phraseLengthByFirstToken.get(first) ?? 0) < words)
         this.phraseLengthByFirstToken.set(first, words);
     }

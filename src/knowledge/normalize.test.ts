@@ -152,6 +152,24 @@ describe("tokenize", () => {
 });
 
 describe("phrases", () => {
+  it("phraseKey equals the tokens joined by spaces (native fast path and fallback agree)", () => {
+    const phraseText = fc.string({
+      unit: fc.constantFrom(..."aAbBzZ09 _-./'\t\nQxXé\u0301".split("")),
+      maxLength: 40,
+    });
+    const longRun = fc
+      .tuple(fc.constantFrom("a", "A", "1"), fc.integer({ min: 120, max: 140 }), phraseText)
+      .map(([unit, count, tail]) => unit.repeat(count) + tail);
+    fc.assert(
+      fc.property(fc.oneof(phraseText, longRun), (text) => {
+        expect(phraseKey(text)).toBe(tokenize(text).join(" "));
+      }),
+      { seed: propertySeed("phraseKey fast path"), numRuns: propertyRuns(3000) },
+    );
+    for (const text of ["HTTPServer", "fooBar", "ABc", " Mixed  Case-Title. ", "plain words", "v2Beta", ""])
+      expect(phraseKey(text)).toBe(tokenize(text).join(" "));
+  });
+
   it("normalizes, drops empties and duplicates, keeps order", () => {
     expect(normalizePhrases(["Multi-Step Flow", "multi step flow", ""])).toEqual(["multi step flow"]);
     expect(normalizePhrases(["b", "a", "B"])).toEqual(["b", "a"]);

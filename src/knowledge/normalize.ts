@@ -163,9 +163,52 @@ function capTokens(tokens: string[]): string[] {
   return tokens;
 }
 
+const ASCII_SEPARATOR_RUN = /[^A-Za-z0-9]+/g;
+
+/**
+ * The phrase key of pure-ASCII text in which no identifier split applies and no token is over the length cap,
+ * computed with native string operations (separator runs become one space, ends trimmed, lowercased); otherwise
+ * `undefined`. Ids, titles and aliases are mostly such text, and the snapshot keys every one of them.
+ */
+function simpleAsciiPhraseKey(text: string): string | undefined {
+  // Class of the previous character: 0 separator, 1 lowercase letter or digit, 2 capital.
+  let previous = 0;
+  let run = 0;
+  let hasSeparator = false;
+  let hasCapital = false;
+  const length = text.length;
+  for (let index = 0; index < length; index++) {
+    const code = text.charCodeAt(index);
+    if (code >= 128) return undefined;
+    if (code >= 65 && code <= 90) {
+      if (previous === 1) return undefined;
+      if (previous === 2) {
+        const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
+        if (next >= 97 && next <= 122) return undefined;
+      }
+      previous = 2;
+      hasCapital = true;
+      run++;
+    } else if ((code >= 97 && code <= 122) || (code >= 48 && code <= 57)) {
+      previous = 1;
+      run++;
+    } else {
+      previous = 0;
+      run = 0;
+      hasSeparator = true;
+      continue;
+    }
+    if (run > MAX_TOKEN_LENGTH) return undefined;
+  }
+  const key = hasSeparator ? text.replace(ASCII_SEPARATOR_RUN, " ").trim() : text;
+  return hasCapital ? key.toLowerCase() : key;
+}
+
 /** The phrase key of one text: its tokens joined by single spaces (`""` when it has none). */
 export function phraseKey(text: string | null | undefined): string {
-  return tokenize(text).join(" ");
+  if (!text) return "";
+  const source = String(text);
+  return simpleAsciiPhraseKey(source) ?? tokenize(source).join(" ");
 }
 
 /**
@@ -173,12 +216,13 @@ export function phraseKey(text: string | null | undefined): string {
  * `["Multi-Step Flow", "multi step flow", ""]` → `["multi step flow"]`.
  */
 export function normalizePhrases(list: readonly (string | null | undefined)[]): string[] {
-  const seen = new Set<string>();
   const phrases: string[] = [];
+  // Lists are short (an id and a title, or one entry's aliases): a linear check beats hashing.
+  const seen = list.length > 8 ? new Set<string>() : null;
   for (const item of list) {
     const key = phraseKey(item);
-    if (key === "" || seen.has(key)) continue;
-    seen.add(key);
+    if (key === "" || (seen ? seen.has(key) : phrases.includes(key))) continue;
+    seen?.add(key);
     phrases.push(key);
   }
   return phrases;
