@@ -47,11 +47,14 @@ type Options = {
   seriesBudgetMs: number;
   /** Build repetitions when one build takes under 5 s (slower builds are measured once). */
   buildRepeats: number;
+  /** Set by `--build-repeats`: repeat every build that many times, however long it takes. */
+  forceBuildRepeats: boolean;
   output: string | null;
 };
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--datasets scifact,nfcorpus|none]
-  [--queries N] [--skip-plain] [--skip-peers] [--quick] [--seed N] [--budget-ms N] [--out file.json|none]`;
+  [--queries N] [--skip-plain] [--skip-peers] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
+  [--out file.json|none]`;
 
 function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
@@ -63,6 +66,7 @@ function parseOptions(argv: readonly string[]): Options {
     seed: 20_260_714,
     seriesBudgetMs: 3_000,
     buildRepeats: 3,
+    forceBuildRepeats: false,
     output: "",
   };
   const explicit = new Set<string>();
@@ -117,6 +121,10 @@ function parseOptions(argv: readonly string[]): Options {
         break;
       case "--budget-ms":
         options.seriesBudgetMs = integer(value());
+        break;
+      case "--build-repeats":
+        options.buildRepeats = Math.max(1, integer(value()));
+        options.forceBuildRepeats = true;
         break;
       case "--out": {
         const path = value();
@@ -238,7 +246,7 @@ async function prepareImplementation(
   for (
     let repeat = 0;
     repeat < Math.max(1, options.buildRepeats) &&
-    (repeat === 0 || buildMilliseconds[0]! < REPEAT_BUILDS_UNDER_MS);
+    (repeat === 0 || options.forceBuildRepeats || buildMilliseconds[0]! < REPEAT_BUILDS_UNDER_MS);
     repeat++
   ) {
     built = null; // the previous copy must be collectable before the next measurement starts
