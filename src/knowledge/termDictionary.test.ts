@@ -1,4 +1,6 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { TermDictionary } from "./termDictionary.js";
 
 describe("TermDictionary", () => {
@@ -17,5 +19,39 @@ describe("TermDictionary", () => {
     expect(dictionary.term(0)).toBe("alpha");
     for (const name of ["__proto__", "constructor", "toString"])
       expect(dictionary.get(dictionary.term(dictionary.intern(name)))).toBeGreaterThan(0);
+  });
+});
+
+describe("TermDictionary against a Map", () => {
+  it("gives the same ids as a Map for any terms: long, short, control characters, non-ASCII, lookalikes", () => {
+    const unit = fc.constantFrom(..."ab09zé\u0000 \u007fß".split(""));
+    const term = fc.oneof(
+      fc.string({ unit, maxLength: 6 }),
+      fc.string({ unit: fc.constantFrom("a", "b"), minLength: 14, maxLength: 40 }),
+      fc.string({ unit: "binary", maxLength: 20 }),
+    );
+    fc.assert(
+      fc.property(fc.array(term, { maxLength: 200 }), (terms) => {
+        const dictionary = new TermDictionary();
+        const oracle = new Map<string, number>();
+        for (const value of terms) {
+          if (!oracle.has(value)) oracle.set(value, oracle.size);
+          expect(dictionary.intern(value)).toBe(oracle.get(value));
+        }
+        expect(dictionary.size).toBe(oracle.size);
+        for (const [value, id] of oracle) {
+          expect(dictionary.get(value)).toBe(id);
+          expect(dictionary.term(id)).toBe(value);
+        }
+        expect(dictionary.allTerms()).toEqual([...oracle.keys()]);
+        // A lowercased ASCII range of letters and digits finds the same id as its string.
+        for (const value of oracle.keys()) {
+          if (!/^[a-z0-9]+$/.test(value)) continue;
+          const source = `-${value.toUpperCase()}-`;
+          expect(dictionary.internRange(source, 1, source.length - 1)).toBe(oracle.get(value));
+        }
+      }),
+      { seed: propertySeed("term dictionary"), numRuns: propertyRuns(300) },
+    );
   });
 });

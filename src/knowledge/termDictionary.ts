@@ -43,14 +43,19 @@ function isAsciiTerm(term: string): boolean {
   return true;
 }
 
-/** The words and hash of an ASCII string, packed as the tokenizer packs a token. */
-function packString(term: string, words: Int32Array): number {
+/**
+ * Packs the ASCII characters `source[start, end)` (each OR-ed with `mask`: 32 lowercases letters and keeps
+ * digits) as the tokenizer packs a token: the first four words into `words` (zero beyond the end), the hash
+ * returned.
+ */
+function packRange(source: string, start: number, end: number, mask: number, words: Int32Array): number {
   let hash = FNV_OFFSET;
   let word = 0;
   let shift = 0;
   let count = 0;
-  for (let index = 0; index < term.length; index++) {
-    word |= term.charCodeAt(index) << shift;
+  words.fill(0);
+  for (let index = start; index < end; index++) {
+    word |= (source.charCodeAt(index) | mask) << shift;
     shift += 8;
     if (shift === 32) {
       hash = foldWord(hash, word);
@@ -63,10 +68,8 @@ function packString(term: string, words: Int32Array): number {
   if (shift > 0) {
     hash = foldWord(hash, word);
     if (count < 4) words[count] = word;
-    count++;
   }
-  for (; count < 4; count++) words[count] = 0;
-  return finishHash(hash, term.length);
+  return finishHash(hash, end - start);
 }
 
 export class TermDictionary {
@@ -122,7 +125,7 @@ export class TermDictionary {
   get(term: string): number {
     if (!isAsciiTerm(term)) return this.nonAsciiIds.get(term) ?? -1;
     const words = this.scratchWords;
-    const hash = packString(term, words);
+    const hash = packRange(term, 0, term.length, 0, words);
     return this.find(hash, term.length, words[0]!, words[1]!, words[2]!, words[3]!, term, 0, false);
   }
 
@@ -138,7 +141,7 @@ export class TermDictionary {
       return id;
     }
     const words = this.scratchWords;
-    const hash = packString(term, words);
+    const hash = packRange(term, 0, term.length, 0, words);
     return this.internPacked(term, 0, term.length, hash, words[0]!, words[1]!, words[2]!, words[3]!, false);
   }
 
@@ -147,32 +150,13 @@ export class TermDictionary {
    * and digits (what the ASCII tokenizer produces).
    */
   internRange(source: string, start: number, end: number): number {
-    let hash = FNV_OFFSET;
-    let word = 0;
-    let shift = 0;
-    let count = 0;
     const words = this.scratchWords;
-    words.fill(0);
-    for (let index = start; index < end; index++) {
-      word |= (source.charCodeAt(index) | 32) << shift;
-      shift += 8;
-      if (shift === 32) {
-        hash = foldWord(hash, word);
-        if (count < 4) words[count] = word;
-        count++;
-        word = 0;
-        shift = 0;
-      }
-    }
-    if (shift > 0) {
-      hash = foldWord(hash, word);
-      if (count < 4) words[count] = word;
-    }
+    const hash = packRange(source, start, end, 32, words);
     return this.internPacked(
       source,
       start,
       end - start,
-      finishHash(hash, end - start),
+      hash,
       words[0]!,
       words[1]!,
       words[2]!,
