@@ -172,3 +172,48 @@ describe("snapshot", () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe("large builds", () => {
+  // Past the point where the build sizes its buffers for the whole registry (1,024 documents), in shuffled,
+  // sorted and reversed input order.
+  const words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"];
+  const entries: NormalizedKnowledgeEntry[] = Array.from({ length: 3000 }, (_, index) =>
+    resolveEntry(
+      {
+        id: `large.${((index * 7919) % 3000).toString(36)}`,
+        title: `${words[index % 10]} ${words[(index * 3) % 10]}`,
+        summary: `${words[(index * 7) % 10]} item${index % 97}`,
+        body: `${words[index % 10]} `.repeat(1 + (index % 5)) + `body${index % 13}`,
+        domain: "d",
+        integrations: [],
+      },
+      "1",
+    ),
+  );
+  const queries = [["alpha"], ["beta", "item5"], ["body3", "kappa", "zeta"], ["item96"]];
+
+  function reference(): KnowledgeLexicalIndex {
+    const index = new KnowledgeLexicalIndex();
+    const sorted = entries.slice().sort((left, right) => (left.id < right.id ? -1 : 1));
+    for (const entry of sorted) index.add(buildDocument(entry));
+    index.finalize();
+    return index;
+  }
+
+  it("scores exactly as documents added one by one, whatever the input order", () => {
+    const expected = reference();
+    for (const order of [
+      entries,
+      entries.slice().sort((l, r) => (l.id < r.id ? -1 : 1)),
+      entries.slice().reverse(),
+    ]) {
+      const snapshot = buildIndexSnapshot(order);
+      for (const query of queries)
+        expect(snapshot.lexical.search(query, 50)).toEqual(expected.search(query, 50));
+    }
+  });
+
+  it("reports duplicate ids given without validation", () => {
+    expect(() => buildIndexSnapshot([...entries, entries[5]!])).toThrow(/duplicate id "large\./);
+  });
+});
