@@ -192,9 +192,9 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   readonly scoring: KnowledgeScoringMode;
   private readonly analyzer: TokenAnalyzer | null;
   private readonly dictionary = new TermDictionary();
-  // Term frequency counting per (document, field) without a Map: the last (document, field) a term was seen in,
-  // its count there, and the distinct terms of the current field.
-  // Interleaved (last marker, count) pairs by term id, so counting a token touches one cache line.
+  // Term frequency counting per (document, field) without a Map: by term id, the last (document, field) marker it
+  // was seen in and its count there, interleaved so counting a token touches one cache line; and the distinct
+  // terms of the current field.
   private termCounts = new Int32Array(2048);
   private readonly fieldTerms: number[] = [];
   private readonly ids: string[] = [];
