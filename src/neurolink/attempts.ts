@@ -19,6 +19,7 @@ import {
   AttemptTimeoutError,
   EmptyOutputError,
   FirstContentTimeoutError,
+  StreamIdleTimeoutError,
   StreamInterruptedError,
 } from "./errors.js";
 import type { ResolvedModel } from "./providers.js";
@@ -179,7 +180,12 @@ export type OpenedStream = {
 export async function openStreamAttempt(
   target: ResolvedModel,
   request: PreparedRequest,
-  options: { callerSignal?: AbortSignal; firstContentTimeoutMs?: number; timeoutMs?: number },
+  options: {
+    callerSignal?: AbortSignal;
+    firstContentTimeoutMs?: number;
+    streamIdleTimeoutMs?: number;
+    timeoutMs?: number;
+  },
 ): Promise<OpenedStream> {
   const { controller, release } = linkedController(options.callerSignal);
   const signal = controller.signal;
@@ -261,15 +267,23 @@ export async function openStreamAttempt(
         cause: error,
       });
     };
+    const idleTimeoutMs = options.streamIdleTimeoutMs;
+    const watchIdle = idleTimeoutMs !== undefined && idleTimeoutMs > 0 && Number.isFinite(idleTimeoutMs);
     async function* rest(alreadySent: () => string): AsyncGenerator<string, void, undefined> {
       let completed = false;
       try {
         while (true) {
           let next: IteratorResult<StreamPart>;
+          // The silence is timed only while we wait on the provider, not while the host holds the stream unread.
+          const idleTimer = watchIdle
+            ? setTimeout(() => controller.abort(new StreamIdleTimeoutError(idleTimeoutMs)), idleTimeoutMs)
+            : undefined;
           try {
             next = await raceAbort(openedIterator.next(), signal);
           } catch (error) {
             throw interruption(error, alreadySent);
+          } finally {
+            clearTimeout(idleTimer);
           }
           if (next.done) break;
           const part = next.value;

@@ -24,6 +24,7 @@ export type NeuroLinkErrorCode =
   | "INVALID_OPTIONS"
   | "ALL_ATTEMPTS_FAILED"
   | "FIRST_CONTENT_TIMEOUT"
+  | "STREAM_IDLE_TIMEOUT"
   | "ATTEMPT_TIMEOUT"
   | "EMPTY_OUTPUT"
   | "STREAM_INTERRUPTED"
@@ -162,6 +163,30 @@ export class AllAttemptsFailedError extends NeuroLinkError {
 
   static override isInstance(error: unknown): error is AllAttemptsFailedError {
     return hasMarker(error, ALL_ATTEMPTS_FAILED);
+  }
+}
+
+const STREAM_IDLE_TIMEOUT = Symbol.for("lexground.neurolink.StreamIdleTimeoutError");
+
+/**
+ * A stream that had produced content went silent for `streamIdleTimeoutMs`; the attempt is cancelled and the stream
+ * ends with a {@link StreamInterruptedError} whose `cause` is this error (no fallback after content).
+ */
+export class StreamIdleTimeoutError extends NeuroLinkError {
+  readonly [STREAM_IDLE_TIMEOUT] = true;
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(
+      "STREAM_IDLE_TIMEOUT",
+      `The stream sent nothing for ${timeoutMs}ms after content had started; it was cancelled`,
+    );
+    this.name = "StreamIdleTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+
+  static override isInstance(error: unknown): error is StreamIdleTimeoutError {
+    return hasMarker(error, STREAM_IDLE_TIMEOUT);
   }
 }
 

@@ -27,6 +27,7 @@ export {
   type NeuroLinkErrorCode,
   ProviderNotConfiguredError,
   StreamAbandonedError,
+  StreamIdleTimeoutError,
   StreamInterruptedError,
   UnknownProviderError,
 } from "./errors.js";

@@ -71,6 +71,7 @@ import type {
 
 const DEFAULT_MAX_ATTEMPTS = 8;
 const DEFAULT_FIRST_CONTENT_TIMEOUT_MS = 60_000;
+const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_TURNS_PER_SESSION = 50;
 const DEFAULT_MAX_SESSIONS = 50;
 
@@ -589,12 +590,17 @@ export class NeuroLink {
       parseTimeout((resolved as StreamOptions).firstContentTimeoutMs, "firstContentTimeoutMs") ??
       parseTimeout(this.config.firstContentTimeoutMs, "config.firstContentTimeoutMs") ??
       DEFAULT_FIRST_CONTENT_TIMEOUT_MS;
+    const streamIdleTimeoutMs =
+      parseTimeout((resolved as StreamOptions).streamIdleTimeoutMs, "streamIdleTimeoutMs") ??
+      parseTimeout(this.config.streamIdleTimeoutMs, "config.streamIdleTimeoutMs") ??
+      DEFAULT_STREAM_IDLE_TIMEOUT_MS;
     const outcome = await runWithFallback<OpenedStream>({
       ...this.fallbackHooks(resolved),
       attempt: (target) =>
         openStreamAttempt(target, request, {
           ...(resolved.abortSignal === undefined ? {} : { callerSignal: resolved.abortSignal }),
           firstContentTimeoutMs,
+          streamIdleTimeoutMs,
           ...(timeoutMs === undefined ? {} : { timeoutMs }),
         }),
       phaseOf: (error) => (EmptyOutputError.isInstance(error) ? "empty-output" : "before-first-content"),

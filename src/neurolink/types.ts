@@ -191,6 +191,12 @@ export type NeurolinkConstructorConfig = {
   maxRetries?: number;
   /** Default first-content deadline of streams in ms (0 disables). Default 60 000. */
   firstContentTimeoutMs?: number;
+  /**
+   * Default longest silence of a stream after its first content, in ms (0 disables): the provider sending nothing
+   * at all for that long (no text, reasoning or other part) while the stream is being read ends it with
+   * `StreamInterruptedError`. Default 60 000.
+   */
+  streamIdleTimeoutMs?: number;
   /** Default per-attempt deadline of calls, in ms or as a duration string. Default none. */
   timeout?: number | string;
   /** Receives the constructor warning and fail-open notices. Default `console`. */
@@ -275,6 +281,8 @@ export type GenerateOptions = CallOptionsBase;
 export type StreamOptions = CallOptionsBase & {
   /** Deadline for the first content chunk in ms; 0 disables. Default: the instance's (60 000). */
   firstContentTimeoutMs?: number;
+  /** Longest silence after the first content chunk in ms; 0 disables. Default: the instance's (60 000). */
+  streamIdleTimeoutMs?: number;
 };
 
 /**

@@ -18,6 +18,7 @@ import {
   type NeurolinkConstructorConfig,
   ProviderNotConfiguredError,
   StreamAbandonedError,
+  StreamIdleTimeoutError,
   StreamInterruptedError,
 } from "../../src/neurolink/index.js";
 import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
@@ -431,6 +432,50 @@ describe("orchestration rules", () => {
     expect(FirstContentTimeoutError.isInstance(result.attempts[0]?.error)).toBe(true);
     expect(result.attempts[0]?.phase).toBe("before-first-content");
     await vi.waitFor(() => expect(stalled.state.cancelled).toBe(true));
+    expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
+  });
+
+  it("a stream that goes silent after content is cut by the idle deadline, without fallback", async () => {
+    const { neurolink } = groundedClient();
+    const before = timeouts();
+    const gated = gatedStreamModel("first ", ["never"]);
+    const backup = answeringModel("other answer", { modelId: "backup" });
+    const result = await neurolink.stream({
+      ...GROUNDED,
+      model: gated.model,
+      modelChain: [backup],
+      streamIdleTimeoutMs: 40,
+    });
+    const iterator = result.stream[Symbol.asyncIterator]();
+    expect((await iterator.next()).value).toEqual({ content: "first " });
+    // The host holding the stream unread for longer than the deadline does not count as silence.
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    const started = performance.now();
+    const thrown = await iterator.next().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(performance.now() - started).toBeGreaterThanOrEqual(30);
+    expect(StreamInterruptedError.isInstance(thrown)).toBe(true);
+    expect((thrown as StreamInterruptedError).partialContent).toBe("first ");
+    const cause = (thrown as StreamInterruptedError).cause;
+    expect(StreamIdleTimeoutError.isInstance(cause)).toBe(true);
+    expect((cause as StreamIdleTimeoutError).timeoutMs).toBe(40);
+    await expect(result.result).rejects.toBe(thrown);
+    expect(backup.doStreamCalls).toHaveLength(0);
+    gated.release();
+    expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
+  });
+
+  it("a steady stream is not cut by the idle deadline, and 0 disables it", async () => {
+    const { neurolink } = groundedClient();
+    const before = timeouts();
+    for (const streamIdleTimeoutMs of [5_000, 0]) {
+      const gated = gatedStreamModel("first ", ["second ", "third"]);
+      const result = await neurolink.stream({ ...GROUNDED, model: gated.model, streamIdleTimeoutMs });
+      setTimeout(() => gated.release(), 20);
+      expect(await drain(result.stream)).toBe("first second third");
+    }
     expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
   });
 

@@ -8,6 +8,7 @@ import {
   NeuroLink,
   type NeurolinkConstructorConfig,
   ProviderNotConfiguredError,
+  StreamIdleTimeoutError,
   StreamInterruptedError,
 } from "../../src/neurolink/index.js";
 import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
@@ -145,6 +146,29 @@ describe("openai-compatible over HTTP", () => {
     expect(received).toBe("Partial answer");
     expect(StreamInterruptedError.isInstance(thrown)).toBe(true);
     expect(server.requests.map((request) => request.model)).toEqual(["flaky"]);
+  });
+
+  it("a stream that goes silent after content is cut by the idle deadline and its connection closed; no fallback", async () => {
+    server.script("hangs", { kind: "stall-after", before: ["Partial ", "answer"] });
+    server.script("good", { kind: "text", text: "never requested" });
+    const result = await client().stream({
+      ...GROUNDED,
+      model: "hangs",
+      modelChain: ["good"],
+      streamIdleTimeoutMs: 150,
+    });
+    let received = "";
+    let thrown: unknown;
+    try {
+      for await (const chunk of result.stream) received += chunk.content;
+    } catch (error) {
+      thrown = error;
+    }
+    expect(received).toBe("Partial answer");
+    expect(StreamInterruptedError.isInstance(thrown)).toBe(true);
+    expect(StreamIdleTimeoutError.isInstance((thrown as StreamInterruptedError).cause)).toBe(true);
+    expect(server.requests.map((request) => request.model)).toEqual(["hangs"]);
+    await expect.poll(() => server.clientClosed).toContain("hangs");
   });
 
   it("every model failing gives one aggregated error", async () => {

@@ -18,7 +18,9 @@ export type ScriptedReply =
   /** An SSE stream that finishes without any content. */
   | { kind: "empty" }
   /** Streams `before`, then destroys the connection. */
-  | { kind: "drop-after"; before: string[] };
+  | { kind: "drop-after"; before: string[] }
+  /** Streams `before`, then keeps the connection open and sends nothing more. */
+  | { kind: "stall-after"; before: string[] };
 
 /** One recorded request. */
 export type RecordedRequest = {
@@ -155,6 +157,10 @@ export async function startOpenAICompatibleServer(): Promise<OpenAICompatibleTes
       for (const piece of reply.before) response.write(completionChunk(model, { content: piece }, null));
       // Let the chunks reach the client before the connection disappears.
       setImmediate(() => response.destroy());
+      return;
+    }
+    if (reply.kind === "stall-after") {
+      for (const piece of reply.before) response.write(completionChunk(model, { content: piece }, null));
       return;
     }
     if (reply.kind === "text") {
