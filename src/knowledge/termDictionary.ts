@@ -17,7 +17,7 @@ const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 /** Characters held inline in a term's record. */
 export const INLINE_CHARACTERS = 16;
-/** Int32 fields of a term's record: length (or -1 for a non-ASCII term), four packed words, tail offset. */
+/** Int32s per term record: length (-1 for a non-ASCII term), four packed words, tail offset; padded to 32 bytes. */
 const RECORD = 8;
 
 /** First step of a packed hash. */
@@ -72,6 +72,7 @@ function packRange(source: string, start: number, end: number, mask: number, wor
   return finishHash(hash, end - start);
 }
 
+/** Term ↔ id dictionary of one lexical index; ids are dense, in first-seen order. */
 export class TermDictionary {
   // Slots of two Int32s: the hash and id + 1 (0 = empty).
   private table = new Int32Array(2 << 12);
