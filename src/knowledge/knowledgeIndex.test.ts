@@ -213,6 +213,47 @@ describe("large builds", () => {
     }
   });
 
+  it("caps the advance reservation when the first documents are unusually large, and stays exact", () => {
+    const big = Array.from({ length: 3000 }, (_, index) => `w${index}`).join(" ");
+    const documents = [
+      resolveEntry(
+        { id: "cap.a", title: "first", summary: "s", body: big, domain: "d", integrations: [] },
+        "1",
+      ),
+      resolveEntry(
+        { id: "cap.b", title: "second", summary: "s", body: `${big} extra`, domain: "d", integrations: [] },
+        "1",
+      ),
+      ...Array.from({ length: 20 }, (_, index) =>
+        resolveEntry(
+          {
+            id: `cap.c${index}`,
+            title: `small ${index}`,
+            summary: "s",
+            body: "w7 w8",
+            domain: "d",
+            integrations: [],
+          },
+          "1",
+        ),
+      ),
+    ];
+    const capped = new KnowledgeLexicalIndex();
+    const plainOrder = new KnowledgeLexicalIndex();
+    documents.forEach((entry, position) => {
+      capped.add(buildDocument(entry));
+      plainOrder.add(buildDocument(entry));
+      if (position === 1) capped.reserveFor(1_000_000, 10_000);
+    });
+    const buffers = (capped as unknown as { builders: { terms: { data: Int32Array } }[] }).builders;
+    const reserved = buffers.reduce((sum, builder) => sum + builder.terms.data.length, 0);
+    expect(reserved).toBeLessThanOrEqual(10_000 + 5 * 1024);
+    capped.finalize();
+    plainOrder.finalize();
+    for (const query of [["w7"], ["w2999", "extra"], ["small", "first"]])
+      expect(capped.search(query, 30)).toEqual(plainOrder.search(query, 30));
+  });
+
   it("reports duplicate ids given without validation", () => {
     expect(() => buildIndexSnapshot([...entries, entries[5]!])).toThrow(/duplicate id "large\./);
   });

@@ -255,17 +255,23 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
    * trigger a full garbage collection, which walks the host's whole heap.
    * @internal
    */
-  reserveFor(documentCount: number): void {
+  reserveFor(documentCount: number, maxReservedPostings = MAX_RESERVED_POSTINGS): void {
+    const builders = this.builders;
     const added = this.ids.length;
-    if (!this.builders || added === 0 || documentCount <= added) return;
+    if (!builders || added === 0 || documentCount <= added) return;
     const scale = (documentCount / added) * 1.1;
-    for (const builder of this.builders) {
-      const postings = Math.ceil(builder.terms.length * scale) + 1024;
+    const estimates = builders.map((builder) => Math.ceil(builder.terms.length * scale) + 1024);
+    // Unusual first documents (say, a run of megabyte bodies) must not make the estimate a huge allocation:
+    // past the cap the buffers are scaled down and simply keep doubling when they fill.
+    const total = estimates.reduce((sum, estimate) => sum + estimate, 0);
+    const shrink = total > maxReservedPostings ? maxReservedPostings / total : 1;
+    builders.forEach((builder, field) => {
+      const postings = Math.ceil(estimates[field]! * shrink);
       builder.terms.reserve(postings);
       builder.frequencies.reserve(postings);
       builder.ends.reserve(documentCount);
       builder.lengths.reserve(documentCount);
-    }
+    });
   }
 
   /**
@@ -1030,6 +1036,8 @@ export function startIndexBuild(
 
 /** Documents indexed before the build buffers are sized for the whole registry. */
 const RESERVE_AFTER_DOCUMENTS = 1024;
+/** Most postings reserved in advance over all fields (2^26: 512 MB of term ids and frequencies). */
+const MAX_RESERVED_POSTINGS = 1 << 26;
 
 /**
  * The entries in code-unit order of their ids. Manifests written by `lexground build` are already in that order
