@@ -64,27 +64,11 @@ function stableStringify(value: unknown): string {
 
 /**
  * {@link stableStringify} of a normalized entry: one native `JSON.stringify` of an object holding its known keys
- * in sorted order (string keys keep insertion order; an absent `parentEntryId` is left out, as before). Hashing
- * every entry's content is the main cost of computing a cache key, and the generic recursive form is several
- * times slower. A test checks both give the same text.
+ * in sorted order (string keys keep insertion order; `JSON.stringify` leaves out an absent `parentEntryId`, as
+ * before). Hashing every entry's content is the main cost of computing a cache key, and the generic recursive form
+ * is several times slower. A test checks both give the same text.
  */
 export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
-  if (entry.parentEntryId === undefined) {
-    return JSON.stringify({
-      aliases: entry.aliases,
-      body: entry.body,
-      domain: entry.domain,
-      id: entry.id,
-      integrations: entry.integrations,
-      keywords: entry.keywords,
-      kind: entry.kind,
-      relatedEntryIds: entry.relatedEntryIds,
-      status: entry.status,
-      summary: entry.summary,
-      title: entry.title,
-      version: entry.version,
-    });
-  }
   return JSON.stringify({
     aliases: entry.aliases,
     body: entry.body,
