@@ -26,6 +26,7 @@ import { expectNoLeakedHandles } from "./support/handles.js";
 import {
   answeringModel,
   drain,
+  drainUntilError,
   emptyStreamModel,
   errorPartModel,
   failsAfterContentModel,
@@ -321,14 +322,8 @@ describe("orchestration rules", () => {
       modelChain: [backup],
       context: { sessionId: "s-partial" },
     });
-    const received: string[] = [];
-    let thrown: unknown;
-    try {
-      for await (const chunk of result.stream) received.push(chunk.content);
-    } catch (error) {
-      thrown = error;
-    }
-    expect(received.join("")).toBe("Half an answer");
+    const { text: received, thrown } = await drainUntilError(result.stream);
+    expect(received).toBe("Half an answer");
     expect(StreamInterruptedError.isInstance(thrown)).toBe(true);
     expect((thrown as StreamInterruptedError).partialContent).toBe("Half an answer");
     expect(((thrown as StreamInterruptedError).cause as Error).message).toBe("connection reset");

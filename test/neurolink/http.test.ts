@@ -13,7 +13,7 @@ import {
 } from "../../src/neurolink/index.js";
 import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
 import { expectNoLeakedHandles } from "./support/handles.js";
-import { drain } from "./support/models.js";
+import { drain, drainUntilError } from "./support/models.js";
 import {
   type OpenAICompatibleTestServer,
   startOpenAICompatibleServer,
@@ -136,13 +136,7 @@ describe("openai-compatible over HTTP", () => {
     server.script("flaky", { kind: "drop-after", before: ["Partial ", "answer"] });
     server.script("good", { kind: "text", text: "never requested" });
     const result = await client().stream({ ...GROUNDED, model: "flaky", modelChain: ["good"] });
-    let received = "";
-    let thrown: unknown;
-    try {
-      for await (const chunk of result.stream) received += chunk.content;
-    } catch (error) {
-      thrown = error;
-    }
+    const { text: received, thrown } = await drainUntilError(result.stream);
     expect(received).toBe("Partial answer");
     expect(StreamInterruptedError.isInstance(thrown)).toBe(true);
     expect(server.requests.map((request) => request.model)).toEqual(["flaky"]);
@@ -157,13 +151,7 @@ describe("openai-compatible over HTTP", () => {
       modelChain: ["good"],
       streamIdleTimeoutMs: 150,
     });
-    let received = "";
-    let thrown: unknown;
-    try {
-      for await (const chunk of result.stream) received += chunk.content;
-    } catch (error) {
-      thrown = error;
-    }
+    const { text: received, thrown } = await drainUntilError(result.stream);
     expect(received).toBe("Partial answer");
     expect(StreamInterruptedError.isInstance(thrown)).toBe(true);
     expect(StreamIdleTimeoutError.isInstance((thrown as StreamInterruptedError).cause)).toBe(true);

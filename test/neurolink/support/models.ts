@@ -197,3 +197,16 @@ export async function drain(stream: AsyncIterable<{ content: string }>): Promise
   for await (const chunk of stream) text += chunk.content;
   return text;
 }
+
+/** Reads a stream to its end or its error: the text received before, and what it threw (undefined if none). */
+export async function drainUntilError(
+  stream: AsyncIterable<{ content: string }>,
+): Promise<{ text: string; thrown: unknown }> {
+  let text = "";
+  try {
+    for await (const chunk of stream) text += chunk.content;
+  } catch (error) {
+    return { text, thrown: error };
+  }
+  return { text, thrown: undefined };
+}
