@@ -191,9 +191,11 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       "after",
       examples([
         "lexground mcp --kb examples/knowledge-base",
+        "lexground mcp --kb kb.json --integrations shopify   # calls may narrow to shopify, never add others",
         'claude mcp add kb -- npx lexground mcp --kb "$PWD/manifest.json"',
       ]) +
-        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. It is read-only. Requires @modelcontextprotocol/sdk\n(an optional dependency of lexground).\n",
+        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. It is read-only. Requires @modelcontextprotocol/sdk\n(an optional dependency of lexground).\n" +
+        "\nScope: --integrations (or --all-integrations) and --blocked-domains are the most a client can see. A call's\nintegrations only narrow them: integrations the server does not enable are ignored, so without\n--integrations every call gets integration-free entries only. No call argument unblocks a domain.\n",
     )
     .action(async (options) => {
       setRunner(async (ctx) => (await import("./commands/mcp.js")).runMcp(ctx, options));

@@ -12,8 +12,8 @@ afterEach(async () => {
   for (const close of closers.splice(0)) await close();
 });
 
-async function connect(options: Parameters<typeof createKnowledgeMcpServer>[1] = {}) {
-  const knowledgeBase = await loadKnowledgeBase("kb", { cwd: fixtures });
+async function connect(options: Parameters<typeof createKnowledgeMcpServer>[1] = {}, kb = "kb") {
+  const knowledgeBase = await loadKnowledgeBase(kb, { cwd: fixtures });
   const prepared = prepareKnowledgeBase(knowledgeBase, {});
   const server = await createKnowledgeMcpServer(prepared, { version: "9.9.9", ...options });
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
@@ -44,7 +44,7 @@ describe("lexground mcp: search_knowledge", () => {
   });
 
   it("returns entries, citations, confidence and the context block", async () => {
-    const { client, version } = await connect();
+    const { client, version } = await connect({ integrations: ["integration-a"] });
     const result = await client.callTool({
       name: "search_knowledge",
       arguments: { query: "enable multi step flow", integrations: ["integration-a"], limit: 1 },
@@ -106,6 +106,52 @@ describe("lexground mcp: search_knowledge", () => {
     expect((none.content as { text: string }[])[0]!.text).toBe(
       'No knowledge entry matched "xyzzy quux" (confidence: none).',
     );
+  });
+
+  it("lets a call narrow the server's integrations, never widen them (issue 11, item 2)", async () => {
+    const search = async (client: Client, args: Record<string, unknown>) => {
+      const result = await client.callTool({
+        name: "search_knowledge",
+        arguments: { query: "refund sync", ...args },
+      });
+      expect(result.isError).toBeFalsy();
+      return (result.structuredContent as SearchKnowledgeResult).entries.map((entry) => entry.id).sort();
+    };
+    const free = ["refunds.general", "refunds.internal"];
+
+    // `lexground mcp --integrations shopify`: staff-console is outside the scope, whatever the call names.
+    const shopify = (await connect({ integrations: ["shopify"] }, "scoped")).client;
+    expect(await search(shopify, {})).toEqual([...free, "refunds.shopify"].sort());
+    expect(await search(shopify, { integrations: ["staff-console"] })).toEqual(free);
+    expect(await search(shopify, { integrations: ["staff-console", "shopify"] })).toEqual(
+      [...free, "refunds.shopify"].sort(),
+    );
+    expect(await search(shopify, { integrations: ["SHOPIFY"] })).toEqual([...free, "refunds.shopify"].sort());
+    expect(await search(shopify, { integrations: [] })).toEqual(free);
+
+    // A server without integrations enables none for any call.
+    const none = (await connect({}, "scoped")).client;
+    expect(await search(none, { integrations: ["staff-console", "shopify"] })).toEqual(free);
+
+    // --all-integrations: a call picks among all of them, and only those it names.
+    const all = (await connect({ allIntegrations: true }, "scoped")).client;
+    expect(await search(all, {})).toEqual([...free, "refunds.shopify", "refunds.staff-console"].sort());
+    expect(await search(all, { integrations: ["staff-console"] })).toEqual([
+      ...free,
+      "refunds.staff-console",
+    ]);
+
+    // Blocked domains have no call argument; arguments that look like one are dropped, not obeyed.
+    const blocked = (await connect({ integrations: ["shopify"], blockedDomains: ["internal"] }, "scoped"))
+      .client;
+    expect(
+      await search(blocked, {
+        integrations: ["staff-console"],
+        blockedDomains: [],
+        domains: ["internal"],
+        allIntegrations: true,
+      }),
+    ).toEqual(["refunds.general"]);
   });
 
   it("rejects invalid arguments", async () => {
@@ -173,6 +219,71 @@ describe("lexground mcp over stdio (in-process)", () => {
     expect(stderr).toMatch(
       /^lexground mcp: serving 6 entries \(4 active, content version [0-9a-f]{12}\) on stdio; tool: search_knowledge\n$/,
     );
+  });
+
+  it("keeps a call inside --integrations and --blocked-domains over stdio (issue 11, item 2)", async () => {
+    const stdin = new PassThrough();
+    let stdout = "";
+    let resolveResponses: () => void;
+    const responsesSeen = new Promise<void>((resolve) => {
+      resolveResponses = resolve;
+    });
+    const { main } = await import("../../src/cli/main.js");
+    const exit = main(
+      ["mcp", "--kb", "scoped", "--integrations", "shopify", "--blocked-domains", "internal"],
+      {
+        stdout: {
+          write: (chunk: string) => {
+            stdout += chunk;
+            if (stdout.split("\n").filter(Boolean).length >= 3) resolveResponses();
+            return true;
+          },
+        },
+        stderr: { write: () => true },
+        env: { NO_COLOR: "1" },
+        cwd: fixtures,
+        stdin,
+      },
+    );
+    const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    for (const [id, integrations] of [
+      [2, ["staff-console"]],
+      [3, ["staff-console", "shopify"]],
+    ] as const) {
+      send({
+        jsonrpc: "2.0",
+        id,
+        method: "tools/call",
+        params: { name: "search_knowledge", arguments: { query: "refund sync", integrations } },
+      });
+    }
+    await responsesSeen;
+    stdin.end();
+    expect(await exit).toBe(0);
+    const byId = new Map(
+      stdout
+        .split("\n")
+        .filter(Boolean)
+        .map(
+          (line) => JSON.parse(line) as { id: number; result: { structuredContent: SearchKnowledgeResult } },
+        )
+        .map((message) => [message.id, message.result.structuredContent?.entries.map((entry) => entry.id)]),
+    );
+    expect(byId.get(2)).toEqual(["refunds.general"]);
+    expect(byId.get(3)?.sort()).toEqual(["refunds.general", "refunds.shopify"]);
+  });
+
+  it("--help says a call narrows the server's scope and never widens it", async () => {
+    const help = (await run(["mcp", "--help"])).stdout;
+    expect(help).toContain("A call's\nintegrations only narrow them");
+    expect(help).toContain("No call argument unblocks a domain.");
   });
 
   it("fails like every command when the knowledge base is missing", async () => {

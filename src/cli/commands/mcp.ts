@@ -15,13 +15,16 @@ import { type PreparedKnowledgeBase, parseCount, prepareFromFlags, runTurn } fro
 /** Most entries one `search_knowledge` call may ask for. */
 export const MCP_MAX_LIMIT = 50;
 
-/** Server-side defaults of the `search_knowledge` tool. */
+/**
+ * Server-side scope and defaults of the `search_knowledge` tool. The scope (integrations, blocked domains) is the
+ * widest a call can get: a call's `integrations` can only narrow it (see {@link narrowIntegrations}).
+ */
 export type KnowledgeMcpOptions = {
-  /** Integrations enabled when a call names none. */
+  /** Integrations the server enables: all of them when a call names none, the most a call can enable. */
   integrations?: string[];
-  /** Enable every integration of the knowledge base when a call names none. */
+  /** Enable every integration of the knowledge base (the server's scope is then all of them). */
   allIntegrations?: boolean;
-  /** Domains never returned. */
+  /** Domains never returned, whatever a call asks. */
   blockedDomains?: string[];
   /** Entries returned when a call gives no limit. Default: the retrieval result limit (8). */
   defaultLimit?: number;
@@ -94,7 +97,8 @@ export async function createKnowledgeMcpServer(
           .array(z.string())
           .optional()
           .describe(
-            "integrations enabled for this question; entries bound to other integrations are excluded",
+            "narrows the integrations enabled for this question to these (only those the server enables " +
+              "count; others are ignored); entries bound to other integrations are excluded",
           ),
       },
       outputSchema: {
@@ -110,7 +114,9 @@ export async function createKnowledgeMcpServer(
     async ({ query, limit, integrations }) => {
       const result = searchKnowledge(prepared, query, {
         ...options,
-        ...(integrations !== undefined ? { integrations, allIntegrations: false } : {}),
+        ...(integrations !== undefined
+          ? { integrations: narrowIntegrations(prepared, options, integrations), allIntegrations: false }
+          : {}),
         ...(limit !== undefined ? { defaultLimit: limit } : {}),
       });
       const text =
@@ -119,6 +125,23 @@ export async function createKnowledgeMcpServer(
     },
   );
   return server;
+}
+
+/**
+ * The integrations a call that names `requested` runs with: those of `requested` that the server's scope enables
+ * (`options.integrations`, or every integration of the knowledge base with `options.allIntegrations`), compared
+ * case-insensitively as retrieval does. A call can narrow the server's scope, never widen it: a server started
+ * without integrations gives every call integration-free entries only, and a requested integration outside the
+ * scope is dropped (so a call naming only such integrations gets integration-free entries only).
+ */
+export function narrowIntegrations(
+  prepared: PreparedKnowledgeBase,
+  options: Pick<KnowledgeMcpOptions, "integrations" | "allIntegrations">,
+  requested: readonly string[],
+): string[] {
+  const serverScope = options.allIntegrations ? prepared.integrations : (options.integrations ?? []);
+  const enabled = new Set(serverScope.map((integration) => integration.toLowerCase()));
+  return requested.filter((integration) => enabled.has(integration.toLowerCase()));
 }
 
 /** Runs `search_knowledge` without a server (the tool handler's logic). */
