@@ -29,6 +29,11 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   { path: "test/reliability/concurrency.test.ts", runs: 120, note: "3-10 scheduled operations per run" },
   { path: "test/reliability/redos.test.ts", runs: 1, note: "not randomized: every regex once" },
   { path: "test/property/engine-vs-plain.test.ts", runs: 3_000, note: "" },
+  {
+    path: "test/neurolink/memoryIsolation.test.ts",
+    runs: 5_000,
+    note: "2-8 hostile (userId, sessionId) pairs per run; in-memory, and Redis on a real server when installed",
+  },
   { path: "src/knowledge/context.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/normalize.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/resolve.test.ts", runs: 5_000, note: "" },

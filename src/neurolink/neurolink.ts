@@ -97,10 +97,15 @@ function contentText(content: unknown): string {
   return text;
 }
 
+/** The session of a call: none without a non-empty `sessionId`; an empty `userId` means no user. */
 function sessionOf(options: GenerateOptions): ConversationSessionKey | undefined {
   const sessionId = options.context?.sessionId;
   if (typeof sessionId !== "string" || sessionId.length === 0) return undefined;
-  const userId = options.context?.userId;
+  return withUser(sessionId, options.context?.userId);
+}
+
+/** A session key with the user when `userId` is a non-empty string (the same rule for turns and for lookups). */
+function withUser(sessionId: string, userId: unknown): ConversationSessionKey {
   return typeof userId === "string" && userId.length > 0 ? { sessionId, userId } : { sessionId };
 }
 
@@ -311,12 +316,15 @@ export class NeuroLink {
   /** The stored messages of a session, oldest first (errors are thrown, unlike during a turn). */
   async getConversationHistory(context: { sessionId: string; userId?: string }): Promise<ChatMessage[]> {
     if (!this.memoryStore) return [];
-    return this.memoryStore.getRecentMessages(context, this.memoryHistoryLimit);
+    return this.memoryStore.getRecentMessages(
+      withUser(context?.sessionId, context?.userId),
+      this.memoryHistoryLimit,
+    );
   }
 
   /** Deletes a session's stored messages. */
   async clearConversationSession(context: { sessionId: string; userId?: string }): Promise<void> {
-    await this.memoryStore?.clearSession(context);
+    await this.memoryStore?.clearSession(withUser(context?.sessionId, context?.userId));
   }
 
   /** Closes conversation memory connections. The instance should not be used afterwards. */

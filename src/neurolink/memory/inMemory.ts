@@ -6,6 +6,7 @@
  */
 
 import type { ChatMessage } from "../types.js";
+import { inMemorySessionKey } from "./sessionKey.js";
 import type { ConversationMemoryStore, ConversationSessionKey, MemoryStoreStatus } from "./types.js";
 
 /** Options of {@link InMemoryConversationStore}. */
@@ -15,13 +16,6 @@ export type InMemoryConversationStoreOptions = {
   /** Most messages kept per session (two per turn). Default 100. */
   maxMessagesPerSession?: number;
 };
-
-/** Separator that cannot occur in ordinary ids, so (user, session) pairs never collide. */
-const KEY_SEPARATOR = "\u0000";
-
-export function sessionStorageKey(session: ConversationSessionKey): string {
-  return session.userId ? `${session.userId}${KEY_SEPARATOR}${session.sessionId}` : session.sessionId;
-}
 
 function copyMessage(message: ChatMessage): ChatMessage {
   const copy: ChatMessage = {
@@ -46,7 +40,7 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
   }
 
   async getRecentMessages(session: ConversationSessionKey, limit: number): Promise<ChatMessage[]> {
-    const key = sessionStorageKey(session);
+    const key = inMemorySessionKey(session);
     const messages = this.sessions.get(key);
     if (!messages || limit <= 0) return [];
     this.touch(key, messages);
@@ -54,7 +48,7 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
   }
 
   async appendMessages(session: ConversationSessionKey, messages: readonly ChatMessage[]): Promise<void> {
-    const key = sessionStorageKey(session);
+    const key = inMemorySessionKey(session);
     const existing = this.sessions.get(key) ?? [];
     const next = existing.concat(messages.map(copyMessage));
     this.touch(
@@ -69,7 +63,7 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
   }
 
   async clearSession(session: ConversationSessionKey): Promise<void> {
-    this.sessions.delete(sessionStorageKey(session));
+    this.sessions.delete(inMemorySessionKey(session));
   }
 
   /** Number of sessions held (for tests and diagnostics). */

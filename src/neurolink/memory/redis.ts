@@ -21,6 +21,7 @@
 
 import { ConversationMemoryError, errorMessageOf } from "../errors.js";
 import type { ChatMessage, RedisMemoryOptions } from "../types.js";
+import { redisSessionTag } from "./sessionKey.js";
 import type {
   ConversationMemoryStore,
   ConversationSessionKey,
@@ -124,10 +125,13 @@ export class RedisConversationMemoryStore implements ConversationMemoryStore {
     this.maxMessagesPerSession = Math.max(1, Math.floor(options.maxMessagesPerSession ?? 100));
   }
 
-  /** The Redis key of a session's message list. */
+  /**
+   * The Redis key of a session's message list: `<prefix>{<user>:<session>}:messages`, or
+   * `<prefix>{<session>}:messages` without a user, each id percent-encoded (see {@link redisSessionTag}), so no
+   * two (userId, sessionId) pairs share a key.
+   */
   keyFor(session: ConversationSessionKey): string {
-    const owner = session.userId ? `${encodeURIComponent(session.userId)}:` : "";
-    return `${this.keyPrefix}{${owner}${encodeURIComponent(session.sessionId)}}:messages`;
+    return `${this.keyPrefix}{${redisSessionTag(session)}}:messages`;
   }
 
   async getRecentMessages(session: ConversationSessionKey, limit: number): Promise<ChatMessage[]> {
