@@ -204,12 +204,12 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
   program
     .command("eval")
     .description(
-      "measure retrieval quality: nDCG@10, Recall@10/100, MRR@10, latency and confidence calibration per configuration",
+      "measure retrieval quality: nDCG@10, Recall@10/100, MRR@10, latency, confidence calibration and the block each turn hands the model (entries, tokens, precision, recall, failing queries) per configuration",
     )
     .option("--kb <path>", "knowledge base: a manifest .json, a folder of entries, or a BEIR folder")
     .option(
       "--queries <file>",
-      "questions.json ([{question, expected, integrations?}]) or BEIR queries.jsonl (default: from --kb)",
+      "questions.json ([{question, expected, integrations?, passage?}]) or BEIR queries.jsonl (default: from --kb)",
     )
     .option("--qrels <file>", "judgments, BEIR TSV or TREC format (default: <BEIR folder>/qrels/<split>.tsv)")
     .option("--split <name>", "BEIR split whose qrels are used", "test")

@@ -2,9 +2,10 @@
  * Evaluation inputs: queries and relevance judgments ("qrels") in the formats `lexground eval` accepts.
  *
  * - BEIR queries: `queries.jsonl`, one `{"_id", "text"}` object per line.
- * - Question files: a JSON array of `{"question", "expected": [entry ids], "integrations"?: [...]}` (the example
- *   knowledge base's `questions.json`); the expected ids are the relevant documents (grade 1) and `integrations`
- *   are enabled for that question. Question ids are `q1`, `q2`, … in file order.
+ * - Question files: a JSON array of `{"question", "expected": [entry ids], "integrations"?: [...], "passage"?: "..."}`
+ *   (the example knowledge base's `questions.json`); the expected ids are the relevant documents (grade 1),
+ *   `integrations` are enabled for that question, and `passage` is the judged answer text (a verbatim excerpt of an
+ *   expected entry's body) that should reach the block. Question ids are `q1`, `q2`, … in file order.
  * - Qrels: BEIR TSV (`query-id\tcorpus-id\tscore`, header optional) or TREC (`qid 0 docid grade`, whitespace
  *   separated). A query's judgments are its document → grade map; grade > 0 is relevant.
  *
@@ -18,6 +19,8 @@ export type EvalQuery = {
   text: string;
   /** Integrations enabled for this query (question files only). Default none. */
   integrations?: string[];
+  /** The judged passage: text that answers the query and should reach the block (question files only). */
+  passage?: string;
 };
 
 /** Judgments: query id → (document id → grade). */
@@ -86,7 +89,7 @@ export function parseBeirQueries(text: string, shown: string): EvalQuery[] {
   return queries;
 }
 
-/** Parses a question file (JSON array of `{question, expected, integrations?}`). */
+/** Parses a question file (JSON array of `{question, expected, integrations?, passage?}`). */
 export function parseQuestions(value: unknown, shown: string): { queries: EvalQuery[]; qrels: EvalQrels } {
   const hint = 'a question file is a JSON array like [{"question": "...", "expected": ["entry.id"]}]';
   if (!Array.isArray(value)) throw new EvalDataError(shown, "must be a JSON array of questions", { hint });
@@ -97,7 +100,12 @@ export function parseQuestions(value: unknown, shown: string): { queries: EvalQu
     if (item === null || typeof item !== "object" || Array.isArray(item)) {
       throw new EvalDataError(shown, `${where} must be an object`, { hint });
     }
-    const record = item as { question?: unknown; expected?: unknown; integrations?: unknown };
+    const record = item as {
+      question?: unknown;
+      expected?: unknown;
+      integrations?: unknown;
+      passage?: unknown;
+    };
     if (typeof record.question !== "string" || record.question.trim() === "") {
       throw new EvalDataError(shown, `${where}.question must be a non-empty string`, { hint });
     }
@@ -114,11 +122,18 @@ export function parseQuestions(value: unknown, shown: string): { queries: EvalQu
     ) {
       throw new EvalDataError(shown, `${where}.integrations must be an array of strings`, { hint });
     }
+    if (
+      record.passage !== undefined &&
+      (typeof record.passage !== "string" || record.passage.trim() === "")
+    ) {
+      throw new EvalDataError(shown, `${where}.passage must be a non-empty string`, { hint });
+    }
     const id = `q${index + 1}`;
     queries.push({
       id,
       text: record.question,
       ...(record.integrations ? { integrations: record.integrations as string[] } : {}),
+      ...(record.passage !== undefined ? { passage: record.passage as string } : {}),
     });
     qrels.set(id, new Map((record.expected as string[]).map((entryId) => [entryId, 1])));
   });

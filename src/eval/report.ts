@@ -1,11 +1,13 @@
 /**
  * The evaluation report as one self-contained HTML file: inline CSS and inline SVG plots (metrics per
- * configuration, confidence calibration per class, latency distribution), tables with the exact figures, and the
- * per-query differences when asked. No scripts, fonts, images or any other external asset.
+ * configuration, block figures, confidence calibration per class, latency distribution), tables with the exact
+ * figures, the failing queries of each configuration (what the block held instead of the relevant entries, and
+ * why), and the per-query differences when asked. No scripts, fonts, images or any other external asset.
  *
  * @module
  */
 import type { KnowledgeRetrievalConfidence } from "../types/knowledge.js";
+import { BLOCK_RECALL_CAP, type BlockFailure } from "./block.js";
 import { METRIC_LABELS, METRIC_NAMES } from "./metrics.js";
 import { CONFIDENCE_CLASSES, type EvalQueryDiff, type EvalReport } from "./run.js";
 
@@ -227,6 +229,36 @@ function swatch(index: number): string {
   return `<svg width="10" height="10" aria-hidden="true"><rect width="10" height="10" fill="${color(index)}"/></svg> `;
 }
 
+function failureRow(failure: BlockFailure): string[] {
+  const expected = failure.expected
+    .map((entry) => `<li><code>${escapeHtml(entry.id)}</code>: ${escapeHtml(entry.reason)}</li>`)
+    .join("");
+  const more = failure.moreExpected > 0 ? `<li>… and ${failure.moreExpected} more relevant entries</li>` : "";
+  const passage =
+    failure.missedPassage !== null
+      ? `<p class="small">Judged passage not in the block: “${escapeHtml(failure.missedPassage)}”</p>`
+      : "";
+  const included =
+    failure.included.length === 0
+      ? "nothing (empty block)"
+      : `<ol>${failure.included
+          .map((entry) => {
+            const where =
+              entry.origin === "expanded"
+                ? `related to <code>${escapeHtml(entry.via ?? "a selected entry")}</code>`
+                : `rank ${entry.rank ?? "?"}${entry.score !== null ? `, score ${entry.score.toFixed(2)}` : ""}`;
+            const notes = `${entry.form === "partial" ? ", partial" : ""}${entry.relevant ? ", <b>relevant</b>" : ""}`;
+            return `<li><code>${escapeHtml(entry.id)}</code> (${where}${notes})</li>`;
+          })
+          .join("")}</ol>`;
+  return [
+    escapeHtml(failure.id),
+    `${escapeHtml(failure.text)}${passage}`,
+    `<ul>${expected}${more}</ul>`,
+    included,
+  ];
+}
+
 const STYLE = `
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; margin: 24px auto; max-width: 920px; padding: 0 16px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
@@ -239,6 +271,7 @@ svg text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif
 .chart-title { font-size: 13px; font-weight: 600; fill: #333; } .axis { font-size: 11px; fill: #666; } .axis-label { font-size: 12px; fill: #333; }
 .value { font-size: 10.5px; fill: #333; } .note { font-size: 10px; fill: #777; }
 .grid { stroke: #ececec; stroke-width: 1; } .axis-line { stroke: #999; stroke-width: 1; }
+td ul, td ol { margin: 0; padding-left: 18px; } details { margin: 6px 0; } summary { cursor: pointer; font-weight: 600; }
 .better { color: #007a3d; } .worse { color: #b00020; } .small { color: #666; font-size: 12.5px; }
 `;
 
@@ -303,6 +336,84 @@ export function renderHtmlReport(report: EvalReport, context: EvalReportContext)
   sections.push(legend(names));
   sections.push(groupedBars("Mean metric per configuration", metricGroups, names.length));
   sections.push(table(["configuration", ...METRIC_NAMES.map((metric) => METRIC_LABELS[metric])], metricRows));
+
+  sections.push(`<h2>What each turn hands the model</h2>`);
+  sections.push(
+    `<p class="small">The block <code>ground()</code> renders for each query with the configuration's limits and context budget. Precision: included entries judged relevant ÷ included (over non-empty blocks). Recall: relevant entries included ÷ min(relevant judged, ${BLOCK_RECALL_CAP}). Hit share: queries whose block holds a relevant entry. Passages: queries whose judged passage text reaches the block ÷ queries with one.</p>`,
+  );
+  sections.push(legend(names));
+  sections.push(
+    groupedBars(
+      "Block precision, recall and hit share per configuration",
+      [
+        {
+          label: "precision",
+          values: report.configurations.map((configuration) => ({
+            value: configuration.block.precision,
+          })),
+        },
+        {
+          label: `recall (cap ${BLOCK_RECALL_CAP})`,
+          values: report.configurations.map((configuration) => ({ value: configuration.block.recall })),
+        },
+        {
+          label: "hit share",
+          values: report.configurations.map((configuration) => ({ value: configuration.block.hitShare })),
+        },
+      ],
+      names.length,
+    ),
+  );
+  sections.push(
+    table(
+      [
+        "configuration",
+        "budget",
+        "entries",
+        "tokens",
+        "precision",
+        "recall",
+        "hit share",
+        "empty blocks",
+        "passages",
+      ],
+      report.configurations.map((configuration, index) => {
+        const { block } = configuration;
+        return [
+          `${swatch(index)}${escapeHtml(configuration.name)}`,
+          String(configuration.settings.context?.maxTokens ?? 4000),
+          fixed(block.entries, 2),
+          fixed(block.tokens, 0),
+          block.precision === null ? "–" : fixed(block.precision),
+          fixed(block.recall),
+          fixed(block.hitShare),
+          String(block.emptyBlocks),
+          block.passageShare === null
+            ? "–"
+            : `${Math.round(block.passageShare * block.passageQueries)}/${block.passageQueries}`,
+        ];
+      }),
+    ),
+  );
+  sections.push(`<h2>Failing queries</h2>`);
+  sections.push(
+    `<p class="small">Queries whose block holds no relevant entry or misses the judged passage: the relevant entries (best ranked first) and why each is missing, and what the block held instead.</p>`,
+  );
+  for (const configuration of report.configurations) {
+    const { failures } = configuration;
+    const rows = failures.map(failureRow);
+    sections.push(
+      `<details${failures.length > 0 && failures.length <= 25 ? " open" : ""}><summary>${escapeHtml(configuration.name)}: ${failures.length} of ${configuration.queries.length} queries</summary>${
+        rows.length > 0
+          ? table(
+              ["query", "text", "relevant entries and why they are missing", "included instead"],
+              rows,
+              [],
+            )
+          : '<p class="small">None.</p>'
+      }</details>`,
+    );
+  }
 
   sections.push(`<h2>Confidence calibration</h2>`);
   sections.push(

@@ -85,5 +85,11 @@ describe("query and judgment files", () => {
       parseQuestions([{ question: "x", expected: ["a"], integrations: "slack" }], "q.json"),
     ).toThrow("q.json: [0].integrations must be an array of strings");
     expect(() => parseQuestions({}, "q.json")).toThrow("q.json: must be a JSON array of questions");
+    expect(
+      parseQuestions([{ question: "x", expected: ["a"], passage: "the answer" }], "q.json").queries,
+    ).toEqual([{ id: "q1", text: "x", passage: "the answer" }]);
+    expect(() => parseQuestions([{ question: "x", expected: ["a"], passage: " " }], "q.json")).toThrow(
+      "q.json: [0].passage must be a non-empty string",
+    );
   });
 });

@@ -9,17 +9,21 @@
  *   `ignoreIdenticalIds` is set (the BEIR convention), cut to `depth`;
  * - a **production** retrieval with the configuration's own limits (what a host would run): its latency (timed
  *   around `retrieve`, and around `retrieve` + context assembly for the whole turn) and its confidence class and
- *   top result feed the latency and calibration figures.
+ *   top result feed the latency and calibration figures, and the block it renders (exactly what `ground()` hands
+ *   the model: the same `retrieve` and `assembleKnowledgeContext` calls with the configuration's context settings)
+ *   feeds the block figures of `./block.ts` (entries, tokens, precision, capped recall, hit share, passages) and
+ *   the list of failing queries with the reason each relevant entry is missing.
  *
  * @module
  */
 import { performance } from "node:perf_hooks";
 import { resolveRetrieval, validateGroundingConfig } from "../knowledge/config.js";
-import { assembleKnowledgeContext } from "../knowledge/context.js";
+import { assembleKnowledgeContext, renderEntry } from "../knowledge/context.js";
 import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
 import { tokenize } from "../knowledge/normalize.js";
-import { classifyConfidence, retrieve } from "../knowledge/retrieval.js";
+import { classifyConfidence, isAuthorized, retrieve } from "../knowledge/retrieval.js";
 import type {
+  KnowledgeAssembledContext,
   KnowledgeConfidenceRule,
   KnowledgeContextConfig,
   KnowledgeFieldName,
@@ -27,8 +31,17 @@ import type {
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
   KnowledgeRetrievalConfig,
+  KnowledgeSelection,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import {
+  type BlockFailure,
+  type BlockQueryFigures,
+  type BlockSummary,
+  blockFigures,
+  diagnoseBlock,
+  summarizeBlocks,
+} from "./block.js";
 import type { EvalQrels, EvalQuery } from "./data.js";
 import { meanMetrics, type QueryMetrics, quantile, queryMetrics } from "./metrics.js";
 
@@ -93,6 +106,8 @@ export type EvalQueryResult = {
   /** Whether the production top result is judged relevant. */
   topRelevant: boolean;
   signals: TopSignals | null;
+  /** The block the production retrieval renders (what `ground()` would hand the model). */
+  block: BlockQueryFigures;
   /** Time of the production `retrieve` call. */
   retrieveMs: number;
   /** Time of the production `retrieve` plus context assembly. */
@@ -136,6 +151,13 @@ export type EvalConfigurationResult = {
   >;
   /** Time to build this configuration's index snapshot (0 when shared with an earlier configuration). */
   indexMs: number;
+  /** Block figures averaged over the queries (see `./block.ts` for the definitions). */
+  block: BlockSummary;
+  /**
+   * Queries whose block holds no relevant entry or misses its judged passage, in query order, with the reason
+   * each relevant entry is missing and what the block held instead.
+   */
+  failures: BlockFailure[];
 };
 
 /** The outcome of {@link evaluateConfigurations}. */
@@ -160,8 +182,9 @@ export type EvalOptions = {
   /** Queries run once untimed per configuration before timing, so the JIT is warm. Default 20. */
   warmup?: number;
   /**
-   * Run the production retrieval too (latency, and confidence with the configuration's own limits). Default true.
-   * When false (parameter searches), latency is NaN and confidence and top result come from the ranking retrieval.
+   * Time the production retrieval (latency, and confidence with the configuration's own limits). Default true.
+   * When false (parameter searches), latency is NaN and confidence and top result come from the ranking retrieval;
+   * the block is still rendered from an untimed production retrieval.
    */
   measureProduction?: boolean;
   /** Called when a configuration starts and as queries complete. */
@@ -270,6 +293,7 @@ export function evaluateConfigurations(
     }
 
     const perQuery: EvalQueryResult[] = [];
+    const failures: BlockFailure[] = [];
     options.onProgress?.({ configuration: configuration.name, done: 0, total: judged.length });
     for (const query of judged) {
       const judgments = qrels.get(query.id)!;
@@ -281,15 +305,58 @@ export function evaluateConfigurations(
         .slice(0, depth);
 
       let selection = deepSelection;
+      let production: KnowledgeSelection;
+      let assembled: KnowledgeAssembledContext;
       let retrieveMs = Number.NaN;
       let turnMs = Number.NaN;
       if (measureProduction) {
         const start = performance.now();
         selection = retrieve(snapshot, request(query), resolved, blocked);
         retrieveMs = performance.now() - start;
-        assembleKnowledgeContext(selection, settings.context);
+        assembled = assembleKnowledgeContext(selection, settings.context);
         turnMs = performance.now() - start;
+        production = selection;
+      } else {
+        production = retrieve(snapshot, request(query), resolved, blocked);
+        assembled = assembleKnowledgeContext(production, settings.context);
       }
+      const block = blockFigures(
+        assembled.citations.map((citation) => citation.id),
+        assembled.contextTokens,
+        assembled.assembledContext,
+        judgments,
+        query.passage,
+      );
+      const failure = diagnoseBlock({
+        id: query.id,
+        text: query.text,
+        judgments,
+        ...(query.passage !== undefined ? { passage: query.passage } : {}),
+        figures: block,
+        // The engine's own order (the query's id kept), so ranks compare with resultLimit.
+        ranking: deepSelection.candidates.map((candidate) => candidate.id),
+        scores: new Map(deepSelection.candidates.map((candidate) => [candidate.id, candidate.score])),
+        primaryIds: production.primary.map((entry) => entry.id),
+        expandedIds: production.expanded.map((entry) => entry.id),
+        resultLimit: resolved.resultLimit,
+        exists: (id) => snapshot.entriesById.has(id),
+        eligible: (id) => {
+          const entry = snapshot.entriesById.get(id);
+          return entry !== undefined && isAuthorized(entry, query.integrations ?? [], blocked);
+        },
+        via: (id) =>
+          production.primary.find((entry) => snapshot.relationIndex.get(entry.id)?.includes(id))?.id,
+        renderedInFull: (id) => {
+          const entry = snapshot.entriesById.get(id);
+          return (
+            entry !== undefined &&
+            assembled.assembledContext.includes(
+              renderEntry(entry, settings.context?.includeCitations !== false).full,
+            )
+          );
+        },
+      });
+      if (failure) failures.push(failure);
 
       const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
       // Classified exactly as the engine does (on the trimmed candidates), except that a dropped self-match does
@@ -324,6 +391,7 @@ export function evaluateConfigurations(
               queryTokens: tokenize(query.text).length,
             }
           : null,
+        block,
         retrieveMs,
         turnMs,
       });
@@ -355,6 +423,11 @@ export function evaluateConfigurations(
         calibrated: byRuleOf(perQuery, "calibrated"),
       },
       indexMs,
+      block: summarizeBlocks(
+        perQuery.map((result) => result.block),
+        missingQueries.length,
+      ),
+      failures,
     });
   }
   return {

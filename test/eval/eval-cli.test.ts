@@ -153,7 +153,7 @@ describe("lexground eval on a BEIR folder", () => {
       expect(result.stdout).toContain("Report          out.html");
       const html = await readFile(join(directory, "out.html"), "utf8");
       expect(html.startsWith("<!doctype html>")).toBe(true);
-      expect(html.match(/<svg viewBox/g)?.length).toBe(3);
+      expect(html.match(/<svg viewBox/g)?.length).toBe(4);
     });
   });
 

@@ -42,14 +42,20 @@ async function tinyReport(directory: string, names: [string, string]) {
 }
 
 describe("HTML report", () => {
-  it("is one self-contained document: three inline SVG plots, no scripts, no external assets", async () => {
+  it("is one self-contained document: four inline SVG plots, no scripts, no external assets", async () => {
     await withTemporaryDirectory(async (directory) => {
       const { html } = await tinyReport(directory, ["default", "titles only"]);
       expect(html.startsWith("<!doctype html>")).toBe(true);
-      expect(html.match(/<svg viewBox/g)?.length).toBe(3);
+      expect(html.match(/<svg viewBox/g)?.length).toBe(4);
       expect(html).not.toMatch(/<script|<link|<img|<iframe|\bsrc=|url\(|@import/i);
       expect(html).not.toMatch(/https?:\/\//);
-      for (const heading of ["Ranking quality per configuration", "Confidence calibration", "Latency"]) {
+      for (const heading of [
+        "Ranking quality per configuration",
+        "What each turn hands the model",
+        "Failing queries",
+        "Confidence calibration",
+        "Latency",
+      ]) {
         expect(html).toContain(heading);
       }
       expect(html).toContain("Per-query differences: default → titles only");
@@ -96,7 +102,7 @@ describe("HTML report", () => {
           timeout: 60_000,
           maxBuffer: 16 * 1024 * 1024,
         });
-        expect(dom.match(/<svg viewBox/g)?.length).toBe(3);
+        expect(dom.match(/<svg viewBox/g)?.length).toBe(4);
         expect(dom).toContain("<polyline");
         expect(dom.match(/<rect x=/g)?.length).toBeGreaterThanOrEqual(8);
         // And a screenshot of the page: a real PNG of the requested size, not a blank page.

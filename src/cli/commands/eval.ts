@@ -1,10 +1,13 @@
 /**
  * `lexground eval`: runs every judged query through retrieval for one or more configurations side by side and
- * reports nDCG@10, Recall@10, Recall@100, MRR@10, latency and confidence calibration, as a table, JSON or an HTML
- * report; `--diff` lists the per-query differences between the first two configurations.
+ * reports nDCG@10, Recall@10, Recall@100, MRR@10, latency, confidence calibration and the block figures (entries,
+ * tokens, precision, recall, hit share and passages of the block `ground()` would hand the model) with the failing
+ * queries, as a table, JSON or an HTML report; `--diff` lists the per-query differences between the first two
+ * configurations.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { basename, extname, resolve } from "node:path";
+import { BLOCK_RECALL_CAP, type BlockFailure } from "../../eval/block.js";
 import { type EvalCollection, EvalKnowledgeBaseError, loadEvalCollection } from "../../eval/collection.js";
 import { EvalDataError } from "../../eval/data.js";
 import { METRIC_LABELS, METRIC_NAMES } from "../../eval/metrics.js";
@@ -39,6 +42,41 @@ export type EvalFlags = {
 
 /** Diff rows printed in the table output; `--json` and `--report` have them all. */
 const DIFF_ROWS_SHOWN = 25;
+
+/** Failing queries printed per configuration in the table output; `--json` and `--report` have them all. */
+const FAILURES_SHOWN = 10;
+
+/** Included entries listed per failing query in the table output. */
+const INCLUDED_SHOWN = 6;
+
+/** A figure with a fixed number of decimals, "–" when missing. */
+function decimals(value: number | null, digits: number): string {
+  return value === null || !Number.isFinite(value) ? "–" : value.toFixed(digits);
+}
+
+/** The lines describing one failing query in the table output. */
+export function failureLines(failure: BlockFailure): string[] {
+  const text = failure.text.length > 90 ? `${failure.text.slice(0, 89)}…` : failure.text;
+  const lines = [`${failure.id} ${JSON.stringify(text)}`];
+  for (const expected of failure.expected) lines.push(`  expected ${expected.id}: ${expected.reason}`);
+  if (failure.moreExpected > 0) lines.push(`  … and ${failure.moreExpected} more relevant entries`);
+  if (failure.missedPassage !== null) {
+    const passage =
+      failure.missedPassage.length > 80 ? `${failure.missedPassage.slice(0, 79)}…` : failure.missedPassage;
+    lines.push(`  judged passage not in the block: ${JSON.stringify(passage)}`);
+  }
+  const included = failure.included.map((entry) => {
+    const where =
+      entry.origin === "expanded"
+        ? `related to ${entry.via ?? "a selected entry"}`
+        : `rank ${entry.rank ?? "?"}${entry.score !== null ? `, score ${entry.score.toFixed(2)}` : ""}`;
+    return `${entry.id} (${where}${entry.form === "partial" ? ", partial" : ""}${entry.relevant ? ", relevant" : ""})`;
+  });
+  const shown = included.slice(0, INCLUDED_SHOWN).join("; ");
+  const more = included.length > INCLUDED_SHOWN ? `; … ${included.length - INCLUDED_SHOWN} more` : "";
+  lines.push(`  included instead: ${included.length > 0 ? shown + more : "nothing (empty block)"}`);
+  return lines;
+}
 
 /**
  * Parses one `--config` value: inline JSON (starting with `{`) or a JSON file. An optional `"name"` key names the
@@ -185,6 +223,51 @@ function printTables(
     }).join(" ");
     const auc = configuration.discrimination === null ? "–" : configuration.discrimination.toFixed(3);
     println(context, `${padCell(configuration.name, nameWidth)} ${cells} ${auc.padStart(6)}`);
+  }
+  println(context);
+  println(
+    context,
+    out.bold("Blocks") +
+      out.dim(
+        ` (what ground() hands the model per turn: entries, tokens, precision = relevant/included, recall = relevant included/min(relevant, ${BLOCK_RECALL_CAP}), hit = block holds a relevant entry)`,
+      ),
+  );
+  println(
+    context,
+    out.bold(
+      `${padCell("configuration", nameWidth)} ${"budget".padStart(7)} ${"entries".padStart(8)} ${"tokens".padStart(8)} ${"precision".padStart(10)} ${"recall".padStart(8)} ${"hit".padStart(8)} ${"passages".padStart(10)}`,
+    ),
+  );
+  for (const configuration of report.configurations) {
+    const { block } = configuration;
+    const budget = configuration.settings.context?.maxTokens ?? 4000;
+    const passages =
+      block.passageShare === null
+        ? "–"
+        : `${Math.round(block.passageShare * block.passageQueries)}/${block.passageQueries}`;
+    println(
+      context,
+      `${padCell(configuration.name, nameWidth)} ${String(budget).padStart(7)} ${block.entries.toFixed(2).padStart(8)} ${block.tokens.toFixed(0).padStart(8)} ${decimals(block.precision, 4).padStart(10)} ${block.recall.toFixed(4).padStart(8)} ${block.hitShare.toFixed(4).padStart(8)} ${passages.padStart(10)}`,
+    );
+  }
+  for (const configuration of report.configurations) {
+    const { failures } = configuration;
+    println(context);
+    println(
+      context,
+      `${out.bold(`Failing queries: ${configuration.name}`)}${out.dim(` (${failures.length} of ${configuration.queries.length}: the block holds no relevant entry or misses the judged passage)`)}`,
+    );
+    for (const failure of failures.slice(0, FAILURES_SHOWN)) {
+      const [head, ...rest] = failureLines(failure);
+      println(context, `  ${head}`);
+      for (const line of rest) println(context, out.dim(`  ${line}`));
+    }
+    if (failures.length > FAILURES_SHOWN) {
+      println(
+        context,
+        out.dim(`  … ${failures.length - FAILURES_SHOWN} more (all of them with --json or --report)`),
+      );
+    }
   }
   if (diff) {
     println(context);
