@@ -15,7 +15,12 @@ export {
   readIndexArtifactHeader,
   serializeIndexSnapshot,
 } from "./knowledge/artifact.js";
-export { resolveRetrieval, validateGroundingConfig } from "./knowledge/config.js";
+export {
+  resolveContext,
+  resolveGroundingConfiguration,
+  resolveRetrieval,
+  validateGroundingConfig,
+} from "./knowledge/config.js";
 export {
   assembleKnowledgeContext,
   buildOpening,
@@ -26,6 +31,12 @@ export {
   neutralizeDelimiters,
   renderEntry,
 } from "./knowledge/context.js";
+export {
+  applyScoreCutoffs,
+  expansionAllowed,
+  expansionSourceCount,
+  type KnowledgeCutoffOutcome,
+} from "./knowledge/cutoffs.js";
 export {
   CACHE_SCHEMA_VERSION,
   CONFIDENCE_DOMINANCE_RATIO,
@@ -78,6 +89,15 @@ export {
   type KnowledgeLexicalIndexOptions,
 } from "./knowledge/knowledgeIndex.js";
 export { normalizePhrases, normalizeText, tokenize } from "./knowledge/normalize.js";
+export {
+  applyPreset,
+  DEFAULT_PRESET,
+  isKnowledgePresetName,
+  KNOWLEDGE_PRESET_NAMES,
+  KNOWLEDGE_PRESETS,
+  type KnowledgePreset,
+  type KnowledgePresetApplication,
+} from "./knowledge/presets.js";
 export {
   KNOWLEDGE_ENTRY_KINDS,
   KNOWLEDGE_STATUSES,

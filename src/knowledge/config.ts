@@ -3,7 +3,10 @@
  * number a host can set, so bad values become issues instead of NaN scores.
  */
 import type {
+  KnowledgeContextConfig,
+  KnowledgeEffectiveConfiguration,
   KnowledgeGroundingConfig,
+  KnowledgeResolvedContext,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfig,
   KnowledgeValidationIssue,
@@ -14,25 +17,30 @@ import {
   DEFAULT_BM25_K1,
   DEFAULT_CANDIDATE_LIMIT,
   DEFAULT_EXACT_BOOST,
+  DEFAULT_MAX_CONTEXT_TOKENS,
   DEFAULT_RELATION_LIMIT,
   DEFAULT_RESULT_LIMIT,
   DEFAULT_TIMEOUT_MS,
   KNOWLEDGE_FIELD_NAMES,
 } from "./defaults.js";
 import { resolveFieldWeights } from "./knowledgeIndex.js";
+import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
 import { describeType } from "./resolve.js";
 
 const ANALYZERS: ReadonlySet<string> = new Set(["none", "english"]);
 const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
 const CONFIDENCE_RULES: ReadonlySet<string> = new Set(["seed", "calibrated"]);
+const EXPANSION_CONFIDENCES: ReadonlySet<string> = new Set(["high", "medium", "low"]);
 
 /**
  * Merges retrieval configuration with the defaults. Each value is `config ?? default`, so an explicit 0 is kept;
- * `fieldWeights` may be partial. Values are not checked here; see {@link validateGroundingConfig}.
+ * `fieldWeights` may be partial. The adaptive cut-offs and expansion rules have no default and appear only when
+ * set. Values are not checked here; see {@link validateGroundingConfig}. A preset is applied before, with
+ * `applyPreset` (or use {@link resolveGroundingConfiguration}).
  */
 export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): KnowledgeResolvedRetrieval {
   const source = config && typeof config === "object" ? config : {};
-  return {
+  const resolved: KnowledgeResolvedRetrieval = {
     candidateLimit: source.candidateLimit ?? DEFAULT_CANDIDATE_LIMIT,
     resultLimit: source.resultLimit ?? DEFAULT_RESULT_LIMIT,
     relationLimit: source.relationLimit ?? DEFAULT_RELATION_LIMIT,
@@ -45,8 +53,40 @@ export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): Know
     scoring: source.scoring ?? "sum",
     confidenceRule: source.confidenceRule ?? "seed",
   };
+  if (source.minRelativeScore !== undefined) resolved.minRelativeScore = source.minRelativeScore;
+  if (source.scoreGapRatio !== undefined) resolved.scoreGapRatio = source.scoreGapRatio;
+  if (source.expansionFromTop !== undefined) resolved.expansionFromTop = source.expansionFromTop;
+  if (source.expansionMinConfidence !== undefined)
+    resolved.expansionMinConfidence = source.expansionMinConfidence;
+  return resolved;
 }
 
+/** Merges context configuration with the defaults (`maxTokens` 4000, citations on). */
+export function resolveContext(config?: KnowledgeContextConfig | null): KnowledgeResolvedContext {
+  const source = config && typeof config === "object" ? config : {};
+  return {
+    maxTokens: source.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
+    includeCitations: source.includeCitations !== false,
+  };
+}
+
+/**
+ * The configuration an engine runs with: the preset (default `"neurolink"`) overlaid with the explicit
+ * `retrieval` and `context` fields, then completed with the defaults. `context` is also returned as merged but not
+ * defaulted (`contextConfig`), which is what `assembleKnowledgeContext` takes. Validate first: an unknown preset
+ * name throws a `RangeError` here.
+ */
+export function resolveGroundingConfiguration(
+  config: Pick<KnowledgeGroundingConfig, "preset" | "retrieval" | "context">,
+): KnowledgeEffectiveConfiguration & { contextConfig: KnowledgeContextConfig } {
+  const merged = applyPreset(config.preset, config.retrieval, config.context);
+  return {
+    preset: merged.preset,
+    retrieval: resolveRetrieval(merged.retrieval),
+    context: resolveContext(merged.context),
+    contextConfig: merged.context,
+  };
+}
 type Check = (value: number) => boolean;
 const isCount: Check = (value) => Number.isInteger(value) && value >= 0;
 const isNonNegative: Check = (value) => Number.isFinite(value) && value >= 0;
@@ -94,6 +134,12 @@ export function validateGroundingConfig(config: unknown): KnowledgeValidationIss
   ) {
     fail("indexArtifact", `must be a file path or a Uint8Array, got ${describeType(record.indexArtifact)}`);
   }
+  if (record.preset !== undefined && !isKnowledgePresetName(record.preset)) {
+    fail(
+      "preset",
+      `must be one of ${KNOWLEDGE_PRESET_NAMES.map((name) => JSON.stringify(name)).join(", ")}, got ${describeValue(record.preset)}`,
+    );
+  }
   const retrieval = record.retrieval;
   if (retrieval !== undefined) {
     if (!retrieval || typeof retrieval !== "object" || Array.isArray(retrieval)) {
@@ -122,6 +168,19 @@ export function validateGroundingConfig(config: unknown): KnowledgeValidationIss
         fail(
           "retrieval.confidenceRule",
           `must be "seed" or "calibrated", got ${describeValue(retrieval.confidenceRule)}`,
+        );
+      }
+      const isFraction: Check = (value) => value >= 0 && value <= 1;
+      number("retrieval.minRelativeScore", retrieval.minRelativeScore, isFraction, "a number in [0, 1]");
+      number("retrieval.scoreGapRatio", retrieval.scoreGapRatio, isFraction, "a number in [0, 1]");
+      number("retrieval.expansionFromTop", retrieval.expansionFromTop, isCount, "an integer >= 0");
+      if (
+        retrieval.expansionMinConfidence !== undefined &&
+        !EXPANSION_CONFIDENCES.has(retrieval.expansionMinConfidence as string)
+      ) {
+        fail(
+          "retrieval.expansionMinConfidence",
+          `must be "high", "medium" or "low", got ${describeValue(retrieval.expansionMinConfidence)}`,
         );
       }
       const weights = retrieval.fieldWeights;

@@ -3,6 +3,8 @@
  * `ground()` selects, renders and reports, failing open on every error and on timeout.
  */
 import type {
+  KnowledgeContextConfig,
+  KnowledgeEffectiveConfiguration,
   KnowledgeEngineStatus,
   KnowledgeGroundingConfig,
   KnowledgeGroundingInput,
@@ -14,7 +16,7 @@ import type {
   KnowledgeSource,
   KnowledgeValidationIssue,
 } from "../types/knowledge.js";
-import { resolveRetrieval, validateGroundingConfig } from "./config.js";
+import { resolveGroundingConfiguration, resolveRetrieval, validateGroundingConfig } from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { DEFAULT_RECENT_TURNS, DEFAULT_TIMEOUT_MS, FALLBACK_VERSION } from "./defaults.js";
 import { getOrBuildKnowledgeIndexSnapshot } from "./indexCache.js";
@@ -59,6 +61,10 @@ export function emptyMetadata(durationMs: number, failureReason?: string): Knowl
 export class KnowledgeGroundingEngine {
   private readonly config: KnowledgeGroundingConfig;
   private readonly resolved: KnowledgeResolvedRetrieval;
+  /** The preset overlaid with the configuration's `context` (what the block is assembled with). */
+  private readonly contextConfig: KnowledgeContextConfig | undefined;
+  /** Preset name and resolved settings, for `getStatus()`; null when the configuration is invalid. */
+  private readonly effective: KnowledgeEffectiveConfiguration | null;
   private readonly now: () => number;
   private readonly timeoutMs: number;
   private snapshot: KnowledgeIndexSnapshot | null = null;
@@ -81,7 +87,16 @@ export class KnowledgeGroundingEngine {
     this.now = typeof now === "function" ? now : Date.now;
     const configIssues = validateGroundingConfig(safeConfig);
     this.configValid = !configIssues.some((issue) => issue.level === "error");
-    this.resolved = resolveRetrieval(this.configValid ? safeConfig.retrieval : undefined);
+    if (this.configValid) {
+      const { contextConfig, ...effective } = resolveGroundingConfiguration(safeConfig);
+      this.effective = effective;
+      this.resolved = effective.retrieval;
+      this.contextConfig = contextConfig;
+    } else {
+      this.effective = null;
+      this.resolved = resolveRetrieval(undefined);
+      this.contextConfig = undefined;
+    }
     this.timeoutMs = this.configValid ? (safeConfig.timeoutMs ?? DEFAULT_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS;
     this.sources = Array.isArray(safeConfig.sources) ? safeConfig.sources : [];
     if (!this.configValid) {
@@ -173,6 +188,13 @@ export class KnowledgeGroundingEngine {
     };
     if (this.snapshotOrigin) status.snapshotOrigin = this.snapshotOrigin;
     if (this.notes.length > 0) status.notes = this.notes.slice();
+    if (this.effective) {
+      status.configuration = {
+        preset: this.effective.preset,
+        retrieval: this.getResolvedRetrieval(),
+        context: { ...this.effective.context },
+      };
+    }
     return status;
   }
 
@@ -181,7 +203,7 @@ export class KnowledgeGroundingEngine {
     return this.snapshot;
   }
 
-  /** Resolved retrieval settings. */
+  /** Resolved retrieval settings: the preset overlaid with the configuration's `retrieval`, then the defaults. */
   getResolvedRetrieval(): KnowledgeResolvedRetrieval {
     return { ...this.resolved, fieldWeights: { ...this.resolved.fieldWeights } };
   }
@@ -272,7 +294,7 @@ export class KnowledgeGroundingEngine {
     }
     const request = this.buildRequest(input);
     const selection = retrieve(snapshot, request, this.resolved, this.config.blockedDomains);
-    const assembled = assembleKnowledgeContext(selection, this.config.context);
+    const assembled = assembleKnowledgeContext(selection, this.contextConfig);
     const durationMs = this.now() - started;
     const selectedEntryIds = selection.primary.map((entry) => entry.id);
     const expandedEntryIds = selection.expanded.map((entry) => entry.id);
@@ -310,6 +332,7 @@ export class KnowledgeGroundingEngine {
         truncated: assembled.truncated,
         durationMs,
         candidates: selection.candidates,
+        ...(selection.expansionSkipped ? { expansionSkipped: selection.expansionSkipped } : {}),
       },
     };
   }

@@ -15,6 +15,7 @@ import type {
   KnowledgeSelection,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { applyScoreCutoffs, expansionAllowed, expansionSourceCount } from "./cutoffs.js";
 import {
   CONFIDENCE_DOMINANCE_RATIO,
   CONFIDENCE_MIN_FIELDS,
@@ -245,7 +246,9 @@ function compareCandidates(left: KnowledgeScoredCandidate, right: KnowledgeScore
 /**
  * Selects the entries of one turn (see the module comment and SPEC §6): phrase hits on the query, eligibility
  * before ranking, lexical top `2 × candidateLimit`, union and boosts, sort (score, then id), `candidateLimit`
- * and `resultLimit` cuts, one-hop relation expansion up to `relationLimit`, confidence.
+ * and `resultLimit` cuts, confidence (on the trimmed candidates), the adaptive cut-offs when configured
+ * (`minRelativeScore`, `scoreGapRatio`; cut candidates carry `cut`), one-hop relation expansion up to
+ * `relationLimit` (limited by `expansionFromTop` and `expansionMinConfidence` when configured).
  */
 export function retrieve(
   snapshot: KnowledgeIndexSnapshot,
@@ -326,15 +329,22 @@ export function retrieve(
   candidates.sort(compareCandidates);
   const candidateCount = candidates.length;
   const trimmed = candidates.slice(0, Math.max(0, resolved.candidateLimit));
-  const primary = trimmed
-    .slice(0, Math.max(0, resolved.resultLimit))
-    .map((candidate) => snapshot.entriesById.get(candidate.id)!);
+  // Confidence is classified on the trimmed candidates before any adaptive cut-off (see cutoffs.ts).
+  const confidence = classifyConfidence(trimmed, resolved.confidenceRule);
+  let primaryCandidates = trimmed.slice(0, Math.max(0, resolved.resultLimit));
+  const cutoff = applyScoreCutoffs(primaryCandidates, resolved);
+  if (cutoff.cut) {
+    for (const candidate of primaryCandidates.slice(cutoff.kept)) candidate.cut = { ...cutoff.cut };
+    primaryCandidates = primaryCandidates.slice(0, cutoff.kept);
+  }
+  const primary = primaryCandidates.map((candidate) => snapshot.entriesById.get(candidate.id)!);
 
   const expanded: NormalizedKnowledgeEntry[] = [];
   const relationLimit = Math.max(0, resolved.relationLimit);
-  if (relationLimit > 0) {
+  const expansionPermitted = expansionAllowed(confidence, resolved);
+  if (relationLimit > 0 && expansionPermitted) {
     const selected = new Set(primary.map((entry) => entry.id));
-    outer: for (const entry of primary) {
+    outer: for (const entry of primary.slice(0, expansionSourceCount(primary.length, resolved))) {
       const relations = snapshot.relationIndex.get(entry.id);
       if (!relations) continue;
       for (const relatedId of relations) {
@@ -348,11 +358,14 @@ export function retrieve(
     }
   }
 
-  return {
+  const selection: KnowledgeSelection = {
     primary,
     expanded,
     candidates: trimmed,
-    confidence: classifyConfidence(trimmed, resolved.confidenceRule),
+    confidence,
     candidateCount,
   };
+  if (!expansionPermitted && relationLimit > 0 && primary.length > 0)
+    selection.expansionSkipped = "expansionMinConfidence";
+  return selection;
 }

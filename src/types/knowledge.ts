@@ -67,6 +67,44 @@ export type KnowledgeScoringMode = "sum" | "bm25f";
 export type KnowledgeConfidenceRule = "seed" | "calibrated";
 
 /**
+ * A named set of `retrieval` and `context` settings, chosen with the top-level `preset` of
+ * {@link KnowledgeGroundingConfig}. Fields given explicitly in `retrieval` / `context` override the preset's, field
+ * by field (`fieldWeights` per field). The table is `KNOWLEDGE_PRESETS` (lexground).
+ * - `"neurolink"` (default): no setting of its own; exactly NeuroLink's behaviour (same selections, scores,
+ *   confidence and block).
+ * - `"recommended"`: lexground's measured configuration for new knowledge bases: English analyzer, BM25F with
+ *   tuned weights, calibrated confidence and adaptive cut-offs that keep the block to what answers the question.
+ */
+export type KnowledgePresetName = "neurolink" | "recommended";
+
+/**
+ * An adaptive cut-off that removed a candidate from the primary selection (lexground):
+ * - `"minRelativeScore"`: it scored below `retrieval.minRelativeScore` × the top candidate's score;
+ * - `"scoreGapRatio"`: it, or a candidate ranked above it, scored below `retrieval.scoreGapRatio` × the score of
+ *   the candidate just before, which ended the list there.
+ */
+export type KnowledgeCutoffRule = "minRelativeScore" | "scoreGapRatio";
+
+/** Why an adaptive cut-off removed a candidate from the primary selection (lexground). */
+export type KnowledgeCandidateCut = {
+  /** The rule that ended the list at or before this candidate. */
+  rule: KnowledgeCutoffRule;
+  /**
+   * The score the candidate that ended the list had to reach and did not: for `minRelativeScore` the floor
+   * (fraction × top score), for `scoreGapRatio` the fraction × the previous candidate's score.
+   */
+  threshold: number;
+  /** Id of the candidate that ended the list (this candidate itself, or one ranked above it). */
+  endedAt: string;
+};
+
+/**
+ * Why relation expansion added nothing or less than it could (lexground), when an expansion rule limited it:
+ * `"expansionMinConfidence"` when the turn's confidence was below `retrieval.expansionMinConfidence`.
+ */
+export type KnowledgeExpansionSkip = "expansionMinConfidence";
+
+/**
  * One entry as a host writes it. `id`, `title`, `summary`, `domain` and `integrations` are required; omitted
  * optional fields take their defaults during normalization.
  */
@@ -180,6 +218,28 @@ export type KnowledgeRetrievalConfig = {
   scoring?: KnowledgeScoringMode;
   /** How retrieval confidence is classified. Default `"seed"` (NeuroLink parity). */
   confidenceRule?: KnowledgeConfidenceRule;
+  /**
+   * Relative score floor in [0, 1] (lexground): primary candidates scoring below this fraction of the top
+   * candidate's score are not selected, so a weak tail does not fill the block. Unset (default) or 0: no floor.
+   * Applied only when the top score is positive.
+   */
+  minRelativeScore?: number;
+  /**
+   * Gap rule in [0, 1] (lexground): the primary list ends at the first candidate scoring below this fraction of
+   * the previous candidate's score (a large drop separates what answers the question from what merely shares
+   * words with it). Unset (default) or 0: no gap rule. Applied only where the previous score is positive.
+   */
+  scoreGapRatio?: number;
+  /**
+   * Relation expansion follows the relations of the top this-many primary entries only (lexground), an integer
+   * >= 0 (0: no expansion). Unset (default): every primary entry, as in NeuroLink.
+   */
+  expansionFromTop?: number;
+  /**
+   * Relation expansion runs only when the turn's confidence is at least this class (lexground): `"high"`,
+   * `"medium"` or `"low"`. Unset (default): whatever the confidence, as in NeuroLink.
+   */
+  expansionMinConfidence?: Exclude<KnowledgeRetrievalConfidence, "none">;
 };
 
 /** Limits of the rendered grounding block. */
@@ -201,6 +261,12 @@ export type KnowledgeGroundingConfig = {
   enabled: boolean;
   /** Sources of the engine's immutable in-memory index. */
   sources: KnowledgeSource[];
+  /**
+   * Named starting point for `retrieval` and `context` (lexground). Default `"neurolink"` (NeuroLink's behaviour,
+   * byte for byte). Fields given in `retrieval` / `context` override the preset's, field by field. An unknown
+   * name is a configuration error (`bad-config` at path `preset`).
+   */
+  preset?: KnowledgePresetName;
   /** Domains excluded from retrieval (exact, case-sensitive match). Empty or omitted: every domain is eligible. */
   blockedDomains?: string[];
   /** Retrieval tuning. */
@@ -315,8 +381,13 @@ export type KnowledgeRetrievalResult = {
   /** True when an entry was reduced to its summary or dropped to respect the budget. */
   truncated: boolean;
   durationMs: number;
-  /** The scored candidates after the candidate-limit cut, best first, with their evidence (lexground). */
+  /**
+   * The scored candidates after the candidate-limit cut, best first, with their evidence (lexground). A candidate
+   * removed by an adaptive cut-off carries `cut`.
+   */
   candidates?: KnowledgeScoredCandidate[];
+  /** Set when an expansion rule stopped relation expansion (lexground). */
+  expansionSkipped?: KnowledgeExpansionSkip;
 };
 
 /**
@@ -395,6 +466,30 @@ export type KnowledgeResolvedRetrieval = {
   analyzer?: KnowledgeAnalyzerName;
   scoring?: KnowledgeScoringMode;
   confidenceRule?: KnowledgeConfidenceRule;
+  /** Relative score floor; absent: none. */
+  minRelativeScore?: number;
+  /** Gap rule; absent: none. */
+  scoreGapRatio?: number;
+  /** Primary entries whose relations are followed; absent: all. */
+  expansionFromTop?: number;
+  /** Least confidence for relation expansion; absent: any. */
+  expansionMinConfidence?: Exclude<KnowledgeRetrievalConfidence, "none">;
+};
+
+/** Context settings after the preset and the configuration are merged with the defaults (lexground). */
+export type KnowledgeResolvedContext = {
+  maxTokens: number;
+  includeCitations: boolean;
+};
+
+/**
+ * The configuration an engine runs with, as `getStatus().configuration` reports it (lexground): the preset's
+ * settings overlaid with the explicit ones and completed with the defaults.
+ */
+export type KnowledgeEffectiveConfiguration = {
+  preset: KnowledgePresetName;
+  retrieval: KnowledgeResolvedRetrieval;
+  context: KnowledgeResolvedContext;
 };
 
 /** One scored candidate with the evidence behind its score. */
@@ -411,6 +506,11 @@ export type KnowledgeScoredCandidate = {
   fieldScores: Partial<Record<KnowledgeFieldName, number>>;
   /** Query phrases that hit: exact hits first, then alias hits. */
   matchedPhrases: string[];
+  /**
+   * Present when an adaptive cut-off (`minRelativeScore`, `scoreGapRatio`) removed this candidate from the
+   * primary selection (lexground). Candidates beyond `resultLimit` are not marked.
+   */
+  cut?: KnowledgeCandidateCut;
 };
 
 /** The entries selected for one turn. */
@@ -422,6 +522,8 @@ export type KnowledgeSelection = {
   confidence: KnowledgeRetrievalConfidence;
   /** Number of eligible candidates before the candidate-limit cut. */
   candidateCount: number;
+  /** Set when an expansion rule stopped relation expansion (lexground). */
+  expansionSkipped?: KnowledgeExpansionSkip;
 };
 
 /** The rendered block and its diagnostics. */
@@ -463,4 +565,9 @@ export type KnowledgeEngineStatus = {
   snapshotOrigin?: "built" | "cache" | "artifact";
   /** Notes about the last build, e.g. why a prebuilt artifact was not used. */
   notes?: string[];
+  /**
+   * The configuration the engine runs with: preset name, resolved retrieval and context settings (lexground).
+   * Absent when the configuration is invalid (see `lastError`).
+   */
+  configuration?: KnowledgeEffectiveConfiguration;
 };
