@@ -9,6 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
+import { KNOWLEDGE_PRESET_NAMES } from "../knowledge/presets.js";
 import { CliFailure, CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
 import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
 
@@ -31,6 +32,7 @@ export type RetrievalFlags = {
   allIntegrations?: boolean;
   blockedDomains?: string;
   config?: string;
+  preset?: string;
   json?: boolean;
 };
 
@@ -49,7 +51,11 @@ function addRetrievalOptions(command: Command): Command {
     .option("--blocked-domains <list>", "domains excluded from retrieval, comma-separated")
     .option(
       "--config <file>",
-      "JSON file with {retrieval, context, blockedDomains} settings of KnowledgeGroundingConfig",
+      "JSON file with {preset, retrieval, context, blockedDomains} settings of KnowledgeGroundingConfig",
+    )
+    .option(
+      "--preset <name>",
+      `named configuration: ${KNOWLEDGE_PRESET_NAMES.join(", ")} (default neurolink; --config fields override it)`,
     );
 }
 
@@ -214,6 +220,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .option("--qrels <file>", "judgments, BEIR TSV or TREC format (default: <BEIR folder>/qrels/<split>.tsv)")
     .option("--split <name>", "BEIR split whose qrels are used", "test")
     .option("--config <json...>", 'configurations to compare: JSON files or inline JSON, optional "name" key')
+    .option(
+      "--preset <name...>",
+      `presets to compare as configurations (${KNOWLEDGE_PRESET_NAMES.join(", ")}), after the default`,
+    )
     .option("--no-default", "do not evaluate the default configuration first")
     .option("--depth <n>", "ranking depth for the metrics (default 100)")
     .option("--keep-identical-ids", "keep a document whose id equals the query id (BEIR drops it)")

@@ -14,16 +14,21 @@ import {
   buildKnowledgeIndexCacheKey,
   DEFAULT_MAX_CONTEXT_TOKENS,
   deserializeIndexSnapshot,
-  resolveRetrieval,
+  isKnowledgePresetName,
+  KNOWLEDGE_PRESET_NAMES,
+  resolveGroundingConfiguration,
   retrieve,
   validateGroundingConfig,
 } from "../index.js";
 import { normalizeSources } from "../knowledge/resolve.js";
 import type {
+  KnowledgeCandidateCut,
   KnowledgeCitation,
   KnowledgeContextConfig,
+  KnowledgeExpansionSkip,
   KnowledgeFieldName,
   KnowledgeIndexSnapshot,
+  KnowledgePresetName,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
   KnowledgeRetrievalConfig,
@@ -37,13 +42,23 @@ import { locateIssues } from "./report.js";
 
 /** The parts of `KnowledgeGroundingConfig` a `--config` file may set. */
 export type CliGroundingConfig = {
+  /** Preset the file's `retrieval` and `context` fields override (a `--preset` flag replaces it). */
+  preset?: KnowledgePresetName;
   blockedDomains?: string[];
   retrieval?: KnowledgeRetrievalConfig;
   context?: KnowledgeContextConfig;
   timeoutMs?: number;
 };
 
-const CONFIG_KEYS = new Set(["enabled", "sources", "blockedDomains", "retrieval", "context", "timeoutMs"]);
+const CONFIG_KEYS = new Set([
+  "enabled",
+  "sources",
+  "preset",
+  "blockedDomains",
+  "retrieval",
+  "context",
+  "timeoutMs",
+]);
 
 /** Checks a `--config` value with the engine's own configuration validation, reporting the first error. */
 export function checkGroundingConfig(value: unknown, file: string): CliGroundingConfig {
@@ -58,7 +73,7 @@ export function checkGroundingConfig(value: unknown, file: string): CliGrounding
   const record = value as Record<string, unknown>;
   for (const key of Object.keys(record)) {
     if (!CONFIG_KEYS.has(key))
-      fail(`unknown config key "${key}" (known: blockedDomains, retrieval, context, timeoutMs)`);
+      fail(`unknown config key "${key}" (known: preset, blockedDomains, retrieval, context, timeoutMs)`);
   }
   const [firstError] = validateGroundingConfig({ ...record, enabled: true, sources: [] }).filter(
     (issue) => issue.level === "error",
@@ -89,6 +104,18 @@ export async function readConfigFile(context: CommandContext, path: string): Pro
     });
   }
   return checkGroundingConfig(value, path);
+}
+
+/** Checks a `--preset` flag value; an unknown name is a usage error listing the presets. */
+export function parsePreset(value: string | undefined): KnowledgePresetName | undefined {
+  if (value === undefined) return undefined;
+  if (!isKnowledgePresetName(value)) {
+    throw new CliUsageError(
+      `unknown preset "${value}"`,
+      `use one of: ${KNOWLEDGE_PRESET_NAMES.join(", ")} (e.g. --preset recommended)`,
+    );
+  }
+  return value;
 }
 
 /** Resolves `--kb` (or `$LEXGROUND_KB`) or explains how to give it. */
@@ -140,7 +167,12 @@ export type PreparedKnowledgeBase = {
   config: CliGroundingConfig;
   entries: NormalizedKnowledgeEntry[];
   snapshot: KnowledgeIndexSnapshot;
+  /** The preset in effect (`config.preset`, default `"neurolink"`). */
+  preset: KnowledgePresetName;
+  /** Retrieval settings: the preset overlaid with `config.retrieval`, then the defaults. */
   resolved: KnowledgeResolvedRetrieval;
+  /** Context settings the block is assembled with: the preset overlaid with `config.context`. */
+  context: KnowledgeContextConfig;
   warnings: KnowledgeValidationIssue[];
   /** Every integration named by an entry, sorted. */
   integrations: string[];
@@ -163,7 +195,8 @@ export function prepareKnowledgeBase(
   });
   const validateMs = performance.now() - validateStart;
   if (!validation.ok) throw new KnowledgeBaseInvalidError(locateIssues(validation.issues, knowledgeBase));
-  const resolved = resolveRetrieval(config.retrieval);
+  const effective = resolveGroundingConfiguration(config);
+  const resolved = effective.retrieval;
   const indexStart = performance.now();
   const indexOptions = {
     fieldWeights: resolved.fieldWeights,
@@ -193,7 +226,9 @@ export function prepareKnowledgeBase(
     config,
     entries,
     snapshot,
+    preset: effective.preset,
     resolved,
+    context: effective.contextConfig,
     warnings: validation.issues.filter((issue) => issue.level !== "error"),
     integrations: [...integrations].sort(),
     timing: { validateMs, indexMs },
@@ -224,6 +259,8 @@ export type ExplainedCandidate = {
   matchedPhrases: string[];
   /** Whether the candidate made it into the primary selection. */
   selected: boolean;
+  /** Why an adaptive cut-off removed it from the primary selection (absent otherwise). */
+  cut?: KnowledgeCandidateCut;
 };
 
 /** Everything one turn produced, as `query --json` prints it. */
@@ -237,6 +274,8 @@ export type TurnReport = {
   candidates: ExplainedCandidate[];
   primary: { id: string; title: string; summary: string; version: string }[];
   expanded: { id: string; title: string; summary: string; version: string; via: string | null }[];
+  /** Set when an expansion rule stopped relation expansion. */
+  expansionSkipped?: KnowledgeExpansionSkip;
   context: {
     text: string;
     tokens: number;
@@ -280,7 +319,7 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
   );
   const retrieveMs = performance.now() - retrieveStart;
   const assembleStart = performance.now();
-  const assembled = assembleKnowledgeContext(selection, prepared.config.context);
+  const assembled = assembleKnowledgeContext(selection, prepared.context);
   const assembleMs = performance.now() - assembleStart;
 
   const primaryIds = new Set(selection.primary.map((entry) => entry.id));
@@ -299,6 +338,7 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
       fieldScores: candidate.fieldScores,
       matchedPhrases: candidate.matchedPhrases,
       selected: primaryIds.has(candidate.id),
+      ...(candidate.cut ? { cut: candidate.cut } : {}),
     };
   });
   const describe = (entry: NormalizedKnowledgeEntry) => ({
@@ -326,10 +366,11 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
     candidates,
     primary: selection.primary.map(describe),
     expanded,
+    ...(selection.expansionSkipped ? { expansionSkipped: selection.expansionSkipped } : {}),
     context: {
       text: assembled.assembledContext,
       tokens: assembled.contextTokens,
-      maxTokens: prepared.config.context?.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
+      maxTokens: prepared.context.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
       truncated: assembled.truncated,
       citations: assembled.citations,
     },
@@ -341,10 +382,13 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
 /** Loads, configures, validates and indexes in one step, as `query`, `ask` and `mcp` do. */
 export async function prepareFromFlags(
   context: CommandContext,
-  flags: { kb?: string; config?: string },
+  flags: { kb?: string; config?: string; preset?: string },
 ): Promise<PreparedKnowledgeBase> {
+  const preset = parsePreset(flags.preset);
   const path = knowledgeBasePath(context, flags.kb);
-  const config = flags.config ? await readConfigFile(context, flags.config) : {};
+  const fileConfig = flags.config ? await readConfigFile(context, flags.config) : {};
+  // --preset replaces the file's preset; the file's explicit retrieval and context fields still override it.
+  const config: CliGroundingConfig = preset !== undefined ? { ...fileConfig, preset } : fileConfig;
   const knowledgeBase = await openKnowledgeBase(context, path);
   const progress = createProgress(context);
   progress.update(

@@ -17,7 +17,7 @@
  * @module
  */
 import { performance } from "node:perf_hooks";
-import { resolveRetrieval, validateGroundingConfig } from "../knowledge/config.js";
+import { resolveGroundingConfiguration, validateGroundingConfig } from "../knowledge/config.js";
 import { assembleKnowledgeContext, renderEntry } from "../knowledge/context.js";
 import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
 import { tokenize } from "../knowledge/normalize.js";
@@ -28,6 +28,7 @@ import type {
   KnowledgeContextConfig,
   KnowledgeFieldName,
   KnowledgeIndexSnapshot,
+  KnowledgePresetName,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
   KnowledgeRetrievalConfig,
@@ -45,8 +46,10 @@ import {
 import type { EvalQrels, EvalQuery } from "./data.js";
 import { meanMetrics, type QueryMetrics, quantile, queryMetrics } from "./metrics.js";
 
-/** What a configuration may override: the retrieval and context parts of `KnowledgeGroundingConfig`. */
+/** What a configuration may override: the preset, retrieval and context parts of `KnowledgeGroundingConfig`. */
 export type EvalConfigurationSettings = {
+  /** Preset the `retrieval` and `context` fields override (default `"neurolink"`). */
+  preset?: KnowledgePresetName;
   retrieval?: KnowledgeRetrievalConfig;
   context?: KnowledgeContextConfig;
   blockedDomains?: string[];
@@ -259,7 +262,9 @@ export function evaluateConfigurations(
   const results: EvalConfigurationResult[] = [];
   for (const configuration of configurations) {
     const { settings } = configuration;
-    const resolved = resolveRetrieval(settings.retrieval);
+    const effective = resolveGroundingConfiguration(settings);
+    const resolved = effective.retrieval;
+    const contextConfig = effective.contextConfig;
     const key = indexKey(resolved);
     let snapshot = snapshots.get(key);
     let indexMs = 0;
@@ -289,7 +294,7 @@ export function evaluateConfigurations(
     });
     for (const query of judged.slice(0, measureProduction ? warmup : 0)) {
       const selection = retrieve(snapshot, request(query), resolved, blocked);
-      assembleKnowledgeContext(selection, settings.context);
+      assembleKnowledgeContext(selection, contextConfig);
     }
 
     const perQuery: EvalQueryResult[] = [];
@@ -313,12 +318,12 @@ export function evaluateConfigurations(
         const start = performance.now();
         selection = retrieve(snapshot, request(query), resolved, blocked);
         retrieveMs = performance.now() - start;
-        assembled = assembleKnowledgeContext(selection, settings.context);
+        assembled = assembleKnowledgeContext(selection, contextConfig);
         turnMs = performance.now() - start;
         production = selection;
       } else {
         production = retrieve(snapshot, request(query), resolved, blocked);
-        assembled = assembleKnowledgeContext(production, settings.context);
+        assembled = assembleKnowledgeContext(production, contextConfig);
       }
       const block = blockFigures(
         assembled.citations.map((citation) => citation.id),
@@ -351,7 +356,7 @@ export function evaluateConfigurations(
           return (
             entry !== undefined &&
             assembled.assembledContext.includes(
-              renderEntry(entry, settings.context?.includeCitations !== false).full,
+              renderEntry(entry, contextConfig.includeCitations !== false).full,
             )
           );
         },

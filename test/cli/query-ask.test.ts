@@ -168,7 +168,7 @@ describe("lexground query", () => {
       const unknown = await run(["query", "x", "--kb", "kb", "--config", join(directory, "unknown.json")]);
       expect(unknown.code).toBe(1);
       expect(unknown.stderr.split("\n")[0]).toBe(
-        `error: ${join(directory, "unknown.json")}: unknown config key "retreival" (known: blockedDomains, retrieval, context, timeoutMs)`,
+        `error: ${join(directory, "unknown.json")}: unknown config key "retreival" (known: preset, blockedDomains, retrieval, context, timeoutMs)`,
       );
     });
   });

@@ -148,6 +148,7 @@ export async function runAsk(context: CommandContext, question: string, flags: A
       enabled: true,
       sources: prepared.knowledgeBase.sources,
       blockedDomains,
+      ...(config.preset !== undefined ? { preset: config.preset } : {}),
       ...(config.retrieval ? { retrieval: config.retrieval } : {}),
       ...(config.context ? { context: config.context } : {}),
       ...(config.timeoutMs !== undefined ? { timeoutMs: config.timeoutMs } : {}),

@@ -23,7 +23,7 @@ import {
 } from "../../eval/run.js";
 import { CliUsageError, KnowledgeCompileError } from "../errors.js";
 import { type CommandContext, createProgress, padCell, printError, println } from "../io.js";
-import { checkGroundingConfig } from "../session.js";
+import { checkGroundingConfig, parsePreset } from "../session.js";
 
 /** Flags of `lexground eval`. */
 export type EvalFlags = {
@@ -32,6 +32,7 @@ export type EvalFlags = {
   qrels?: string;
   split?: string;
   config?: string[];
+  preset?: string[];
   default?: boolean;
   json?: boolean;
   report?: string;
@@ -127,6 +128,7 @@ async function readConfiguration(
   return {
     name,
     settings: {
+      ...(settings.preset !== undefined ? { preset: settings.preset } : {}),
       ...(settings.retrieval ? { retrieval: settings.retrieval } : {}),
       ...(settings.context ? { context: settings.context } : {}),
       ...(settings.blockedDomains ? { blockedDomains: settings.blockedDomains } : {}),
@@ -315,14 +317,24 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
   const depth = parseDepth(flags.depth);
   const configurations: EvalConfiguration[] = [];
   if (flags.default !== false) configurations.push({ name: "default", settings: {} });
+  for (const value of flags.preset ?? []) {
+    const preset = parsePreset(value)!;
+    configurations.push({ name: preset, settings: { preset } });
+  }
   for (const [index, value] of (flags.config ?? []).entries()) {
     configurations.push(await readConfiguration(context, value, index));
   }
   if (configurations.length === 0) {
-    throw new CliUsageError("nothing to evaluate", "give at least one --config, or drop --no-default");
+    throw new CliUsageError(
+      "nothing to evaluate",
+      "give at least one --config or --preset, or drop --no-default",
+    );
   }
   if (flags.diff && configurations.length < 2) {
-    throw new CliUsageError("--diff needs two configurations", "add a --config to compare with the default");
+    throw new CliUsageError(
+      "--diff needs two configurations",
+      "add a --config or --preset to compare with the default",
+    );
   }
   const named = uniqueNames(configurations);
 

@@ -29,6 +29,19 @@ function matchLabel(candidate: ExplainedCandidate): string {
   return parts.filter(Boolean).join("+") || "-";
 }
 
+/**
+ * Why an adaptive cut-off removed a candidate: `cut by scoreGapRatio: list ended at <id> (score 3.10 < 4.80)`, or
+ * for the candidate that ended the list itself, `cut by minRelativeScore: score 3.10 < 5.00`.
+ */
+export function explainCut(candidate: ExplainedCandidate): string | null {
+  const { cut } = candidate;
+  if (!cut) return null;
+  if (cut.endedAt === candidate.id) {
+    return `cut by ${cut.rule}: score ${score(candidate.score)} < ${score(cut.threshold)}`;
+  }
+  return `cut by ${cut.rule}: the list ended at ${cut.endedAt} (its score < ${score(cut.threshold)})`;
+}
+
 /** `exact +100 · alias +60 · lexical 11.23 = title 4.10 + aliases 5.20 + body 1.93` */
 export function explainScore(candidate: ExplainedCandidate, prepared: PreparedKnowledgeBase): string {
   const parts: string[] = [];
@@ -51,6 +64,7 @@ function printHuman(
   const { out } = context;
   const label = (text: string) => out.bold(text.padEnd(11));
   println(context, `${label("Query")}${JSON.stringify(report.query)}`);
+  if (prepared.preset !== "neurolink") println(context, `${label("Preset")}${prepared.preset}`);
   println(
     context,
     `${label("Scope")}integrations: ${report.enabledIntegrations.join(", ") || "none"} · blocked domains: ${report.blockedDomains.join(", ") || "none"}`,
@@ -95,6 +109,8 @@ function printHuman(
       );
       if (explain) {
         println(context, out.dim(`      ${explainScore(candidate, prepared)}`));
+        const cut = explainCut(candidate);
+        if (cut) println(context, out.dim(`      ${cut}`));
         if (candidate.matchedPhrases.length > 0) {
           println(
             context,
@@ -106,8 +122,24 @@ function printHuman(
       }
     }
     if (explain && report.candidates.some((candidate) => !candidate.selected)) {
-      println(context, out.dim("    (· = candidate not selected: beyond the result limit)"));
+      println(
+        context,
+        out.dim(
+          report.candidates.some((candidate) => candidate.cut)
+            ? "    (· = candidate not selected: cut by the rule shown, or beyond the result limit)"
+            : "    (· = candidate not selected: beyond the result limit)",
+        ),
+      );
     }
+  }
+  if (report.expansionSkipped === "expansionMinConfidence") {
+    println(context);
+    println(
+      context,
+      out.dim(
+        `Expansion skipped: confidence ${report.confidence} is below retrieval.expansionMinConfidence (${prepared.resolved.expansionMinConfidence})`,
+      ),
+    );
   }
   if (report.expanded.length > 0) {
     println(context);
@@ -165,6 +197,7 @@ export async function runQuery(
             index: prepared.indexOrigin,
             ...(prepared.indexNote !== undefined ? { indexNote: prepared.indexNote } : {}),
           },
+          preset: prepared.preset,
           retrieval: { ...prepared.resolved, ...(resultLimit !== undefined ? { resultLimit } : {}) },
           timing: { loadMs, ...prepared.timing, ...report.timing },
         },
