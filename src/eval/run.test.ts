@@ -93,3 +93,48 @@ describe("query and judgment files", () => {
     );
   });
 });
+
+describe("failing queries name the cut-off that removed a relevant entry", () => {
+  it("a relevant second entry below the relative floor is reported as cut by minRelativeScore", async () => {
+    const { normalizeAndValidate } = await import("../knowledge/resolve.js");
+    const { evaluateConfigurations } = await import("./run.js");
+    const { entries } = normalizeAndValidate(
+      [
+        {
+          id: "s",
+          entries: [
+            {
+              id: "refunds",
+              title: "Refunds",
+              summary: "refund refund refund",
+              domain: "d",
+              integrations: [],
+            },
+            {
+              id: "refund-fees",
+              title: "Fees",
+              summary: "a refund costs a fee",
+              domain: "d",
+              integrations: [],
+            },
+          ],
+        },
+      ],
+      { manifestVersion: "1" },
+    );
+    const report = evaluateConfigurations(
+      entries,
+      [{ id: "q", text: "refund" }],
+      new Map([["q", new Map([["refund-fees", 1]])]]),
+      [{ name: "floor", settings: { retrieval: { minRelativeScore: 1 } } }],
+      { warmup: 0 },
+    );
+    const [failure] = report.configurations[0]!.failures;
+    expect(failure?.included.map((entry) => entry.id)).toEqual(["refunds"]);
+    expect(failure?.expected[0]).toMatchObject({
+      id: "refund-fees",
+      code: "cut",
+      reason: expect.stringMatching(/^cut by minRelativeScore: its score is below \d+\.\d\d$/),
+    });
+  });
+});

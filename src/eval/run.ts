@@ -344,6 +344,14 @@ export function evaluateConfigurations(
         primaryIds: production.primary.map((entry) => entry.id),
         expandedIds: production.expanded.map((entry) => entry.id),
         resultLimit: resolved.resultLimit,
+        cutReason: (id) => {
+          const cut = production.candidates.find((candidate) => candidate.id === id)?.cut;
+          if (!cut) return undefined;
+          const threshold = cut.threshold.toFixed(2);
+          return cut.endedAt === id
+            ? `cut by ${cut.rule}: its score is below ${threshold}`
+            : `cut by ${cut.rule}: the list ended at ${cut.endedAt} (its score below ${threshold})`;
+        },
         exists: (id) => snapshot.entriesById.has(id),
         eligible: (id) => {
           const entry = snapshot.entriesById.get(id);
