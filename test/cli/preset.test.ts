@@ -10,13 +10,17 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
+import type { TurnReport } from "../../src/cli/session.js";
 import { KNOWLEDGE_PRESETS } from "../../src/index.js";
 import { run, withTemporaryDirectory } from "./helpers.js";
 
 const KB = join(import.meta.dirname, "..", "..", "examples", "knowledge-base");
 const QUESTION = "how do I rotate an API key";
 
-async function queryJson(argv: string[]): Promise<Record<string, unknown> & { [key: string]: any }> {
+/** What `query --json` prints. */
+type QueryJson = TurnReport & { preset: string; retrieval: Record<string, unknown> };
+
+async function queryJson(argv: string[]): Promise<QueryJson> {
   const result = await run(["query", QUESTION, "--kb", KB, "--json", ...argv]);
   expect(result.stderr).toBe("");
   expect(result.code).toBe(0);
@@ -29,7 +33,7 @@ describe("lexground query --preset", () => {
     expect(neurolink.preset).toBe("neurolink");
     expect(neurolink.retrieval).toMatchObject({ analyzer: "none", scoring: "sum", resultLimit: 8 });
     expect(neurolink.primary).toHaveLength(8);
-    expect(neurolink.candidates.some((candidate: { cut?: unknown }) => candidate.cut)).toBe(false);
+    expect(neurolink.candidates.some((candidate) => candidate.cut)).toBe(false);
 
     const recommended = await queryJson(["--preset", "recommended"]);
     expect(recommended.preset).toBe("recommended");
@@ -41,10 +45,10 @@ describe("lexground query --preset", () => {
     // The preset's values are tuned by measurement; what holds whatever they are: the answer stays on top and
     // the cut-offs end the list early, marking where.
     const kept = recommended.primary.length;
-    expect(recommended.primary[0].id).toBe("api.rotate-api-key");
+    expect(recommended.primary[0]!.id).toBe("api.rotate-api-key");
     expect(kept).toBeLessThan(8);
-    expect(recommended.candidates[kept].selected).toBe(false);
-    expect(recommended.candidates[kept].cut).toMatchObject({ endedAt: recommended.candidates[kept].id });
+    expect(recommended.candidates[kept]!.selected).toBe(false);
+    expect(recommended.candidates[kept]!.cut).toMatchObject({ endedAt: recommended.candidates[kept]!.id });
     expect(recommended.context.tokens).toBeLessThan(neurolink.context.tokens);
   });
 
