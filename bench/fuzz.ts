@@ -25,6 +25,11 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   { path: "test/reliability/bm25.test.ts", runs: 2_000, note: "" },
   { path: "test/reliability/stuffing.test.ts", runs: 400, note: "" },
   { path: "test/reliability/unicode.test.ts", runs: 2_000, note: "" },
+  {
+    path: "test/reliability/delimiters.test.ts",
+    runs: 3_000,
+    note: "plus every compatibility form in every position of nine forged tags, once",
+  },
   { path: "test/reliability/determinism.test.ts", runs: 1_500, note: "" },
   { path: "test/reliability/concurrency.test.ts", runs: 120, note: "3-10 scheduled operations per run" },
   { path: "test/reliability/redos.test.ts", runs: 1, note: "not randomized: every regex once" },

@@ -15,6 +15,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { DEFAULT_MAX_CONTEXT_TOKENS } from "./defaults.js";
+import { findInReaderViews } from "./readerView.js";
 
 /** Opening tag of the block. */
 export const KNOWLEDGE_CONTEXT_OPEN = "<knowledge_context>";
@@ -48,47 +49,42 @@ export function buildOpening(includeCitations: boolean): string {
   return lines.join("\n");
 }
 
-// A tag-like opener followed by the block's tag name, on a folded shadow of the text (compatibility forms
-// decomposed, marks and invisible format characters removed, lowercased), tolerant of spacing and separators.
-const DELIMITER_PATTERN = /(?:<|&lt;?|&#0*60;?|&#x0*3c;?)[\s/\\]*knowledge[\s_\p{Pd}.]*context/gu;
-const FOLDED_AWAY = /[\p{M}\p{Cf}]/gu;
+// The block's tag name after an opener, in a reader view (see readerView.ts: compatibility forms folded, HTML
+// references decoded, case, spacing and invisible characters ignored), tolerant of separators between the words.
+const DELIMITER_PATTERN = /<[/\\]*knowledge[_\p{Pd}.]*context/gu;
 const NEUTRAL_OPENER = "\u2039"; // SINGLE LEFT-POINTING ANGLE QUOTATION MARK: unchanged by NFKC, never read as "<".
-const QUICK_OPENER_CHECK = /[<&\uFE64\uFF1C\u226E]/;
+// Every `<` of a reader view comes from one of these code points: those whose compatibility decomposition holds
+// "<" or "&" (test/reliability/delimiters.test.ts puts every such form, found in the Unicode data, in a tag).
+const OPENER_SOURCES = /[<&\u226E\uFE60\uFE64\uFF06\uFF1C]/g;
 
 /**
- * Makes sure text cannot open or close the block: every opener (`<`, `&lt;`, `&#60;`, or a compatibility form
- * of `<`) that begins a `knowledge_context` tag in any case, spacing, separator or Unicode form is replaced by
- * `‹`. Other text, including ordinary `<` characters, is left as it is.
+ * Makes sure text cannot open or close the block: every opener (`<`, a compatibility form of it, or an HTML
+ * character reference to one, such as `&lt;`, `＆lt;` or `&#x3c;`) that begins a `knowledge_context` tag as a
+ * tolerant reader sees it (after NFKC normalization and/or HTML decoding, in any case, spacing or separator,
+ * with invisible characters ignored) is replaced by `‹`. Other text, including ordinary `<` characters, is left
+ * as it is.
  */
 export function neutralizeDelimiters(text: string): string {
-  // Every possible opener folds from one of these characters; text without them needs no work.
-  if (!QUICK_OPENER_CHECK.test(text)) return text;
-  // Fold each code point on its own and remember where each folded character came from.
-  let folded = "";
-  const origins: number[] = [];
-  let index = 0;
-  for (const character of text) {
-    const piece = character.normalize("NFKD").replace(FOLDED_AWAY, "").toLowerCase();
-    for (let offset = 0; offset < piece.length; offset++) origins.push(index);
-    folded += piece;
-    index += character.length;
-  }
-  if (!folded.includes("knowledge")) return text;
-  const replaceRanges: [number, number][] = [];
-  for (const match of folded.matchAll(DELIMITER_PATTERN)) {
-    const openerLength = match[0].startsWith("<") ? 1 : (/^&[^\s/\\]*/.exec(match[0])?.[0].length ?? 1);
-    const start = origins[match.index]!;
-    const lastFolded = match.index + openerLength - 1;
-    const lastOrigin = origins[lastFolded]!;
-    const end = lastOrigin + (text.codePointAt(lastOrigin)! > 0xffff ? 2 : 1);
-    replaceRanges.push([start, end]);
-  }
-  if (replaceRanges.length === 0) return text;
+  return replaceRanges(
+    text,
+    findInReaderViews(text, OPENER_SOURCES, DELIMITER_PATTERN, "knowledge"),
+    NEUTRAL_OPENER,
+  );
+}
+
+/** Replaces each of `ranges` (merged where they overlap) by `replacement`. */
+function replaceRanges(text: string, ranges: [number, number][], replacement: string): string {
+  if (ranges.length === 0) return text;
+  ranges.sort((left, right) => left[0] - right[0] || left[1] - right[1]);
   let result = "";
   let cursor = 0;
-  for (const [start, end] of replaceRanges) {
-    if (start < cursor) continue;
-    result += text.slice(cursor, start) + NEUTRAL_OPENER;
+  for (const [start, end] of ranges) {
+    if (start < cursor) {
+      // Overlaps the span just replaced (the two views cut a reference differently): replace the union.
+      cursor = Math.max(cursor, end);
+      continue;
+    }
+    result += text.slice(cursor, start) + replacement;
     cursor = end;
   }
   return result + text.slice(cursor);
