@@ -37,12 +37,15 @@ export { RedisConversationMemoryStore, type RedisConversationStoreOptions } from
 export type {
   ConversationMemoryStore,
   ConversationSessionKey,
+  MemoryEvictionDetails,
+  MemoryEvictionListener,
   MemoryResetListener,
   MemoryStoreStatus,
 } from "./memory/types.js";
 export {
   KNOWLEDGE_HOOK_FAILED_WARNING,
   KNOWLEDGE_NO_SOURCES_WARNING,
+  MEMORY_EVICTION_WARNING,
   NeuroLink,
   parseTimeout,
 } from "./neurolink.js";

@@ -50,7 +50,11 @@ import {
 import { type AttemptTarget, chainEntryToTarget, ModelPool, runWithFallback } from "./fallback.js";
 import { InMemoryConversationStore } from "./memory/inMemory.js";
 import { RedisConversationMemoryStore } from "./memory/redis.js";
-import type { ConversationMemoryStore, ConversationSessionKey } from "./memory/types.js";
+import type {
+  ConversationMemoryStore,
+  ConversationSessionKey,
+  MemoryEvictionDetails,
+} from "./memory/types.js";
 import { isLanguageModelObject, ProviderResolver } from "./providers.js";
 import type {
   ChatMessage,
@@ -78,6 +82,12 @@ const DEFAULT_MAX_SESSIONS = 50;
 /** The exact warning of the original when grounding is enabled without sources. */
 export const KNOWLEDGE_NO_SOURCES_WARNING =
   "[KnowledgeGrounding] enabled but no sources were provided; grounding disabled for this instance";
+/**
+ * Logged once per instance at the first session the memory store evicts to stay within its bound; every eviction
+ * also emits `memory:evicted` and counts in `getMemoryStatus().evictionCount`.
+ */
+export const MEMORY_EVICTION_WARNING =
+  "[NeuroLink] conversation memory is full: the least recently used session was dropped (raise conversationMemory.maxSessions or use Redis; further evictions emit memory:evicted and are counted in getMemoryStatus())";
 /** Logged when the grounding hook throws; the turn continues ungrounded. */
 export const KNOWLEDGE_HOOK_FAILED_WARNING = "[KnowledgeGrounding] grounding hook failed open";
 
@@ -173,6 +183,7 @@ export class NeuroLink {
   private readonly memoryStore: ConversationMemoryStore | undefined;
   private readonly memoryHistoryLimit: number;
   private readonly events = new EventEmitter();
+  private evictionWarned = false;
 
   constructor(config: NeurolinkConstructorConfig = {}) {
     this.config = config ?? {};
@@ -229,6 +240,7 @@ export class NeuroLink {
       this.memoryStore.addResetListener?.((details) => {
         this.emit("memory:reset", { store: this.memoryStore?.kind ?? "unknown", details });
       });
+      this.memoryStore.addEvictionListener?.((details) => this.onMemoryEvicted(details));
     }
   }
 
@@ -309,8 +321,26 @@ export class NeuroLink {
       lastError: status.lastError,
       lastErrorAt: status.lastErrorAt,
       resetCount: status.resetCount,
+      ...(status.evictionCount === undefined ? {} : { evictionCount: status.evictionCount }),
       ...(status.details === undefined ? {} : { details: status.details }),
     };
+  }
+
+  /** Reports an evicted session: an event every time, one warning per instance (hosts may not listen). */
+  private onMemoryEvicted(details: MemoryEvictionDetails): void {
+    const store = this.memoryStore?.kind ?? "unknown";
+    if (!this.evictionWarned) {
+      this.evictionWarned = true;
+      this.logger.warn(MEMORY_EVICTION_WARNING);
+    }
+    const { sessionId, userId } = details.session;
+    this.emit("memory:evicted", {
+      store,
+      sessionId,
+      ...(userId === undefined ? {} : { userId }),
+      reason: details.reason,
+      evictionCount: details.evictionCount,
+    });
   }
 
   /** The stored messages of a session, oldest first (errors are thrown, unlike during a turn). */

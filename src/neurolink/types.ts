@@ -136,7 +136,10 @@ export type ConversationMemoryConfig = {
   enabled?: boolean;
   /** `memory` (default, bounded in-process store) or `redis` (shared across replicas; needs `redis`). */
   storageType?: "memory" | "redis";
-  /** Most sessions kept by the in-memory store (least recently used dropped first). Default 50. */
+  /**
+   * Most sessions kept by the in-memory store. Past it the least recently used session is dropped, which emits
+   * `memory:evicted` and counts in `getMemoryStatus().evictionCount`. Default 50.
+   */
   maxSessions?: number;
   /** Most turns (user + assistant pairs) kept per session, and read into each prompt. Default 50. */
   maxTurnsPerSession?: number;
@@ -361,6 +364,8 @@ export type MemoryStatus = {
   lastErrorAt: number | null;
   /** Times the backing server was seen restarting (its data may be gone). */
   resetCount?: number;
+  /** Sessions the store dropped to stay within its bound (in-memory store: `maxSessions`). */
+  evictionCount?: number;
   /** Store-specific details. */
   details?: Record<string, unknown>;
 };
@@ -380,6 +385,17 @@ export type NeuroLinkEvents = {
   "memory:error": { operation: "read" | "write"; sessionId: string; error: unknown };
   /** The memory server restarted; stored conversations may be lost. */
   "memory:reset": { store: string; details?: Record<string, unknown> };
+  /**
+   * A whole session was dropped to stay within the store's bound (in-memory store: `maxSessions`, least recently
+   * used first); its history is gone. `evictionCount` is the store's total so far.
+   */
+  "memory:evicted": {
+    store: string;
+    sessionId: string;
+    userId?: string;
+    reason: "max-sessions";
+    evictionCount: number;
+  };
 };
 
 /** Names of {@link NeuroLinkEvents}. */

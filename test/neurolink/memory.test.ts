@@ -4,6 +4,8 @@ import {
   type ChatMessage,
   type ConversationMemoryStore,
   InMemoryConversationStore,
+  MEMORY_EVICTION_WARNING,
+  type MemoryEvictionDetails,
   type MemoryStoreStatus,
   NeuroLink,
   type NeuroLinkEvents,
@@ -48,6 +50,30 @@ describe("InMemoryConversationStore", () => {
     expect(store.getStatus().state).toBe("ok");
   });
 
+  it("an eviction is reported to listeners and counted in the status, never silent (issue 11, item 11)", async () => {
+    const store = new InMemoryConversationStore({ maxSessions: 2 });
+    const evicted: MemoryEvictionDetails[] = [];
+    store.addEvictionListener((details) => evicted.push(details));
+    store.addEvictionListener(() => {
+      throw new Error("a broken listener");
+    });
+    await store.appendMessages({ sessionId: "a", userId: "u" }, [message("user", "1")]);
+    await store.appendMessages({ sessionId: "b" }, [message("user", "2")]);
+    await store.appendMessages({ sessionId: "b" }, [message("user", "3")]);
+    expect(evicted).toEqual([]);
+    await store.appendMessages({ sessionId: "c" }, [message("user", "4")]);
+    await store.appendMessages({ sessionId: "d" }, [message("user", "5")]);
+    expect(evicted).toEqual([
+      { session: { sessionId: "a", userId: "u" }, reason: "max-sessions", evictionCount: 1 },
+      { session: { sessionId: "b" }, reason: "max-sessions", evictionCount: 2 },
+    ]);
+    expect(store.getStatus()).toMatchObject({
+      state: "ok",
+      evictionCount: 2,
+      details: { sessions: 2, maxSessions: 2 },
+    });
+  });
+
   it("session ids such as __proto__ are ordinary keys", async () => {
     const store = new InMemoryConversationStore();
     await store.appendMessages({ sessionId: "__proto__" }, [message("user", "x")]);
@@ -69,6 +95,34 @@ describe("memory through the client", () => {
       { role: "user", text: "again" },
     ]);
     expect(neurolink.getMemoryStatus()).toMatchObject({ enabled: true, store: "memory", state: "ok" });
+  });
+
+  it("the default store holds 50 sessions; the 51st evicts the least recently used with an event, a count and one warning", async () => {
+    const logger = recordingLogger();
+    const neurolink = new NeuroLink({ logger, env: {} });
+    const events: Array<NeuroLinkEvents["memory:evicted"]> = [];
+    neurolink.on("memory:evicted", (event) => events.push(event));
+    const model = answeringModel("a");
+    const alice = { sessionId: "history", userId: "alice" };
+    await neurolink.generate({ input: { text: "remember this" }, model, context: alice });
+    for (let index = 0; index < 49; index++) {
+      await neurolink.generate({ input: { text: "x" }, model, context: { sessionId: `fresh-${index}` } });
+    }
+    expect(events).toEqual([]);
+    expect(neurolink.getMemoryStatus()).toMatchObject({ evictionCount: 0, details: { sessions: 50 } });
+    await neurolink.generate({ input: { text: "x" }, model, context: { sessionId: "fresh-49" } });
+    await neurolink.generate({ input: { text: "x" }, model, context: { sessionId: "fresh-50" } });
+    expect(events).toEqual([
+      { store: "memory", sessionId: "history", userId: "alice", reason: "max-sessions", evictionCount: 1 },
+      { store: "memory", sessionId: "fresh-0", reason: "max-sessions", evictionCount: 2 },
+    ]);
+    expect(await neurolink.getConversationHistory(alice)).toEqual([]);
+    expect(neurolink.getMemoryStatus()).toMatchObject({
+      state: "ok",
+      evictionCount: 2,
+      details: { sessions: 50, maxSessions: 50 },
+    });
+    expect(logger.warnings).toEqual([[MEMORY_EVICTION_WARNING]]);
   });
 
   it("calls without a session id neither read nor store", async () => {

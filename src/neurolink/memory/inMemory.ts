@@ -1,17 +1,23 @@
 /**
  * The default conversation store: process-local, bounded in sessions (least recently used dropped first) and in
- * messages per session. Fine for one process; replicas need the Redis store to share history.
+ * messages per session. Fine for one process; replicas need the Redis store to share history. Dropping a session
+ * to stay within the bound is counted and reported to eviction listeners, never silent.
  *
  * @module
  */
 
 import type { ChatMessage } from "../types.js";
-import { inMemorySessionKey } from "./sessionKey.js";
-import type { ConversationMemoryStore, ConversationSessionKey, MemoryStoreStatus } from "./types.js";
+import { inMemorySessionKey, sessionKeyParts } from "./sessionKey.js";
+import type {
+  ConversationMemoryStore,
+  ConversationSessionKey,
+  MemoryEvictionListener,
+  MemoryStoreStatus,
+} from "./types.js";
 
 /** Options of {@link InMemoryConversationStore}. */
 export type InMemoryConversationStoreOptions = {
-  /** Most sessions kept. Default 50. */
+  /** Most sessions kept; past it the least recently used session is evicted (and reported). Default 50. */
   maxSessions?: number;
   /** Most messages kept per session (two per turn). Default 100. */
   maxMessagesPerSession?: number;
@@ -27,12 +33,17 @@ function copyMessage(message: ChatMessage): ChatMessage {
   return Object.freeze(copy);
 }
 
+/** A stored session: its key (to report an eviction) and its messages. */
+type StoredSession = { session: ConversationSessionKey; messages: ChatMessage[] };
+
 /** Bounded in-process conversation store. */
 export class InMemoryConversationStore implements ConversationMemoryStore {
   readonly kind = "memory";
-  private readonly sessions = new Map<string, ChatMessage[]>();
+  private readonly sessions = new Map<string, StoredSession>();
   private readonly maxSessions: number;
   private readonly maxMessagesPerSession: number;
+  private readonly evictionListeners: MemoryEvictionListener[] = [];
+  private evictionCount = 0;
 
   constructor(options: InMemoryConversationStoreOptions = {}) {
     this.maxSessions = Math.max(1, Math.floor(options.maxSessions ?? 50));
@@ -41,25 +52,32 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
 
   async getRecentMessages(session: ConversationSessionKey, limit: number): Promise<ChatMessage[]> {
     const key = inMemorySessionKey(session);
-    const messages = this.sessions.get(key);
-    if (!messages || limit <= 0) return [];
-    this.touch(key, messages);
-    return messages.slice(-limit);
+    const stored = this.sessions.get(key);
+    if (!stored || limit <= 0) return [];
+    this.touch(key, stored);
+    return stored.messages.slice(-limit);
   }
 
   async appendMessages(session: ConversationSessionKey, messages: readonly ChatMessage[]): Promise<void> {
     const key = inMemorySessionKey(session);
-    const existing = this.sessions.get(key) ?? [];
-    const next = existing.concat(messages.map(copyMessage));
-    this.touch(
-      key,
-      next.length > this.maxMessagesPerSession ? next.slice(-this.maxMessagesPerSession) : next,
-    );
+    const existing = this.sessions.get(key);
+    const next = (existing?.messages ?? []).concat(messages.map(copyMessage));
+    const { userId, sessionId } = sessionKeyParts(session);
+    this.touch(key, {
+      session: existing?.session ?? (userId === undefined ? { sessionId } : { sessionId, userId }),
+      messages: next.length > this.maxMessagesPerSession ? next.slice(-this.maxMessagesPerSession) : next,
+    });
     while (this.sessions.size > this.maxSessions) {
-      const oldest = this.sessions.keys().next().value;
+      const oldest = this.sessions.entries().next().value;
       if (oldest === undefined) break;
-      this.sessions.delete(oldest);
+      this.sessions.delete(oldest[0]);
+      this.evicted(oldest[1].session);
     }
+  }
+
+  /** Registers a listener called with each session evicted to stay within `maxSessions`. */
+  addEvictionListener(listener: MemoryEvictionListener): void {
+    this.evictionListeners.push(listener);
   }
 
   async clearSession(session: ConversationSessionKey): Promise<void> {
@@ -77,7 +95,8 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
       lastError: null,
       lastErrorAt: null,
       resetCount: 0,
-      details: { sessions: this.sessions.size },
+      evictionCount: this.evictionCount,
+      details: { sessions: this.sessions.size, maxSessions: this.maxSessions },
     };
   }
 
@@ -86,8 +105,24 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
   }
 
   /** Map order is recency order: re-inserting moves the session to the most recent end. */
-  private touch(key: string, messages: ChatMessage[]): void {
+  private touch(key: string, stored: StoredSession): void {
     this.sessions.delete(key);
-    this.sessions.set(key, messages);
+    this.sessions.set(key, stored);
+  }
+
+  private evicted(session: ConversationSessionKey): void {
+    this.evictionCount += 1;
+    const details = {
+      session: { ...session },
+      reason: "max-sessions" as const,
+      evictionCount: this.evictionCount,
+    };
+    for (const listener of this.evictionListeners) {
+      try {
+        listener(details);
+      } catch {
+        // A failing listener must not break the write that caused the eviction.
+      }
+    }
   }
 }

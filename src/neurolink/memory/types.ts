@@ -20,11 +20,24 @@ export type MemoryStoreStatus = {
   lastErrorAt: number | null;
   /** Times the backing server was seen restarting with a new identity (its data may be gone). */
   resetCount: number;
+  /** Sessions dropped so far to stay within the store's session bound (stores without one omit it). */
+  evictionCount?: number;
   details?: Record<string, unknown>;
 };
 
 /** Called when a store detects that its backing server restarted (stored conversations may be lost). */
 export type MemoryResetListener = (details: Record<string, unknown>) => void;
+
+/** What an eviction listener receives: the dropped session, why, and the store's eviction count so far. */
+export type MemoryEvictionDetails = {
+  session: ConversationSessionKey;
+  /** `max-sessions`: the least recently used session made room for a new one. */
+  reason: "max-sessions";
+  evictionCount: number;
+};
+
+/** Called when a store drops a whole session to stay within its bound. */
+export type MemoryEvictionListener = (details: MemoryEvictionDetails) => void;
 
 /**
  * Storage of conversation messages. Implementations must make `appendMessages` atomic (all messages of a turn
@@ -44,6 +57,8 @@ export interface ConversationMemoryStore {
   getStatus(): MemoryStoreStatus;
   /** Registers a listener for server restarts, when the store can detect them. */
   addResetListener?(listener: MemoryResetListener): void;
+  /** Registers a listener for sessions the store drops to stay within a bound, when it has one. */
+  addEvictionListener?(listener: MemoryEvictionListener): void;
   /** Releases connections and timers. Safe to call twice. */
   close(): Promise<void>;
 }
