@@ -122,10 +122,142 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+// Host input is read exactly once per property (issue 11, item 12): a getter or proxy that answers differently on
+// each read could otherwise pass validation with one value and be indexed with another. A read that throws (a
+// throwing getter, a revoked proxy) is kept as an UnreadableValue and reported at its path.
+
+// Markers are recognized through WeakSets: `instanceof` on a host value runs its getPrototypeOf trap, which throws
+// on a revoked proxy.
+const unreadableMarkers = new WeakSet<object>();
+const oversizedMarkers = new WeakSet<object>();
+
+/** What a property read threw; stands in for the value so validation can report it where it belongs. */
+class UnreadableValue {
+  constructor(readonly error: unknown) {
+    unreadableMarkers.add(this);
+  }
+}
+
+/** A list longer than its field's cap: only its length was read, for the `limit-exceeded` message. */
+class OversizedList {
+  constructor(readonly length: number) {
+    oversizedMarkers.add(this);
+  }
+}
+
+function isUnreadable(value: unknown): value is UnreadableValue {
+  return typeof value === "object" && value !== null && unreadableMarkers.has(value);
+}
+
+function isOversized(value: unknown): value is OversizedList {
+  return typeof value === "object" && value !== null && oversizedMarkers.has(value);
+}
+
+/** `target[key]`, read once; an {@link UnreadableValue} when the read throws. */
+function readProperty(target: object, key: string | number): unknown {
+  try {
+    return (target as Record<string | number, unknown>)[key];
+  } catch (caught) {
+    return new UnreadableValue(caught);
+  }
+}
+
+/** Whether a value is an array, a record or neither; `Array.isArray` throws on a revoked proxy. */
+function shapeOf(value: unknown): "array" | "record" | "other" | UnreadableValue {
+  if (typeof value !== "object" || value === null) return "other";
+  if (isUnreadable(value)) return value;
+  try {
+    return Array.isArray(value) ? "array" : "record";
+  } catch (caught) {
+    return new UnreadableValue(caught);
+  }
+}
+
+/** The length of a host array, read once (0 when it is not a number). */
+function lengthOf(list: object): number | UnreadableValue {
+  const length = readProperty(list, "length");
+  if (isUnreadable(length)) return length;
+  return typeof length === "number" && Number.isSafeInteger(length) && length > 0 ? length : 0;
+}
+
+/**
+ * A plain copy of a host array, reading its length and each item once. Longer than `cap`: an {@link OversizedList}
+ * (or, with `truncate`, the first `cap + 1` items, enough for the caller to report the overflow).
+ */
+function copyList(list: object, cap: number, truncate = false): unknown[] | OversizedList | UnreadableValue {
+  const length = lengthOf(list);
+  if (isUnreadable(length)) return length;
+  if (length > cap && !truncate) return new OversizedList(length);
+  const count = Math.min(length, cap + 1);
+  const copy: unknown[] = new Array(count);
+  const items = list as Record<number, unknown>;
+  // One try around the loop (resumed after an item that throws) rather than one per item: lists are long.
+  let index = 0;
+  while (index < count) {
+    try {
+      for (; index < count; index++) copy[index] = items[index];
+    } catch (caught) {
+      copy[index] = new UnreadableValue(caught);
+      index++;
+    }
+  }
+  return copy;
+}
+
+/** `String(error)`, which itself can throw (an error object with a throwing `toString`). */
+function describeError(error: unknown): string {
+  try {
+    return String(error);
+  } catch {
+    return "an error that cannot be printed";
+  }
+}
+
+/** A list field read once: a plain copy when it is an array, else the value as read. */
+function readList(input: object, field: string, cap: number): unknown {
+  const value = readProperty(input, field);
+  const shape = shapeOf(value);
+  if (isUnreadable(shape)) return shape;
+  return shape === "array" ? copyList(value as object, cap) : value;
+}
+
+/** The known fields of one entry, each read once, lists copied; and its own keys (for unknown-field warnings). */
+type EntrySnapshot = { fields: Record<string, unknown>; keys: string[] | UnreadableValue };
+
+function snapshotEntry(input: object): EntrySnapshot {
+  // A fixed-shape literal (one hidden class for every entry); `integrations` has no item cap.
+  const fields: Record<string, unknown> = {
+    id: readProperty(input, "id"),
+    title: readProperty(input, "title"),
+    summary: readProperty(input, "summary"),
+    domain: readProperty(input, "domain"),
+    integrations: readList(input, "integrations", Number.POSITIVE_INFINITY),
+    kind: readProperty(input, "kind"),
+    status: readProperty(input, "status"),
+    body: readProperty(input, "body"),
+    aliases: readList(input, "aliases", MAX_ALIASES_PER_ENTRY),
+    keywords: readList(input, "keywords", MAX_KEYWORDS_PER_ENTRY),
+    relatedEntryIds: readList(input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY),
+    parentEntryId: readProperty(input, "parentEntryId"),
+  };
+  let keys: string[] | UnreadableValue;
+  try {
+    keys = Object.keys(input);
+  } catch (caught) {
+    keys = new UnreadableValue(caught);
+  }
+  return { fields, keys };
+}
+
 /** A short description of a value's type for messages: `number`, `null`, `array`, `object`. */
 export function describeType(value: unknown): string {
   if (value === null) return "null";
-  if (Array.isArray(value)) return "array";
+  try {
+    if (Array.isArray(value)) return "array";
+  } catch {
+    // Array.isArray throws on a revoked proxy.
+    return "revoked proxy";
+  }
   if (typeof value === "number" && Number.isNaN(value)) return "NaN";
   return typeof value;
 }
@@ -173,6 +305,30 @@ function warning(context: EntryContext, code: string, field: string, message: st
   });
 }
 
+/** An `unreadable-input` error: reading `path` threw (a throwing getter, a revoked proxy). */
+function reportUnreadable(
+  issues: IssueCollector,
+  path: string,
+  value: UnreadableValue,
+  where: { entryId?: string; sourceId?: string | undefined },
+): void {
+  issues.add("error", "unreadable-input", `${path} could not be read: ${describeError(value.error)}`, {
+    path,
+    ...(where.entryId === undefined ? {} : { entryId: where.entryId }),
+    ...(where.sourceId === undefined ? {} : { sourceId: where.sourceId }),
+  });
+}
+
+/** Reports an unreadable field of the current entry; true when `value` was unreadable. */
+function unreadableField(context: EntryContext, field: string, value: unknown): value is UnreadableValue {
+  if (!isUnreadable(value)) return false;
+  reportUnreadable(context.issues, `${context.path}.${field}`, value, {
+    entryId: context.entryId,
+    sourceId: context.sourceId,
+  });
+  return true;
+}
+
 /** Validates a required non-blank string field; returns the value, or `""` when unusable. */
 function requiredText(
   context: EntryContext,
@@ -181,6 +337,7 @@ function requiredText(
   missingCode: string,
 ): string {
   const value = record[field];
+  if (unreadableField(context, field, value)) return "";
   if (typeof value === "string") {
     if (value.trim() === "") {
       error(context, missingCode, field, `entry ${quote(context.entryId)} has no ${field}`);
@@ -209,7 +366,9 @@ function requiredText(
   return "";
 }
 
-/** Validates an optional array of strings; returns the usable strings. */
+/**
+ * Validates an optional array of strings (already copied by {@link snapshotEntry}); returns the usable strings.
+ */
 function optionalStringList(
   context: EntryContext,
   record: Record<string, unknown>,
@@ -217,7 +376,16 @@ function optionalStringList(
   limit: number,
 ): string[] | undefined {
   const value = record[field];
-  if (value === undefined) return undefined;
+  if (value === undefined || unreadableField(context, field, value)) return undefined;
+  if (isOversized(value)) {
+    error(
+      context,
+      "limit-exceeded",
+      field,
+      `entry ${quote(context.entryId)} has ${value.length} ${field}; the limit is ${limit}`,
+    );
+    return undefined;
+  }
   if (!Array.isArray(value)) {
     error(
       context,
@@ -238,7 +406,8 @@ function optionalStringList(
   }
   const strings: string[] = [];
   for (let index = 0; index < value.length; index++) {
-    const item = value[index];
+    const item: unknown = value[index];
+    if (unreadableField(context, `${field}[${index}]`, item)) continue;
     if (typeof item !== "string") {
       error(
         context,
@@ -265,8 +434,12 @@ function optionalStringList(
  * `source.version ?? manifestVersion` and every entry inherits it. Issue codes (errors unless noted):
  * `bad-sources`, `bad-field-type`, `missing-source-id`, `bad-version`, `missing-entry-id`, `bad-entry-id`,
  * `duplicate-entry-id`, `missing-title`, `missing-summary`, `missing-domain`, `missing-integrations`,
- * `bad-integrations`, `bad-kind`, `bad-status`, `limit-exceeded`; warnings `ambiguous-entry-id`, `unknown-field`,
- * `empty-alias`, `duplicate-alias`, `broken-relation`, `broken-parent`.
+ * `bad-integrations`, `bad-kind`, `bad-status`, `limit-exceeded`, `unreadable-input` (a getter or proxy threw);
+ * warnings `ambiguous-entry-id`, `unknown-field`, `empty-alias`, `duplicate-alias`, `broken-relation`,
+ * `broken-parent`.
+ *
+ * Each property of the input is read exactly once (lists are copied item by item), and only what was read is
+ * validated and returned, so a getter that answers differently on a second read cannot bypass a check.
  *
  * Entries with field errors are still normalized (with safe defaults in place of unusable values) and returned,
  * but `validation.ok` is false. Entries without a usable id, and duplicates, are skipped.
@@ -333,16 +506,28 @@ export async function normalizeSourcesAsync(
 }
 
 /**
- * A shallow copy of the source list and of each source's entry array, taken synchronously, so a host that clears
- * or reuses its arrays right after handing them over cannot change what an asynchronous build reads.
+ * A copy of the source list and of each source's `id`, `version` and entry list, taken synchronously, so a host
+ * that clears or reuses its arrays right after handing them over cannot change what an asynchronous build reads.
+ * Each of those properties is read exactly once; entries themselves are read (once) by validation. Never throws:
+ * what cannot be read is kept as a marker that validation reports as `unreadable-input` at its path.
  */
 export function snapshotSourceArrays(sources: unknown): unknown {
-  if (!Array.isArray(sources)) return sources;
-  return sources.map((source: unknown) =>
-    isRecord(source) && Array.isArray(source.entries)
-      ? { ...source, entries: source.entries.slice() }
-      : source,
-  );
+  const shape = shapeOf(sources);
+  if (shape !== "array") return isUnreadable(shape) ? shape : sources;
+  const list = copyList(sources as object, Number.POSITIVE_INFINITY);
+  if (!Array.isArray(list)) return list;
+  return list.map((source: unknown) => {
+    const sourceShape = shapeOf(source);
+    if (sourceShape !== "record") return isUnreadable(sourceShape) ? sourceShape : source;
+    const record = source as object;
+    const id = readProperty(record, "id");
+    const version = readProperty(record, "version");
+    let entries = readProperty(record, "entries");
+    const entriesShape = shapeOf(entries);
+    if (isUnreadable(entriesShape)) entries = entriesShape;
+    else if (entriesShape === "array") entries = copyList(entries as object, MAX_ENTRIES, true);
+    return { id, version, entries };
+  });
 }
 
 /** Entries validated between two yields of {@link collectEntries}. */
@@ -359,16 +544,24 @@ function* collectEntries(
   entries: NormalizedKnowledgeEntry[],
   groups: NormalizedSourceGroup[],
 ): Generator<void, void, void> {
-  if (!Array.isArray(sources)) {
+  const sourcesShape = shapeOf(sources);
+  if (isUnreadable(sourcesShape)) {
+    reportUnreadable(issues, "sources", sourcesShape, {});
+    return;
+  }
+  if (sourcesShape !== "array") {
     issues.add("error", "bad-sources", `sources must be an array of sources, got ${describeType(sources)}`, {
       path: "sources",
     });
     return;
   }
-  const manifestVersion =
-    isRecord(options) && typeof options.manifestVersion === "string"
-      ? options.manifestVersion
-      : FALLBACK_VERSION;
+  const sourceCount = lengthOf(sources as object);
+  if (isUnreadable(sourceCount)) {
+    reportUnreadable(issues, "sources", sourceCount, {});
+    return;
+  }
+  const optionVersion = isRecord(options) ? readProperty(options, "manifestVersion") : undefined;
+  const manifestVersion = typeof optionVersion === "string" ? optionVersion : FALLBACK_VERSION;
   const seenIds = new Set<string>();
   const seenCanonicalIds = new Map<string, string>();
   const seenCaseFoldedIds = new Map<string, string>();
@@ -376,32 +569,41 @@ function* collectEntries(
   const locations = new Map<string, { path: string; sourceId: string | undefined }>();
   let total = 0;
 
-  for (let sourceIndex = 0; sourceIndex < sources.length; sourceIndex++) {
+  for (let sourceIndex = 0; sourceIndex < sourceCount; sourceIndex++) {
     const sourcePath = `sources[${sourceIndex}]`;
-    const source: unknown = sources[sourceIndex];
-    if (!isRecord(source)) {
+    const source: unknown = readProperty(sources as object, sourceIndex);
+    const sourceShape = shapeOf(source);
+    if (isUnreadable(sourceShape)) {
+      reportUnreadable(issues, sourcePath, sourceShape, {});
+      continue;
+    }
+    if (sourceShape !== "record") {
       issues.add("error", "bad-field-type", `${sourcePath} must be an object, got ${describeType(source)}`, {
         path: sourcePath,
       });
       continue;
     }
+    const rawSourceId = readProperty(source as object, "id");
     let sourceId: string | undefined;
-    if (typeof source.id === "string" && source.id !== "") sourceId = source.id;
-    else if (!source.id)
+    if (typeof rawSourceId === "string" && rawSourceId !== "") sourceId = rawSourceId;
+    else if (isUnreadable(rawSourceId)) reportUnreadable(issues, `${sourcePath}.id`, rawSourceId, {});
+    else if (!rawSourceId)
       issues.add("error", "missing-source-id", `${sourcePath} has no id`, { path: `${sourcePath}.id` });
     else
       issues.add(
         "error",
         "bad-field-type",
-        `${sourcePath}.id must be a string, got ${describeType(source.id)}`,
+        `${sourcePath}.id must be a string, got ${describeType(rawSourceId)}`,
         {
           path: `${sourcePath}.id`,
         },
       );
 
-    const rawVersion = source.version ?? manifestVersion;
+    const rawVersion = readProperty(source as object, "version") ?? manifestVersion;
     let version = FALLBACK_VERSION;
-    if (typeof rawVersion !== "string") {
+    if (isUnreadable(rawVersion)) {
+      reportUnreadable(issues, `${sourcePath}.version`, rawVersion, { sourceId });
+    } else if (typeof rawVersion !== "string") {
       issues.add(
         "error",
         "bad-field-type",
@@ -429,8 +631,14 @@ function* collectEntries(
 
     const group: NormalizedSourceGroup = { id: sourceId ?? "", version, entries: [] };
     groups.push(group);
-    const sourceEntries = source.entries;
-    if (!Array.isArray(sourceEntries)) {
+    const sourceEntries = readProperty(source as object, "entries");
+    const entriesShape = shapeOf(sourceEntries);
+    const entryCount = entriesShape === "array" ? lengthOf(sourceEntries as object) : entriesShape;
+    if (isUnreadable(entryCount)) {
+      reportUnreadable(issues, `${sourcePath}.entries`, entryCount, { sourceId });
+      continue;
+    }
+    if (entriesShape !== "array") {
       issues.add(
         "error",
         "bad-field-type",
@@ -439,7 +647,7 @@ function* collectEntries(
       );
       continue;
     }
-    for (let entryIndex = 0; entryIndex < sourceEntries.length; entryIndex++) {
+    for (let entryIndex = 0; entryIndex < (entryCount as number); entryIndex++) {
       total++;
       if (total % ENTRIES_PER_STEP === 0) yield;
       if (total > MAX_ENTRIES) {
@@ -450,17 +658,24 @@ function* collectEntries(
         return;
       }
       const path = `${sourcePath}.entries[${entryIndex}]`;
-      const input: unknown = sourceEntries[entryIndex];
-      if (!isRecord(input)) {
+      const input: unknown = readProperty(sourceEntries as object, entryIndex);
+      const inputShape = shapeOf(input);
+      if (isUnreadable(inputShape)) {
+        reportUnreadable(issues, path, inputShape, { sourceId });
+        continue;
+      }
+      if (inputShape !== "record") {
         issues.add("error", "bad-field-type", `${path} must be an object, got ${describeType(input)}`, {
           path,
           sourceId,
         });
         continue;
       }
-      const id = input.id;
+      const snapshot = snapshotEntry(input as object);
+      const id = snapshot.fields.id;
       if (typeof id !== "string" || id === "") {
-        if (!id)
+        if (isUnreadable(id)) reportUnreadable(issues, `${path}.id`, id, { sourceId });
+        else if (!id)
           issues.add("error", "missing-entry-id", `${path} has no id`, { path: `${path}.id`, sourceId });
         else
           issues.add("error", "bad-field-type", `${path}.id must be a string, got ${describeType(id)}`, {
@@ -521,7 +736,7 @@ function* collectEntries(
           `entry id ${quote(id)} must not contain whitespace, control characters, "[", "]", an unpaired surrogate or a knowledge_context tag (it appears in [KB:id@version] citations)`,
         );
       }
-      const entry = validateEntry(input, context, version, aliasOwners);
+      const entry = validateEntry(snapshot, context, version, aliasOwners);
       entries.push(entry);
       group.entries.push(entry);
       locations.set(id, { path, sourceId });
@@ -560,18 +775,22 @@ function* collectEntries(
 }
 
 function validateEntry(
-  input: Record<string, unknown>,
+  snapshot: EntrySnapshot,
   context: EntryContext,
   version: string,
   aliasOwners: Map<string, string>,
 ): NormalizedKnowledgeEntry {
+  // Only the snapshot is used from here on: each field of the host's entry was read exactly once.
+  const input = snapshot.fields;
   const title = requiredText(context, input, "title", "missing-title");
   const summary = requiredText(context, input, "summary", "missing-summary");
   const domain = requiredText(context, input, "domain", "missing-domain");
 
   let integrations: string[] = [];
   const rawIntegrations = input.integrations;
-  if (rawIntegrations === undefined) {
+  if (unreadableField(context, "integrations", rawIntegrations)) {
+    // Reported; the entry is kept with no integrations.
+  } else if (rawIntegrations === undefined) {
     error(
       context,
       "missing-integrations",
@@ -587,19 +806,35 @@ function validateEntry(
     );
   } else {
     const badIndex = rawIntegrations.findIndex((item) => typeof item !== "string");
-    if (badIndex >= 0) {
+    const badItem: unknown = badIndex >= 0 ? rawIntegrations[badIndex] : undefined;
+    const longIndex = rawIntegrations.findIndex(
+      (item) => typeof item === "string" && item.length > MAX_FIELD_CHARS,
+    );
+    if (unreadableField(context, `integrations[${badIndex}]`, badItem)) {
+      // Reported.
+    } else if (badIndex >= 0) {
       error(
         context,
         "bad-integrations",
         `integrations[${badIndex}]`,
-        `integrations[${badIndex}] of entry ${quote(context.entryId)} must be a string, got ${describeType(rawIntegrations[badIndex])}`,
+        `integrations[${badIndex}] of entry ${quote(context.entryId)} must be a string, got ${describeType(badItem)}`,
+      );
+    } else if (longIndex >= 0) {
+      error(
+        context,
+        "limit-exceeded",
+        `integrations[${longIndex}]`,
+        `integrations[${longIndex}] of entry ${quote(context.entryId)} has ${(rawIntegrations[longIndex] as string).length} characters; the limit is ${MAX_FIELD_CHARS}`,
       );
     } else {
       integrations = rawIntegrations as string[];
     }
   }
 
-  const kind = (input.kind ?? "text") as KnowledgeEntryKind;
+  const rawKind = input.kind;
+  const kind = (
+    unreadableField(context, "kind", rawKind) ? "text" : (rawKind ?? "text")
+  ) as KnowledgeEntryKind;
   if (typeof kind !== "string" || !KIND_SET.has(kind)) {
     error(
       context,
@@ -608,7 +843,10 @@ function validateEntry(
       `kind ${typeof kind === "string" ? quote(kind) : describeType(kind)} of entry ${quote(context.entryId)} is not one of ${KNOWLEDGE_ENTRY_KINDS.join(", ")}`,
     );
   }
-  const status = (input.status ?? "active") as KnowledgeStatus;
+  const rawStatus = input.status;
+  const status = (
+    unreadableField(context, "status", rawStatus) ? "active" : (rawStatus ?? "active")
+  ) as KnowledgeStatus;
   if (typeof status !== "string" || !STATUS_SET.has(status)) {
     error(
       context,
@@ -619,23 +857,24 @@ function validateEntry(
   }
 
   let body: string | undefined;
-  if (input.body !== undefined) {
-    if (typeof input.body !== "string") {
+  const rawBody = input.body;
+  if (rawBody !== undefined && !unreadableField(context, "body", rawBody)) {
+    if (typeof rawBody !== "string") {
       error(
         context,
         "bad-field-type",
         "body",
-        `body of entry ${quote(context.entryId)} must be a string, got ${describeType(input.body)}`,
+        `body of entry ${quote(context.entryId)} must be a string, got ${describeType(rawBody)}`,
       );
-    } else if (input.body.length > MAX_BODY_CHARS) {
+    } else if (rawBody.length > MAX_BODY_CHARS) {
       error(
         context,
         "limit-exceeded",
         "body",
-        `body of entry ${quote(context.entryId)} has ${input.body.length} characters; the limit is ${MAX_BODY_CHARS}`,
+        `body of entry ${quote(context.entryId)} has ${rawBody.length} characters; the limit is ${MAX_BODY_CHARS}`,
       );
     } else {
-      body = input.body;
+      body = rawBody;
     }
   }
 
@@ -644,20 +883,28 @@ function validateEntry(
   const relatedEntryIds = optionalStringList(context, input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY);
 
   let parentEntryId: string | undefined;
-  if (input.parentEntryId !== undefined) {
-    if (typeof input.parentEntryId !== "string") {
+  const rawParent = input.parentEntryId;
+  if (rawParent !== undefined && !unreadableField(context, "parentEntryId", rawParent)) {
+    if (typeof rawParent !== "string") {
       error(
         context,
         "bad-field-type",
         "parentEntryId",
-        `parentEntryId of entry ${quote(context.entryId)} must be a string, got ${describeType(input.parentEntryId)}`,
+        `parentEntryId of entry ${quote(context.entryId)} must be a string, got ${describeType(rawParent)}`,
       );
     } else {
-      parentEntryId = input.parentEntryId;
+      parentEntryId = rawParent;
     }
   }
 
-  for (const key of Object.keys(input)) {
+  const keys = snapshot.keys;
+  if (isUnreadable(keys)) {
+    reportUnreadable(context.issues, context.path, keys, {
+      entryId: context.entryId,
+      sourceId: context.sourceId,
+    });
+  }
+  for (const key of isUnreadable(keys) ? [] : keys) {
     if (!KNOWN_ENTRY_FIELDS.has(key)) {
       warning(
         context,
