@@ -192,6 +192,11 @@ export type EvalOptions = {
   measureProduction?: boolean;
   /** Called when a configuration starts and as queries complete. */
   onProgress?: (progress: { configuration: string; done: number; total: number }) => void;
+  /**
+   * Index snapshots to reuse across calls on the same entries (keyed by the index-affecting settings); snapshots
+   * built here are added to it. Parameter searches pass one map per collection so each index is built once.
+   */
+  snapshots?: Map<string, KnowledgeIndexSnapshot>;
 };
 
 /** A configuration's settings are invalid. */
@@ -258,7 +263,7 @@ export function evaluateConfigurations(
   const missingQueries = [...qrels.keys()].filter((id) => !present.has(id));
   for (const configuration of configurations) checkConfiguration(configuration);
 
-  const snapshots = new Map<string, KnowledgeIndexSnapshot>();
+  const snapshots = options.snapshots ?? new Map<string, KnowledgeIndexSnapshot>();
   const results: EvalConfigurationResult[] = [];
   for (const configuration of configurations) {
     const { settings } = configuration;
