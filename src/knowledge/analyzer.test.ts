@@ -1,8 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { createEnglishAnalyzer, ENGLISH_STOP_WORDS, getAnalyzer, porterStem } from "./analyzer.js";
-import { resolveRetrieval } from "./config.js";
+import {
+  createEnglishAnalyzer,
+  ENGLISH_EXTENDED_STOP_WORDS,
+  ENGLISH_STOP_WORDS,
+  getAnalyzer,
+  porterStem,
+} from "./analyzer.js";
+import { resolveRetrieval, validateGroundingConfig } from "./config.js";
 import { buildIndexSnapshot } from "./knowledgeIndex.js";
 import { resolveEntry } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
@@ -156,6 +162,33 @@ describe("English analyzer", () => {
     expect(analyzer(["x", "y", "the"])).toEqual(["Y", "THE"]);
   });
 
+  it("english-extended also drops the words of how a question is asked, keeps meaningful particles", () => {
+    const extended = getAnalyzer("english-extended")!;
+    expect(extended).toBe(getAnalyzer("english-extended"));
+    // "How do I turn off my payouts? Why can't we sign up?" as the tokenizer gives it.
+    const tokens = ["how", "do", "i", "turn", "off", "my", "payouts", "why", "can", "t", "we", "sign", "up"];
+    expect(extended(tokens)).toEqual(["turn", "off", "payout", "sign", "up"]);
+    expect(getAnalyzer("english")!(tokens)).toEqual([
+      "how",
+      "do",
+      "i",
+      "turn",
+      "off",
+      "my",
+      "payout",
+      "why",
+      "can",
+      "t",
+      "we",
+      "sign",
+      "up",
+    ]);
+    for (const word of ENGLISH_STOP_WORDS) expect(ENGLISH_EXTENDED_STOP_WORDS.has(word)).toBe(true);
+    for (const word of ["up", "down", "out", "off", "over", "under", "never", "without"]) {
+      expect(ENGLISH_EXTENDED_STOP_WORDS.has(word)).toBe(false);
+    }
+  });
+
   it("is returned by getAnalyzer('english'), once; 'none' has no analyzer; other names throw", () => {
     expect(getAnalyzer("none")).toBeNull();
     const english = getAnalyzer("english");
@@ -220,5 +253,33 @@ describe("analyzer inside the index", () => {
     );
     expect(stemmed.candidates[0]!.exact).toBe(false);
     expect(stemmed.candidates[0]!.lexical).toBeGreaterThan(0);
+  });
+});
+
+describe("english-extended through configuration and the index", () => {
+  it("is a valid analyzer name; others are a configuration issue naming the choices", () => {
+    expect(validateGroundingConfig({ retrieval: { analyzer: "english-extended" } })).toEqual([]);
+    const [issue] = validateGroundingConfig({ retrieval: { analyzer: "klingon" } });
+    expect(issue?.message).toBe(
+      'retrieval.analyzer must be "none", "english" or "english-extended", got "klingon"',
+    );
+  });
+
+  it("scores a question by what it is about: question words match nothing", () => {
+    const entries = [
+      resolveEntry(
+        { id: "a", title: "Payout timing", summary: "When payouts arrive.", domain: "d", integrations: [] },
+        "1",
+      ),
+      resolveEntry(
+        { id: "b", title: "How do I", summary: "How can I do what I should?", domain: "d", integrations: [] },
+        "1",
+      ),
+    ];
+    const extended = buildIndexSnapshot(entries, { analyzer: "english-extended" });
+    const english = buildIndexSnapshot(entries, { analyzer: "english" });
+    const question = ["how", "do", "i", "get", "my", "payouts"];
+    expect(extended.lexical.search(question, 10).map((match) => match.id)).toEqual(["a"]);
+    expect(english.lexical.search(question, 10).map((match) => match.id)).toContain("b");
   });
 });

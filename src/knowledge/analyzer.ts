@@ -6,6 +6,10 @@
  * stemmer as in Martin Porter's reference implementation, which is also what Lucene's English analyzer (and so
  * Pyserini/Anserini's published BM25 baselines) uses. The stemmer was chosen by measurement against a light plural
  * stemmer and Porter2 (Snowball English); see `src/eval/results/stemmers.md`.
+ *
+ * `"english-extended"` is the same with {@link ENGLISH_EXTENDED_STOP_WORDS}: also the words of how a question is
+ * asked ("how do I", "what can we", "should my") rather than what it is about. Chosen by measurement for the
+ * recommended preset (`src/eval/results/recommended-preset.md`).
  */
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 
@@ -53,6 +57,34 @@ export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
   "was",
   "will",
   "with",
+]);
+
+/**
+ * {@link ENGLISH_STOP_WORDS} plus the function words of questions: personal and possessive pronouns, question and
+ * relative words, auxiliary and modal verbs, common determiners and quantifiers, common prepositions and
+ * conjunctions, and the fragments the tokenizer leaves from contractions (`don't` → `don t`, `I'll` → `i ll`).
+ * Particles that carry meaning in product questions (`up`, `down`, `out`, `off`, `over`, `under`: "sign up",
+ * "log out", "turn off") are kept, as are negations' meaning carriers beyond Lucene's (`never`, `without`).
+ */
+export const ENGLISH_EXTENDED_STOP_WORDS: ReadonlySet<string> = new Set([
+  ...ENGLISH_STOP_WORDS,
+  // Pronouns (it, they, their are in Lucene's list).
+  ...["i", "me", "my", "myself", "we", "us", "our", "ours", "ourselves", "you", "your", "yours", "yourself"],
+  ...["yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "its", "itself", "them"],
+  ...["theirs", "themselves"],
+  // Question and relative words; the demonstrative missing from Lucene's list.
+  ...["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "those"],
+  // Auxiliary and modal verbs (is, are, was, be, will are in Lucene's list).
+  ...["am", "were", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "can"],
+  ...["could", "would", "should", "shall", "may", "might", "must"],
+  // Determiners, quantifiers and degree words.
+  ...["all", "any", "both", "each", "few", "more", "most", "other", "some", "own", "same", "so", "than"],
+  ...["too", "very", "just", "only", "also"],
+  // Prepositions and conjunctions.
+  ...["about", "against", "between", "through", "during", "before", "after", "above", "below", "from"],
+  ...["until", "while", "because", "again", "further", "once", "here", "nor"],
+  // Contraction fragments.
+  ...["t", "d", "ll", "m", "re", "ve"],
 ]);
 
 /** Only plain lowercase ASCII words are stemmed; numbers, mixed tokens and other scripts pass through unchanged. */
@@ -326,6 +358,7 @@ export function createEnglishAnalyzer(options: EnglishAnalyzerOptions = {}): Tok
 }
 
 let english: TokenAnalyzer | null = null;
+let englishExtended: TokenAnalyzer | null = null;
 
 /** The analyzer for a name, or null for `"none"`. */
 export function getAnalyzer(name: KnowledgeAnalyzerName): TokenAnalyzer | null {
@@ -334,5 +367,11 @@ export function getAnalyzer(name: KnowledgeAnalyzerName): TokenAnalyzer | null {
     english ??= createEnglishAnalyzer();
     return english;
   }
-  throw new RangeError(`unknown analyzer ${JSON.stringify(name)}; expected "none" or "english"`);
+  if (name === "english-extended") {
+    englishExtended ??= createEnglishAnalyzer({ stopWords: ENGLISH_EXTENDED_STOP_WORDS });
+    return englishExtended;
+  }
+  throw new RangeError(
+    `unknown analyzer ${JSON.stringify(name)}; expected "none", "english" or "english-extended"`,
+  );
 }

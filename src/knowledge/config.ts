@@ -27,7 +27,7 @@ import { resolveFieldWeights } from "./knowledgeIndex.js";
 import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
 import { describeType } from "./resolve.js";
 
-const ANALYZERS: ReadonlySet<string> = new Set(["none", "english"]);
+const ANALYZERS: ReadonlySet<string> = new Set(["none", "english", "english-extended"]);
 const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
 const CONFIDENCE_RULES: ReadonlySet<string> = new Set(["seed", "calibrated"]);
 const EXPANSION_CONFIDENCES: ReadonlySet<string> = new Set(["high", "medium", "low"]);
@@ -156,7 +156,10 @@ export function validateGroundingConfig(config: unknown): KnowledgeValidationIss
       number("retrieval.k1", retrieval.k1, isNonNegative, "a finite number >= 0");
       number("retrieval.b", retrieval.b, (value) => value >= 0 && value <= 1, "a number in [0, 1]");
       if (retrieval.analyzer !== undefined && !ANALYZERS.has(retrieval.analyzer as string)) {
-        fail("retrieval.analyzer", `must be "none" or "english", got ${describeValue(retrieval.analyzer)}`);
+        fail(
+          "retrieval.analyzer",
+          `must be "none", "english" or "english-extended", got ${describeValue(retrieval.analyzer)}`,
+        );
       }
       if (retrieval.scoring !== undefined && !SCORING_MODES.has(retrieval.scoring as string)) {
         fail("retrieval.scoring", `must be "sum" or "bm25f", got ${describeValue(retrieval.scoring)}`);

@@ -45,8 +45,10 @@ export type KnowledgeFieldName = "title" | "aliases" | "keywords" | "summary" | 
  * Analyzer applied to the BM25 tokens of entries and queries (never to exact id, title or alias phrases).
  * - `"none"` (default): the seed's tokenizer only, no stop words, no stemming.
  * - `"english"`: the same tokenizer, then English stop words removed and the remaining tokens stemmed.
+ * - `"english-extended"`: as `"english"`, with a longer stop list that also drops the words of how a question is
+ *   asked (pronouns, question words, auxiliaries, common prepositions).
  */
-export type KnowledgeAnalyzerName = "none" | "english";
+export type KnowledgeAnalyzerName = "none" | "english" | "english-extended";
 
 /**
  * How per-field evidence is combined.

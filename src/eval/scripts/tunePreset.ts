@@ -31,6 +31,7 @@
  * | passages | longBodyTokens | 100, 150, 200, 300, 400, 600 |
  * | passages | passageTokens | 50, 75, 100, 150, 200 |
  * | passages | maxPassages | 1, 2, 3, 4 |
+ * | ranking | analyzer | english, english-extended (added by the protocol's amendment) |
  * | ranking | scoring | sum, bm25f |
  * | ranking | k1 | 0.9, 1.2, 1.5, 1.8, 2.1 |
  * | ranking | b | 0.4, 0.55, 0.65, 0.75, 0.85 |
@@ -67,6 +68,7 @@ import { datasetsRoot, isMain, markdownTable, REPOSITORY_ROOT } from "./common.j
 
 /** A point of the search: one value per option. */
 export type Point = {
+  analyzer: "english" | "english-extended";
   scoring: "sum" | "bm25f";
   k1: number;
   b: number;
@@ -90,6 +92,7 @@ export type Point = {
 
 /** The start point of the protocol. */
 export const START: Point = {
+  analyzer: "english",
   scoring: "bm25f",
   k1: 1.5,
   b: 0.75,
@@ -130,7 +133,8 @@ export const SEARCH: readonly { family: string; option: OptionName; values: read
     { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
     { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
     { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
-    { family: "ranking", option: "scoring", values: ["sum", "bm25f"] },
+    { family: "ranking", option: "analyzer", values: ["english", "english-extended"] },
+  { family: "ranking", option: "scoring", values: ["sum", "bm25f"] },
     { family: "ranking", option: "k1", values: [0.9, 1.2, 1.5, 1.8, 2.1] },
     { family: "ranking", option: "b", values: [0.4, 0.55, 0.65, 0.75, 0.85] },
     { family: "ranking", option: "title", values: [1, 1.5, 2, 3, 5] },
@@ -146,7 +150,7 @@ export function settingsOf(point: Point): {
   context: KnowledgeContextConfig;
 } {
   const retrieval: KnowledgeRetrievalConfig = {
-    analyzer: "english",
+    analyzer: point.analyzer,
     scoring: point.scoring,
     k1: point.k1,
     b: point.b,
