@@ -68,23 +68,22 @@ export const ENGLISH_STOP_WORDS: ReadonlySet<string> = new Set([
  */
 export const ENGLISH_EXTENDED_STOP_WORDS: ReadonlySet<string> = new Set([
   ...ENGLISH_STOP_WORDS,
-  // Pronouns (it, they, their are in Lucene's list).
-  ...["i", "me", "my", "myself", "we", "us", "our", "ours", "ourselves", "you", "your", "yours", "yourself"],
-  ...["yourselves", "he", "him", "his", "himself", "she", "her", "hers", "herself", "its", "itself", "them"],
-  ...["theirs", "themselves"],
-  // Question and relative words; the demonstrative missing from Lucene's list.
-  ...["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "those"],
-  // Auxiliary and modal verbs (is, are, was, be, will are in Lucene's list).
-  ...["am", "were", "been", "being", "have", "has", "had", "having", "do", "does", "did", "doing", "can"],
-  ...["could", "would", "should", "shall", "may", "might", "must"],
-  // Determiners, quantifiers and degree words.
-  ...["all", "any", "both", "each", "few", "more", "most", "other", "some", "own", "same", "so", "than"],
-  ...["too", "very", "just", "only", "also"],
-  // Prepositions and conjunctions.
-  ...["about", "against", "between", "through", "during", "before", "after", "above", "below", "from"],
-  ...["until", "while", "because", "again", "further", "once", "here", "nor"],
-  // Contraction fragments.
-  ...["t", "d", "ll", "m", "re", "ve"],
+  ...[
+    // Pronouns (it, they, their are in Lucene's list).
+    "i me my myself we us our ours ourselves you your yours yourself yourselves he him his himself she her hers",
+    "herself its itself them theirs themselves",
+    // Question and relative words; the demonstrative missing from Lucene's list.
+    "what which who whom whose when where why how those",
+    // Auxiliary and modal verbs (is, are, was, be, will are in Lucene's list).
+    "am were been being have has had having do does did doing can could would should shall may might must",
+    // Determiners, quantifiers and degree words.
+    "all any both each few more most other some own same so than too very just only also",
+    // Prepositions and conjunctions.
+    "about against between through during before after above below from until while because again further",
+    "once here nor",
+    // Contraction fragments.
+    "t d ll m re ve",
+  ].flatMap((words) => words.split(" ")),
 ]);
 
 /** Only plain lowercase ASCII words are stemmed; numbers, mixed tokens and other scripts pass through unchanged. */
