@@ -19,10 +19,23 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { type FileHandle, open, readdir, readFile, stat } from "node:fs/promises";
+import { type FileHandle, open, readdir, stat } from "node:fs/promises";
 import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { createInterface } from "node:readline";
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from "yaml";
+import {
+  type Document,
+  isAlias,
+  isCollection,
+  isMap,
+  isNode,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  visit,
+  type Node as YamlNode,
+} from "yaml";
 import { manifestToSources } from "../index.js";
 import type {
   KnowledgeEntryInput,
@@ -64,6 +77,34 @@ const CONTENT_VERSION_PATTERN = /^[^\s[\]@]+$/;
 const READ_CONCURRENCY = 16;
 /** A BEIR summary is the first sentence of the text, capped so one run-on "sentence" stays a summary. */
 const BEIR_SUMMARY_MAX_CHARS = 600;
+
+/**
+ * Largest entry or catalog file read (Markdown, YAML, JSON): 64 MiB. A Markdown entry at the body limit
+ * (1,000,000 characters) is at most 4 MB; a larger file is refused from its size alone, before it is read.
+ */
+export const MAX_ENTRY_FILE_BYTES = 64 * 1024 * 1024;
+/** Largest manifest JSON read (`--kb kb.json`): 256 MiB, refused from its size alone, before it is read. */
+export const MAX_MANIFEST_FILE_BYTES = 256 * 1024 * 1024;
+/**
+ * Most YAML anchors and aliases in one file. The YAML library resolves each alias by scanning the anchors and
+ * aliases before it, a quadratic cost: 1,000 take about 40 ms, 10,000 about 4 s.
+ */
+export const MAX_YAML_ANCHORS_AND_ALIASES = 1_000;
+/**
+ * Most nodes a YAML document may have once its aliases are expanded: this many, or ten times its written nodes
+ * if that is more. Anything beyond is an alias bomb ("billion laughs"): a few lines that expand to billions of
+ * values in the manifest.
+ */
+export const MAX_YAML_EXPANDED_NODES = 1_000_000;
+/**
+ * Codes of the compiler's notes that say a file's content is probably damaged (not valid UTF-8, binary). Every
+ * command prints them, not only `validate`, because the text read from such a file is not what its author wrote.
+ */
+export const CONTENT_WARNING_CODES: ReadonlySet<string> = new Set(["invalid-utf8", "binary-content"]);
+/** First read of a file whose size is unknown (not a regular file). */
+const READ_CHUNK_BYTES = 64 * 1024;
+/** Strict UTF-8 decoding; the byte order mark is kept, as `readFile(path, "utf8")` keeps it. */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /** Where one entry came from: its file, the line it starts on, and the line of each field that was written. */
 export type KnowledgeEntryLocation = {
@@ -220,6 +261,152 @@ function parseYaml(text: string, file: string, lineOffset: number) {
   return { document, lineCounter };
 }
 
+/** Written and alias-expanded node counts of a YAML document, and the alias where expansion passes `limit`. */
+type YamlExpansion = {
+  anchorsAndAliases: number;
+  written: number;
+  aliasPastLimit?: YamlNode;
+  cycle?: YamlNode;
+  /** An alias with no anchor of its name before it. */
+  unresolved?: YamlNode;
+};
+
+/**
+ * Counts a document's nodes as written and as expanded (every alias replaced by a copy of its anchor's node), in
+ * document order, stopping at the first alias that names no anchor before it, that takes the expanded count past
+ * the limit, or that refers to a node containing it (a cycle, whose expansion never ends). Linear in the written
+ * document.
+ */
+function measureYaml(document: Document): YamlExpansion {
+  let written = 0;
+  let anchorsAndAliases = 0;
+  visit(document, {
+    Node: (_key, node) => {
+      written++;
+      if (isAlias(node) || node.anchor) anchorsAndAliases++;
+    },
+  });
+  const measured: YamlExpansion = { anchorsAndAliases, written };
+  if (anchorsAndAliases === 0 || anchorsAndAliases > MAX_YAML_ANCHORS_AND_ALIASES) return measured;
+  const limit = Math.max(MAX_YAML_EXPANDED_NODES, 10 * written);
+  // An alias refers to the last node before it with that anchor (the YAML library resolves it the same way).
+  const anchored = new Map<string, YamlNode>();
+  const sizes = new Map<YamlNode, number>();
+  const open = new Set<YamlNode>();
+  let expanded = 0;
+  const stop = new Error("stop");
+  const count = (item: unknown): number => {
+    if (isPair(item)) return count(item.key) + count(item.value);
+    if (!isNode(item)) return 0;
+    if (isAlias(item)) {
+      const target = anchored.get(item.source);
+      if (target === undefined) {
+        measured.unresolved = item;
+        throw stop;
+      }
+      if (open.has(target)) {
+        measured.cycle = item;
+        throw stop;
+      }
+      const size = sizes.get(target) ?? 1;
+      expanded += size - 1;
+      if (expanded + written > limit) {
+        measured.aliasPastLimit = item;
+        throw stop;
+      }
+      return size;
+    }
+    if (item.anchor) anchored.set(item.anchor, item);
+    let size = 1;
+    if (isCollection(item)) {
+      open.add(item);
+      for (const child of item.items) size += count(child);
+      open.delete(item);
+    }
+    sizes.set(item, size);
+    return size;
+  };
+  try {
+    count(document.contents);
+  } catch (error) {
+    if (error !== stop) throw error;
+  }
+  return measured;
+}
+
+/**
+ * The JavaScript value of a parsed YAML document. Alias bombs, cyclic aliases and too many anchors are refused
+ * with an error at the offending line (the YAML library's own alias limit, a bare ReferenceError naming no file,
+ * is replaced by this exact count, which also accepts an ordinary alias used in hundreds of entries).
+ */
+function yamlValue(document: Document, lineCounter: LineCounter, file: string, lineOffset: number): unknown {
+  const aliasError = (description: string, node: YamlNode | undefined, hint: string) =>
+    new KnowledgeCompileError("yaml-aliases", description, {
+      file,
+      ...(node?.range ? { line: lineOf(lineCounter, node.range[0], lineOffset) } : {}),
+      hint,
+    });
+  let measured: YamlExpansion;
+  try {
+    measured = measureYaml(document);
+  } catch (error) {
+    // Only a nesting too deep for the stack gets here.
+    throw new KnowledgeCompileError(
+      "yaml-syntax",
+      `cannot read the YAML value: ${error instanceof Error ? error.message : String(error)}`,
+      { file, hint: "nest lists and mappings less deeply" },
+    );
+  }
+  if (measured.anchorsAndAliases > MAX_YAML_ANCHORS_AND_ALIASES) {
+    let first: YamlNode | undefined;
+    visit(document, {
+      Node: (_key, node) => {
+        if (isAlias(node) || node.anchor) {
+          first = node;
+          return visit.BREAK;
+        }
+        return undefined;
+      },
+    });
+    throw aliasError(
+      `${measured.anchorsAndAliases} YAML anchors and aliases; the limit is ${MAX_YAML_ANCHORS_AND_ALIASES} per file`,
+      first,
+      "write the values out instead of using &anchors and *aliases, or split the file",
+    );
+  }
+  if (measured.unresolved) {
+    throw aliasError(
+      `YAML alias *${isAlias(measured.unresolved) ? measured.unresolved.source : ""} has no anchor of that name before it`,
+      measured.unresolved,
+      "define the anchor (&name) before its first alias (*name), or quote a value that starts with '*'",
+    );
+  }
+  if (measured.cycle) {
+    throw aliasError(
+      `YAML alias *${isAlias(measured.cycle) ? measured.cycle.source : ""} refers to a node that contains it, so it never ends`,
+      measured.cycle,
+      "an alias may only repeat a node defined before it, outside it",
+    );
+  }
+  if (measured.aliasPastLimit) {
+    throw aliasError(
+      `YAML aliases expand past ${Math.max(MAX_YAML_EXPANDED_NODES, 10 * measured.written).toLocaleString("en-US")} values at this alias (an alias bomb, "billion laughs")`,
+      measured.aliasPastLimit,
+      "aliases that repeat other aliases multiply; write the values out",
+    );
+  }
+  try {
+    // The expansion is bounded above, so the library's own alias counter (100 uses of an anchor) is not needed.
+    return document.toJS({ maxAliasCount: -1 });
+  } catch (error) {
+    throw new KnowledgeCompileError(
+      "yaml-syntax",
+      `cannot read the YAML value: ${error instanceof Error ? error.message : String(error)}`,
+      { file },
+    );
+  }
+}
+
 function parseJsonStrict(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
@@ -365,32 +552,127 @@ function readError(error: unknown, file: string): KnowledgeCompileError {
   return new KnowledgeCompileError("unreadable", `cannot read: ${code ?? String(error)}`, { file });
 }
 
-async function readText(path: string, file: string): Promise<string> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (error) {
-    throw readError(error, file);
-  }
+function tooLarge(file: string, bytes: number, limit: number): KnowledgeCompileError {
+  const mebibytes = (count: number) =>
+    `${(count / (1024 * 1024)).toFixed(count % (1024 * 1024) === 0 ? 0 : 1)} MiB`;
+  return new KnowledgeCompileError(
+    "file-too-large",
+    `${bytes} bytes (${mebibytes(bytes)}); the limit is ${mebibytes(limit)}, so it was not read`,
+    { file, hint: "split it into smaller files, or check that it is the file you meant" },
+  );
 }
 
-/** Text and modification time through one open file handle. */
-async function readSource(path: string, file: string): Promise<{ text: string; mtimeMs: number }> {
+/** Reads at most `limit` bytes from an open file; more is an error (a file that grew, a device without end). */
+async function readBounded(handle: FileHandle, knownSize: number | undefined, limit: number, file: string) {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  let next = knownSize !== undefined ? knownSize + 1 : READ_CHUNK_BYTES;
+  for (;;) {
+    const buffer = Buffer.allocUnsafe(Math.min(next, limit + 1 - total));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
+    if (bytesRead === 0) break;
+    chunks.push(buffer.subarray(0, bytesRead));
+    total += bytesRead;
+    if (total > limit) throw tooLarge(file, total, limit);
+    next = READ_CHUNK_BYTES;
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function lineAtByte(bytes: Uint8Array, offset: number): number {
+  let line = 1;
+  for (let index = 0; index < offset; index++) if (bytes[index] === 0x0a) line++;
+  return line;
+}
+
+/** Offset of the first byte that is not valid UTF-8, given the bytes and their lenient decoding. */
+function firstInvalidUtf8Byte(bytes: Uint8Array, text: string): number {
+  let offset = 0;
+  for (const character of text) {
+    const codePoint = character.codePointAt(0)!;
+    // Before the first invalid byte every code point came from its own bytes, so offsets are exact up to there.
+    if (
+      codePoint === 0xfffd &&
+      !(bytes[offset] === 0xef && bytes[offset + 1] === 0xbf && bytes[offset + 2] === 0xbd)
+    ) {
+      return offset;
+    }
+    offset += codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4;
+  }
+  return 0;
+}
+
+/**
+ * Decodes a file's bytes as UTF-8. Invalid UTF-8 (replaced by U+FFFD, as before) and NUL bytes (a binary file)
+ * are reported as warnings naming the file and line; the text is still used, so the run continues.
+ */
+function decodeSource(bytes: Buffer, file: string, notes: KnowledgeCompileNote[]): string {
+  let text: string;
+  try {
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    text = bytes.toString("utf8");
+    notes.push({
+      level: "warning",
+      code: "invalid-utf8",
+      message: "not valid UTF-8 (saved in another encoding?); the invalid bytes were read as U+FFFD",
+      file,
+      line: lineAtByte(bytes, firstInvalidUtf8Byte(bytes, text)),
+    });
+  }
+  const nul = bytes.indexOf(0);
+  if (nul >= 0) {
+    notes.push({
+      level: "warning",
+      code: "binary-content",
+      message: "contains NUL bytes: binary data, not text (a UTF-16 file, an image, a compressed file?)",
+      file,
+      line: lineAtByte(bytes, nul),
+    });
+  }
+  return text;
+}
+
+/**
+ * Text and modification time through one open file handle. The size is checked (fstat) before anything is read,
+ * and the read stops at `limit` bytes whatever the file claims; encoding problems become warnings in `notes`.
+ */
+async function readSource(
+  path: string,
+  file: string,
+  limit: number,
+  notes: KnowledgeCompileNote[],
+): Promise<{ text: string; mtimeMs: number }> {
   let handle: FileHandle | undefined;
+  let bytes: Buffer;
+  let mtimeMs: number;
   try {
     handle = await open(path, "r");
     const info = await handle.stat();
-    return { text: await handle.readFile("utf8"), mtimeMs: info.mtimeMs };
+    if (info.isFile() && info.size > limit) throw tooLarge(file, info.size, limit);
+    bytes = await readBounded(handle, info.isFile() ? info.size : undefined, limit, file);
+    mtimeMs = info.mtimeMs;
   } catch (error) {
-    throw readError(error, file);
+    throw error instanceof KnowledgeCompileError ? error : readError(error, file);
   } finally {
     await handle?.close();
   }
+  return { text: decodeSource(bytes, file, notes), mtimeMs };
+}
+
+/** An encoding warning's text, added to the hint of an error in the same file (which discards the notes). */
+function withEncodingHint(error: unknown, notes: readonly KnowledgeCompileNote[]): unknown {
+  const encoding = notes.filter((note) => CONTENT_WARNING_CODES.has(note.code));
+  if (!(error instanceof KnowledgeCompileError) || encoding.length === 0) return error;
+  const also = encoding.map((note) => `line ${note.line}: ${note.message}`).join("; ");
+  return error.withHint(`${error.hint ? `${error.hint}. ` : ""}The file may not be text: ${also}`);
 }
 
 function compileMarkdownText(text: string, path: string, file: string, notes: KnowledgeCompileNote[]) {
   const { frontMatter, frontMatterLineOffset, body, bodyLine } = splitFrontMatter(text, file);
   const { document, lineCounter } = parseYaml(frontMatter, file, frontMatterLineOffset);
-  const value = document.contents === null ? {} : document.toJS();
+  const value =
+    document.contents === null ? {} : yamlValue(document, lineCounter, file, frontMatterLineOffset);
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new KnowledgeCompileError(
       "bad-front-matter",
@@ -430,7 +712,7 @@ function compileDataText(text: string, path: string, file: string, notes: Knowle
     }
   } else {
     const parsed = parseYaml(text, file, 0);
-    value = parsed.document.toJS();
+    value = yamlValue(parsed.document, parsed.lineCounter, file, 0);
     root = parsed.document.contents;
     lineCounter = parsed.lineCounter;
   }
@@ -471,9 +753,9 @@ function compileDataText(text: string, path: string, file: string, notes: Knowle
 
 async function readCatalogFile(path: string, cwd: string, notes: KnowledgeCompileNote[]) {
   const file = displayPath(path, cwd);
-  const text = await readText(path, file);
+  const { text } = await readSource(path, file, MAX_ENTRY_FILE_BYTES, notes);
   const { document, lineCounter } = parseYaml(text, file, 0);
-  const value: unknown = document.toJS();
+  const value: unknown = yamlValue(document, lineCounter, file, 0);
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new KnowledgeCompileError("bad-catalog-file", "catalog file must be a mapping with an id", {
       file,
@@ -767,14 +1049,14 @@ export async function compileKnowledgeBase(
       const file = displayPath(path, cwd);
       const fileNotes: KnowledgeCompileNote[] = [];
       try {
-        const { text, mtimeMs } = await readSource(path, file);
+        const { text, mtimeMs } = await readSource(path, file, MAX_ENTRY_FILE_BYTES, fileNotes);
         const extension = extname(path).toLowerCase();
         const entries = MARKDOWN_EXTENSIONS.has(extension)
           ? compileMarkdownText(text, path, file, fileNotes)
           : compileDataText(text, path, file, fileNotes);
         outcomes[index] = { entries, notes: fileNotes, mtimeMs };
       } catch (error) {
-        outcomes[index] = { error };
+        outcomes[index] = { error: withEncodingHint(error, fileNotes) };
       }
       done++;
       options.onProgress?.({ phase: "read", done, total: jobs.length });
@@ -965,8 +1247,14 @@ export async function loadKnowledgeBase(
       const corpus = await stat(join(absolute, "corpus.jsonl")).catch(() => undefined);
       if (corpus?.isFile()) return loadBeirCorpus(absolute, options);
     } else if (extname(absolute).toLowerCase() === ".json") {
-      const text = await readText(absolute, shown);
-      const value = parseJsonStrict(text, shown);
+      const notes: KnowledgeCompileNote[] = [];
+      const { text } = await readSource(absolute, shown, MAX_MANIFEST_FILE_BYTES, notes);
+      let value: unknown;
+      try {
+        value = parseJsonStrict(text, shown);
+      } catch (error) {
+        throw withEncodingHint(error, notes);
+      }
       if (value !== null && typeof value === "object" && !Array.isArray(value) && "catalogs" in value) {
         const manifest = checkManifestShape(value, shown);
         return {
@@ -975,7 +1263,7 @@ export async function loadKnowledgeBase(
           sourceMap: options.locate
             ? locateManifest(text, shown, manifest)
             : unlocatedSourceMap(manifest, shown),
-          notes: [],
+          notes,
           origin: "manifest",
         };
       }

@@ -8,8 +8,10 @@ import type { ReportedIssue } from "./report.js";
 export type KnowledgeCompileErrorCode =
   | "not-found"
   | "unreadable"
+  | "file-too-large"
   | "unsupported-file"
   | "yaml-syntax"
+  | "yaml-aliases"
   | "json-syntax"
   | "missing-front-matter"
   | "unclosed-front-matter"
@@ -35,6 +37,8 @@ export class KnowledgeCompileError extends Error {
   readonly line: number | undefined;
   /** What the author can do about it. */
   readonly hint: string | undefined;
+  /** The message without its `file:line: ` prefix. */
+  readonly description: string;
 
   constructor(
     code: KnowledgeCompileErrorCode,
@@ -44,9 +48,19 @@ export class KnowledgeCompileError extends Error {
     const where = location.file ? `${location.file}${location.line ? `:${location.line}` : ""}: ` : "";
     super(`${where}${description}`);
     this.code = code;
+    this.description = description;
     this.file = location.file;
     this.line = location.line;
     this.hint = location.hint;
+  }
+
+  /** The same error with another hint. */
+  withHint(hint: string): KnowledgeCompileError {
+    return new KnowledgeCompileError(this.code, this.description, {
+      ...(this.file !== undefined ? { file: this.file } : {}),
+      ...(this.line !== undefined ? { line: this.line } : {}),
+      hint,
+    });
   }
 }
 

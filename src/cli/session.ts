@@ -35,10 +35,10 @@ import type {
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { type LoadedKnowledgeBase, loadKnowledgeBase } from "./compile.js";
+import { CONTENT_WARNING_CODES, type LoadedKnowledgeBase, loadKnowledgeBase } from "./compile.js";
 import { CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
 import { type CommandContext, createProgress, parseList } from "./io.js";
-import { locateIssues } from "./report.js";
+import { formatIssue, locateIssues, notesToIssues } from "./report.js";
 
 /** The parts of `KnowledgeGroundingConfig` a `--config` file may set. */
 export type CliGroundingConfig = {
@@ -390,6 +390,11 @@ export async function prepareFromFlags(
   // --preset replaces the file's preset; the file's explicit retrieval and context fields still override it.
   const config: CliGroundingConfig = preset !== undefined ? { ...fileConfig, preset } : fileConfig;
   const knowledgeBase = await openKnowledgeBase(context, path);
+  // The run continues, but a file whose text is damaged (invalid UTF-8, binary) is named on stderr.
+  for (const issue of notesToIssues(knowledgeBase.notes)) {
+    if (CONTENT_WARNING_CODES.has(issue.code))
+      context.io.stderr.write(`${formatIssue(issue, context.err)}\n`);
+  }
   const progress = createProgress(context);
   progress.update(
     `indexing ${knowledgeBase.manifest.catalogs.reduce((sum, c) => sum + c.entries.length, 0)} entries`,

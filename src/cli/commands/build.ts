@@ -2,7 +2,7 @@
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { buildIndexArtifact, manifestToSources, normalizeAndValidate } from "../../index.js";
-import { serializeManifest } from "../compile.js";
+import { CONTENT_WARNING_CODES, serializeManifest } from "../compile.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, printError, println } from "../io.js";
 import { formatIssue, locateIssues, notesToIssues, sortIssues } from "../report.js";
@@ -60,7 +60,11 @@ export async function runBuild(
   const refused = errors.length > 0 && !flags.force;
 
   if (!flags.json) {
-    for (const issue of errors) context.io.stderr.write(`${formatIssue(issue, context.err)}\n`);
+    // Errors, and the warnings that say a file's text is damaged (the other warnings are counted below).
+    for (const issue of issues) {
+      if (issue.level === "error" || CONTENT_WARNING_CODES.has(issue.code))
+        context.io.stderr.write(`${formatIssue(issue, context.err)}\n`);
+    }
   }
   let written = false;
   let indexPath: string | null = null;
