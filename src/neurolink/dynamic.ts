@@ -4,6 +4,7 @@
  * @module
  */
 
+import { DynamicArgumentError } from "./errors.js";
 import type {
   ChatMessage,
   DynamicArgument,
@@ -60,6 +61,7 @@ export type ResolvedCallOptions = Omit<
 /**
  * Resolves the function-valued fields of call options (`provider`, `model`, `systemPrompt`, `temperature`,
  * `maxTokens`, `timeout`) with `{requestContext: dynamicContext ?? {}, signal: abortSignal}`. Returns a new object.
+ * A function that throws or rejects gives {@link DynamicArgumentError} naming the option.
  */
 export async function resolveDynamicOptions(
   options: GenerateOptions | StreamOptions,
@@ -68,15 +70,21 @@ export async function resolveDynamicOptions(
     requestContext: options.dynamicContext ?? {},
     ...(options.abortSignal === undefined ? {} : { signal: options.abortSignal }),
   };
+  // A host function that fails is reported by the option it computes; a caller abort keeps its own reason.
+  const resolveOption = <T>(path: string, value: DynamicArgument<T> | undefined): Promise<T | undefined> =>
+    resolveDynamicArgument(value, context).catch((error: unknown) => {
+      if (options.abortSignal?.aborted && error === options.abortSignal.reason) throw error;
+      throw new DynamicArgumentError(path, error);
+    });
   const [provider, model, systemPrompt, temperature, maxTokens, timeout] = await Promise.all([
-    resolveDynamicArgument(options.provider, context),
+    resolveOption("provider", options.provider),
     typeof options.model === "function"
-      ? resolveDynamicArgument(options.model as DynamicArgument<string>, context)
+      ? resolveOption("model", options.model as DynamicArgument<string>)
       : Promise.resolve(options.model as string | LanguageModelObject | undefined),
-    resolveDynamicArgument(options.systemPrompt, context),
-    resolveDynamicArgument(options.temperature, context),
-    resolveDynamicArgument(options.maxTokens, context),
-    resolveDynamicArgument(options.timeout, context),
+    resolveOption("systemPrompt", options.systemPrompt),
+    resolveOption("temperature", options.temperature),
+    resolveOption("maxTokens", options.maxTokens),
+    resolveOption("timeout", options.timeout),
   ]);
   const resolved: ResolvedCallOptions = { ...(options as object) } as ResolvedCallOptions;
   assign(resolved, "provider", provider);

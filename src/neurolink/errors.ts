@@ -23,6 +23,8 @@ export type NeuroLinkErrorCode =
   | "UNKNOWN_PROVIDER"
   | "INVALID_OPTIONS"
   | "ALL_ATTEMPTS_FAILED"
+  | "PROVIDER_ERROR"
+  | "DYNAMIC_ARGUMENT_FAILED"
   | "FIRST_CONTENT_TIMEOUT"
   | "STREAM_IDLE_TIMEOUT"
   | "ATTEMPT_TIMEOUT"
@@ -31,9 +33,14 @@ export type NeuroLinkErrorCode =
   | "STREAM_ABANDONED"
   | "KNOWLEDGE_NOT_CONFIGURED"
   | "MEMORY_TIMEOUT"
-  | "MEMORY_UNAVAILABLE";
+  | "MEMORY_UNAVAILABLE"
+  | "UNEXPECTED_ERROR";
 
-/** Base class of every error thrown by `lexground/neurolink`. */
+/**
+ * Base class of every error thrown by `lexground/neurolink`. Thrown as such (code `UNEXPECTED_ERROR`, the
+ * original as `cause`) only for a failure no more specific class describes, so that `generate()` and `stream()`
+ * never reject with anything but one of these (or the caller's own abort reason).
+ */
 export class NeuroLinkError extends Error {
   /** Stable machine-readable code. */
   readonly code: NeuroLinkErrorCode;
@@ -99,19 +106,45 @@ export class UnknownProviderError extends NeuroLinkError {
 
 const INVALID_OPTIONS = Symbol.for("lexground.neurolink.InvalidOptionsError");
 
-/** Call options or constructor config are malformed. `path` names the offending field, e.g. `input.text`. */
+/**
+ * Call options or constructor config are malformed (or could not be read: a throwing getter, a revoked proxy,
+ * whose error is the `cause`). `path` names the offending field, e.g. `input.text`.
+ */
 export class InvalidOptionsError extends NeuroLinkError {
   readonly [INVALID_OPTIONS] = true;
   readonly path: string;
 
-  constructor(path: string, message: string) {
-    super("INVALID_OPTIONS", `${message} (at ${path})`);
+  constructor(path: string, message: string, options?: { cause?: unknown }) {
+    super("INVALID_OPTIONS", `${message} (at ${path})`, options);
     this.name = "InvalidOptionsError";
     this.path = path;
   }
 
   static override isInstance(error: unknown): error is InvalidOptionsError {
     return hasMarker(error, INVALID_OPTIONS);
+  }
+}
+
+const DYNAMIC_ARGUMENT_FAILED = Symbol.for("lexground.neurolink.DynamicArgumentError");
+
+/**
+ * A function-valued call option (a dynamic argument such as `systemPrompt` or `model`) threw or rejected. `path`
+ * names the option, `cause` is what the host's function threw. No provider was called.
+ */
+export class DynamicArgumentError extends NeuroLinkError {
+  readonly [DYNAMIC_ARGUMENT_FAILED] = true;
+  readonly path: string;
+
+  constructor(path: string, cause: unknown) {
+    super("DYNAMIC_ARGUMENT_FAILED", `The dynamic argument \`${path}\` failed: ${errorMessageOf(cause)}`, {
+      cause,
+    });
+    this.name = "DynamicArgumentError";
+    this.path = path;
+  }
+
+  static override isInstance(error: unknown): error is DynamicArgumentError {
+    return hasMarker(error, DYNAMIC_ARGUMENT_FAILED);
   }
 }
 
@@ -139,7 +172,8 @@ const ALL_ATTEMPTS_FAILED = Symbol.for("lexground.neurolink.AllAttemptsFailedErr
 
 /**
  * Every provider/model attempt of a call failed. `attempts` lists each one with its error; `cause` is the last
- * error. Thrown only when more than one attempt ran; a single failed attempt rethrows its own error unchanged.
+ * error. Thrown when more than one attempt ran; a single failed attempt gives {@link ProviderCallError} (or, when
+ * the failure was already one of ours, such as a timeout or a missing setting, that error unchanged).
  */
 export class AllAttemptsFailedError extends NeuroLinkError {
   readonly [ALL_ATTEMPTS_FAILED] = true;
@@ -163,6 +197,47 @@ export class AllAttemptsFailedError extends NeuroLinkError {
 
   static override isInstance(error: unknown): error is AllAttemptsFailedError {
     return hasMarker(error, ALL_ATTEMPTS_FAILED);
+  }
+}
+
+const PROVIDER_CALL_ERROR = Symbol.for("lexground.neurolink.ProviderCallError");
+
+/**
+ * The only attempt of a call failed with a provider error (HTTP error, an error event inside the stream, a thrown
+ * SDK error). `cause` is the provider's error exactly as received (it may be a plain object, e.g. the `error` of
+ * an SSE `data: {"error": {...}}` event); `statusCode` is copied from it when it has a numeric one.
+ */
+export class ProviderCallError extends NeuroLinkError {
+  readonly [PROVIDER_CALL_ERROR] = true;
+  readonly provider: string;
+  readonly model: string;
+  readonly phase: AttemptFailurePhase;
+  /** HTTP status of the provider's answer, when the provider error carries one. */
+  readonly statusCode: number | undefined;
+  /** The one attempt, as on results and on {@link AllAttemptsFailedError}. */
+  readonly attempts: readonly AttemptRecord[];
+
+  constructor(attempt: AttemptRecord) {
+    const phase = attempt.phase ?? "generate";
+    super(
+      "PROVIDER_ERROR",
+      `The ${attempt.provider}/${attempt.model} call failed (${phase}): ${attempt.errorMessage ?? errorMessageOf(attempt.error)}`,
+      { cause: attempt.error },
+    );
+    this.name = "ProviderCallError";
+    this.provider = attempt.provider;
+    this.model = attempt.model;
+    this.phase = phase;
+    const status =
+      typeof attempt.error === "object" && attempt.error !== null
+        ? (attempt.error as { statusCode?: unknown }).statusCode
+        : undefined;
+    this.statusCode = typeof status === "number" ? status : undefined;
+    this.attempts = [attempt];
+  }
+
+  static override isInstance(error: unknown): error is ProviderCallError {
+    return hasMarker(error, PROVIDER_CALL_ERROR);
   }
 }
 

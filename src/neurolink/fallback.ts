@@ -11,7 +11,13 @@
  * @module
  */
 
-import { AllAttemptsFailedError, type AttemptRecord, errorMessageOf } from "./errors.js";
+import {
+  AllAttemptsFailedError,
+  type AttemptRecord,
+  errorMessageOf,
+  NeuroLinkError,
+  ProviderCallError,
+} from "./errors.js";
 import {
   type ModelRequest,
   type ProviderResolver,
@@ -151,8 +157,9 @@ function describeRequest(request: ModelRequest): { provider: string; model: stri
 }
 
 /**
- * Runs attempts until one succeeds. Throws the caller's abort reason when the caller aborts, the single error when
- * only one attempt ran, and {@link AllAttemptsFailedError} otherwise.
+ * Runs attempts until one succeeds. Throws the caller's abort reason when the caller aborts; when only one attempt
+ * ran, its error if it is one of ours (a timeout, a missing setting) and {@link ProviderCallError} around it
+ * otherwise; {@link AllAttemptsFailedError} when several ran.
  */
 export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackOutcome<T>> {
   const now = run.now ?? Date.now;
@@ -243,6 +250,9 @@ export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackO
       run.onFailure?.(target, error);
     }
   }
-  if (attempts.length === 1) throw attempts[0]?.error;
+  const only = attempts.length === 1 ? attempts[0] : undefined;
+  if (only !== undefined) {
+    throw NeuroLinkError.isInstance(only.error) ? only.error : new ProviderCallError(only);
+  }
   throw new AllAttemptsFailedError(attempts);
 }

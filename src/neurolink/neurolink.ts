@@ -140,6 +140,30 @@ function validateCallOptions(options: GenerateOptions, method: "generate" | "str
   }
 }
 
+/** The caller's abort signal of a call, read defensively (the options may be anything). */
+function callerSignalOf(options: unknown): AbortSignal | undefined {
+  try {
+    const signal = (options as { abortSignal?: unknown } | null)?.abortSignal;
+    return signal instanceof AbortSignal ? signal : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What a call rejects with: our errors and the caller's own abort reason as they are; anything else (a failure no
+ * specific class describes) wrapped in a {@link NeuroLinkError} with code `UNEXPECTED_ERROR` and the original as
+ * `cause`, so a host never has to handle a raw value.
+ */
+function typedRejection(error: unknown, method: "generate" | "stream", options: unknown): unknown {
+  if (NeuroLinkError.isInstance(error)) return error;
+  const signal = callerSignalOf(options);
+  if (signal?.aborted && error === signal.reason) return error;
+  return new NeuroLinkError("UNEXPECTED_ERROR", `${method}() failed: ${errorMessageOf(error)}`, {
+    cause: error,
+  });
+}
+
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** A timeout in ms from a number or a duration string such as `"500ms"`, `"30s"`, `"2m"` (NeuroLink accepts both). */
@@ -456,8 +480,17 @@ export class NeuroLink {
       // The string shorthand cannot opt in, so it never grounds.
       optionsOrPrompt = { input: { text: optionsOrPrompt } };
     }
-    validateCallOptions(optionsOrPrompt, method);
-    let options = cloneOptionsForCallIsolation(optionsOrPrompt);
+    let options: GenerateOptions | StreamOptions;
+    try {
+      validateCallOptions(optionsOrPrompt, method);
+      options = cloneOptionsForCallIsolation(optionsOrPrompt);
+    } catch (error) {
+      if (NeuroLinkError.isInstance(error)) throw error;
+      // A throwing getter or a revoked proxy in the options.
+      throw new InvalidOptionsError("options", `could not be read: ${errorMessageOf(error)}`, {
+        cause: error,
+      });
+    }
     const state: CallState = {};
     const grounding = await this.retrieveKnowledgeGrounding(options, () =>
       this.memoryHistory(options, state),
@@ -532,7 +565,17 @@ export class NeuroLink {
       targets = [{ request: typeof configured === "string" ? { model: configured } : {}, source: "primary" }];
     }
     if (resolved.disableInternalFallback === true) return targets.slice(0, 1);
+    const chainPath = resolved.modelChain === undefined ? "config.modelChain" : "modelChain";
     const chain = resolved.modelChain ?? this.config.modelChain ?? [];
+    if (!Array.isArray(chain)) throw new InvalidOptionsError(chainPath, "must be an array");
+    chain.forEach((entry: unknown, index) => {
+      if (typeof entry !== "string" && (typeof entry !== "object" || entry === null)) {
+        throw new InvalidOptionsError(
+          `${chainPath}[${index}]`,
+          "must be a model id, `{ provider, model }` or an AI SDK model",
+        );
+      }
+    });
     for (const entry of chain) {
       targets.push(
         chainEntryToTarget(entry, primaryProvider, "model-chain", (value) => this.resolver.split(value)),
@@ -576,9 +619,19 @@ export class NeuroLink {
 
   /**
    * Generates a complete answer. A string is shorthand for `{ input: { text } }` (and never grounds). Falls back
-   * to the next target on any error except a caller abort.
+   * to the next target on any error except a caller abort. Rejects only with a {@link NeuroLinkError} (a single
+   * failed provider attempt is a `ProviderCallError`, several an `AllAttemptsFailedError`, the provider's error
+   * as `cause`), or with the caller's `abortSignal.reason` when the caller aborts.
    */
   async generate(optionsOrPrompt: GenerateOptions | string): Promise<GenerateResult> {
+    try {
+      return await this.generateTurn(optionsOrPrompt);
+    } catch (error) {
+      throw typedRejection(error, "generate", optionsOrPrompt);
+    }
+  }
+
+  private async generateTurn(optionsOrPrompt: GenerateOptions | string): Promise<GenerateResult> {
     const startTime = Date.now();
     const { options, resolved, grounding, request } = await this.prepareCall(optionsOrPrompt, "generate");
     const timeoutMs =
@@ -616,8 +669,17 @@ export class NeuroLink {
    * `await stream()` rejects only when every attempt failed. After the first chunk there is no fallback: a
    * failure ends the stream with {@link StreamInterruptedError}. Consume `stream` (or `textStream`) to the end;
    * the turn is stored in memory before iteration completes, and `result` resolves with the final content.
+   * Rejections are typed as for {@link NeuroLink.generate}.
    */
   async stream(options: StreamOptions): Promise<StreamResult> {
+    try {
+      return await this.streamTurn(options);
+    } catch (error) {
+      throw typedRejection(error, "stream", options);
+    }
+  }
+
+  private async streamTurn(options: StreamOptions): Promise<StreamResult> {
     const startTime = Date.now();
     const prepared = await this.prepareCall(options, "stream");
     const { resolved, grounding, request } = prepared;

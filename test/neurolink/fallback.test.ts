@@ -11,11 +11,14 @@ import type { KnowledgeGroundingOutcome } from "../../src/index.js";
 import {
   AllAttemptsFailedError,
   AttemptTimeoutError,
+  DynamicArgumentError,
   EmptyOutputError,
   FirstContentTimeoutError,
   type GenerateOptions,
   NeuroLink,
+  NeuroLinkError,
   type NeurolinkConstructorConfig,
+  ProviderCallError,
   ProviderNotConfiguredError,
   StreamAbandonedError,
   StreamIdleTimeoutError,
@@ -358,10 +361,81 @@ describe("orchestration rules", () => {
     expect(await neurolink.getConversationHistory({ sessionId: "s-all" })).toEqual([]);
   });
 
-  it("a single failed attempt rethrows its own error unchanged", async () => {
+  it("a single failed attempt rejects with ProviderCallError, the provider error as cause (issue 11, item 8)", async () => {
     const { neurolink } = groundedClient();
     const original = httpError(401, "bad key");
-    await expect(neurolink.generate({ ...GROUNDED, model: throwingModel(original) })).rejects.toBe(original);
+    const error = await neurolink
+      .generate({ ...GROUNDED, model: throwingModel(original) })
+      .catch((caught: unknown) => caught);
+    expect(ProviderCallError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({
+      code: "PROVIDER_ERROR",
+      provider: "mock",
+      model: "throwing",
+      phase: "generate",
+      statusCode: 401,
+      cause: original,
+    });
+    // A plain object (not an Error) in a stream's error part is wrapped the same way.
+    const plain = { error: { message: "overloaded", type: "server_error" } };
+    const streamed = await neurolink
+      .stream({ ...GROUNDED, model: errorPartModel(plain) })
+      .catch((caught: unknown) => caught);
+    expect(streamed).toBeInstanceOf(Error);
+    expect(streamed).toMatchObject({ code: "PROVIDER_ERROR", phase: "before-first-content", cause: plain });
+    // Failures that are already ours keep their own class and code.
+    const timedOut = await neurolink
+      .generate({ ...GROUNDED, model: stallingModel().model, timeout: 30 })
+      .catch((caught: unknown) => caught);
+    expect(AttemptTimeoutError.isInstance(timedOut)).toBe(true);
+  });
+
+  it("every other rejection is typed too: failing dynamic arguments, unreadable options, malformed chains", async () => {
+    const { neurolink } = groundedClient();
+    const hostFailure = new Error("prompt service down");
+    const dynamic = await neurolink
+      .generate({
+        ...GROUNDED,
+        model: answeringModel("unused"),
+        systemPrompt: async () => {
+          throw hostFailure;
+        },
+      })
+      .catch((caught: unknown) => caught);
+    expect(DynamicArgumentError.isInstance(dynamic)).toBe(true);
+    expect(dynamic).toMatchObject({
+      code: "DYNAMIC_ARGUMENT_FAILED",
+      path: "systemPrompt",
+      cause: hostFailure,
+    });
+
+    const unreadable = Object.defineProperty(
+      { ...GROUNDED, model: answeringModel("unused") },
+      "temperature",
+      {
+        enumerable: true,
+        get() {
+          throw new TypeError("getter exploded");
+        },
+      },
+    );
+    await expect(neurolink.stream(unreadable)).rejects.toMatchObject({
+      code: "INVALID_OPTIONS",
+      path: "options",
+    });
+    const revoked = Proxy.revocable({}, {});
+    revoked.revoke();
+    await expect(neurolink.generate(revoked.proxy as GenerateOptions)).rejects.toSatisfy(
+      NeuroLinkError.isInstance,
+    );
+
+    await expect(
+      neurolink.generate({
+        ...GROUNDED,
+        model: answeringModel("unused"),
+        modelChain: [null as unknown as string],
+      }),
+    ).rejects.toMatchObject({ code: "INVALID_OPTIONS", path: "modelChain[0]" });
   });
 
   it("a caller abort never falls back (generate)", async () => {
@@ -509,7 +583,7 @@ describe("orchestration rules", () => {
     const giveUp = vi.fn(async () => null);
     await expect(
       neurolink.generate({ ...GROUNDED, model: throwingModel(primaryError), providerFallback: giveUp }),
-    ).rejects.toBe(primaryError);
+    ).rejects.toMatchObject({ code: "PROVIDER_ERROR", cause: primaryError });
     expect(giveUp).toHaveBeenCalledTimes(1);
 
     const never = vi.fn(async () => ({ provider: "spare", model: "cb-model" }));
@@ -584,7 +658,7 @@ describe("orchestration rules", () => {
         modelChain: [backup],
         disableInternalFallback: true,
       }),
-    ).rejects.toBe(original);
+    ).rejects.toMatchObject({ code: "PROVIDER_ERROR", cause: original });
     expect(backup.doGenerateCalls).toHaveLength(0);
   });
 

@@ -6,7 +6,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   AllAttemptsFailedError,
   NeuroLink,
+  NeuroLinkError,
   type NeurolinkConstructorConfig,
+  ProviderCallError,
   ProviderNotConfiguredError,
   StreamIdleTimeoutError,
   StreamInterruptedError,
@@ -170,6 +172,63 @@ describe("openai-compatible over HTTP", () => {
       "down-1",
       "down-2",
     ]);
+  });
+
+  it("single target: an SSE error event rejects stream() with a typed error whose cause is the provider's error (issue 11, item 8)", async () => {
+    server.script("overloaded", { kind: "sse-error", message: "model overloaded" });
+    const error = await client()
+      .stream({ ...GROUNDED, model: "overloaded" })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(Error);
+    expect(NeuroLinkError.isInstance(error)).toBe(true);
+    expect(ProviderCallError.isInstance(error)).toBe(true);
+    const typed = error as ProviderCallError;
+    expect(typed).toMatchObject({
+      code: "PROVIDER_ERROR",
+      provider: "openai-compatible",
+      model: "overloaded",
+      phase: "before-first-content",
+    });
+    expect(typed.cause).toMatchObject({ message: "model overloaded", code: "overloaded" });
+    expect(typed.message).toContain("model overloaded");
+    expect(typed.attempts).toHaveLength(1);
+    expect(typed.attempts[0]?.error).toBe(typed.cause);
+  });
+
+  it("single target: an HTTP failure rejects generate() with a typed error carrying the status, the provider error as cause", async () => {
+    server.script("crashing", { kind: "error", status: 500, message: "model crashed" });
+    const error = await client()
+      .generate({ ...GROUNDED, model: "crashing" })
+      .catch((caught: unknown) => caught);
+    expect(ProviderCallError.isInstance(error)).toBe(true);
+    const typed = error as ProviderCallError;
+    expect(typed).toMatchObject({
+      code: "PROVIDER_ERROR",
+      model: "crashing",
+      phase: "generate",
+      statusCode: 500,
+    });
+    expect(typed.cause).toBeInstanceOf(Error);
+    expect((typed.cause as Error).message).toContain("model crashed");
+    expect(typed.message).toContain("openai-compatible/crashing");
+  });
+
+  it("several targets: SSE errors still fall back, and all failing is still one aggregated error with each provider error", async () => {
+    server.script("overloaded-1", { kind: "sse-error", message: "first overloaded" });
+    server.script("overloaded-2", { kind: "sse-error", message: "second overloaded" });
+    server.script("good", { kind: "text", text: "recovered" });
+    const recovered = await client().stream({ ...GROUNDED, model: "overloaded-1", modelChain: ["good"] });
+    expect(await drain(recovered.stream)).toBe("recovered");
+    const error = await client()
+      .stream({ ...GROUNDED, model: "overloaded-1", modelChain: ["overloaded-2"] })
+      .catch((caught: unknown) => caught);
+    expect(AllAttemptsFailedError.isInstance(error)).toBe(true);
+    const aggregated = error as AllAttemptsFailedError;
+    expect(aggregated.errors).toMatchObject([
+      { message: "first overloaded" },
+      { message: "second overloaded" },
+    ]);
+    expect(aggregated.cause).toBe(aggregated.errors[1]);
   });
 
   it("the ollama preset accepts a root URL and talks to /v1/chat/completions", async () => {

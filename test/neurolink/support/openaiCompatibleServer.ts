@@ -20,7 +20,9 @@ export type ScriptedReply =
   /** Streams `before`, then destroys the connection. */
   | { kind: "drop-after"; before: string[] }
   /** Streams `before`, then keeps the connection open and sends nothing more. */
-  | { kind: "stall-after"; before: string[] };
+  | { kind: "stall-after"; before: string[] }
+  /** HTTP 200 and SSE headers, then one `data: {"error": {...}}` event (a provider failing inside the stream). */
+  | { kind: "sse-error"; message: string };
 
 /** One recorded request. */
 export type RecordedRequest = {
@@ -126,6 +128,11 @@ export async function startOpenAICompatibleServer(): Promise<OpenAICompatibleTes
     }
     if (!stream) {
       if (reply.kind === "stall") return;
+      if (reply.kind === "sse-error") {
+        response.writeHead(500, { "content-type": "application/json" });
+        response.end(JSON.stringify({ error: { message: reply.message, type: "server_error" } }));
+        return;
+      }
       const text =
         reply.kind === "text" ? reply.text : reply.kind === "drop-after" ? reply.before.join("") : "";
       if (reply.kind === "drop-after") {
@@ -152,6 +159,13 @@ export async function startOpenAICompatibleServer(): Promise<OpenAICompatibleTes
     });
     response.flushHeaders();
     if (reply.kind === "stall") return;
+    if (reply.kind === "sse-error") {
+      response.write(
+        `data: ${JSON.stringify({ error: { message: reply.message, type: "server_error", code: "overloaded" } })}\n\n`,
+      );
+      response.end("data: [DONE]\n\n");
+      return;
+    }
     response.write(completionChunk(model, { role: "assistant", content: "" }, null));
     if (reply.kind === "drop-after") {
       for (const piece of reply.before) response.write(completionChunk(model, { content: piece }, null));
