@@ -190,7 +190,11 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     });
 
   addRetrievalOptions(
-    program.command("mcp").description("serve the knowledge base over MCP on stdio (tool: search_knowledge)"),
+    program
+      .command("mcp")
+      .description(
+        "serve the knowledge base over MCP on stdio (tools: search_knowledge, get_entry; the entries as resources)",
+      ),
   )
     .option("--limit <n>", "entries a search returns when the caller gives no limit (default 8)")
     .addHelpText(
@@ -200,8 +204,8 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
         "lexground mcp --kb kb.json --integrations shopify   # calls may narrow to shopify, never add others",
         'claude mcp add kb -- npx lexground mcp --kb "$PWD/manifest.json"',
       ]) +
-        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. It is read-only. Requires @modelcontextprotocol/sdk\n(an optional dependency of lexground).\n" +
-        "\nScope: --integrations (or --all-integrations) and --blocked-domains are the most a client can see. A call's\nintegrations only narrow them: integrations the server does not enable are ignored, so without\n--integrations every call gets integration-free entries only. No call argument unblocks a domain.\n",
+        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. Tool get_entry({id}) returns one entry's full text and\ncitation. Resources lexground://entries/<id> list and read the entries. All are read-only. Requires\n@modelcontextprotocol/sdk (an optional dependency of lexground).\n" +
+        "\nScope: --integrations (or --all-integrations) and --blocked-domains are the most a client can see. A call's\nintegrations only narrow them: integrations the server does not enable are ignored, so without\n--integrations every call gets integration-free entries only. No call argument unblocks a domain.\nget_entry and the resources show active entries in that scope only; any other id is not found.\n",
     )
     .action(async (options) => {
       setRunner(async (ctx) => (await import("./commands/mcp.js")).runMcp(ctx, options));

@@ -2,7 +2,15 @@ import { PassThrough } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { afterEach, describe, expect, it } from "vitest";
-import { createKnowledgeMcpServer, type SearchKnowledgeResult } from "../../src/cli/commands/mcp.js";
+import {
+  createKnowledgeMcpServer,
+  entryIdOfResourceUri,
+  entryResourceUri,
+  getEntry,
+  type KnowledgeEntryDocument,
+  renderEntryDocument,
+  type SearchKnowledgeResult,
+} from "../../src/cli/commands/mcp.js";
 import { loadKnowledgeBase } from "../../src/cli/compile.js";
 import { prepareKnowledgeBase } from "../../src/cli/session.js";
 import { fixtures, run } from "./helpers.js";
@@ -31,8 +39,8 @@ describe("lexground mcp: search_knowledge", () => {
     const { client } = await connect();
     expect(client.getServerVersion()).toEqual({ name: "lexground", version: "9.9.9" });
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name)).toEqual(["search_knowledge"]);
-    const [tool] = tools;
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["get_entry", "search_knowledge"]);
+    const tool = tools.find((candidate) => candidate.name === "search_knowledge");
     expect(tool!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
     expect(tool!.inputSchema.required).toEqual(["query"]);
     expect(Object.keys(tool!.inputSchema.properties ?? {}).sort()).toEqual([
@@ -163,6 +171,146 @@ describe("lexground mcp: search_knowledge", () => {
   });
 });
 
+describe("lexground mcp: get_entry and entry resources (issue 13)", () => {
+  type EntryDocument = KnowledgeEntryDocument;
+  const getEntryCall = async (client: Client, id: string) =>
+    client.callTool({ name: "get_entry", arguments: { id } });
+
+  it("get_entry returns an entry in the server's scope with its full text and citation", async () => {
+    const { client, version } = await connect({ integrations: ["integration-a"] });
+    const tool = (await client.listTools()).tools.find((candidate) => candidate.name === "get_entry");
+    expect(tool?.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: false });
+    expect(tool?.inputSchema.required).toEqual(["id"]);
+    const result = await getEntryCall(client, "settings.multi-step-flow");
+    expect(result.isError).toBeFalsy();
+    const document = result.structuredContent as EntryDocument;
+    expect(document).toMatchObject({
+      id: "settings.multi-step-flow",
+      title: "Multi-Step Flow",
+      kind: "configuration",
+      integrations: ["integration-a"],
+      relatedEntryIds: ["settings.step-validation"],
+      parentEntryId: null,
+      version,
+      citation: `[KB:settings.multi-step-flow@${version}]`,
+    });
+    expect(document.body.length).toBeGreaterThan(0);
+    const text = (result.content as { text: string }[])[0]!.text;
+    expect(text.startsWith("# Multi-Step Flow\n")).toBe(true);
+    expect(text).toContain(`[KB:settings.multi-step-flow@${version}]`);
+    expect(text).toContain(document.body);
+  });
+
+  it("get_entry answers an out-of-scope, draft, deprecated or unknown id alike: not found", async () => {
+    const { client } = await connect();
+    const notFound = async (id: string) => {
+      const result = await getEntryCall(client, id);
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toBeUndefined();
+      return (result.content as { text: string }[])[0]!.text;
+    };
+    expect(await notFound("no.such-entry")).toBe('No knowledge entry with id "no.such-entry".');
+    // Bound to integration-a, which this server does not enable.
+    expect(await notFound("settings.multi-step-flow")).toBe(
+      'No knowledge entry with id "settings.multi-step-flow".',
+    );
+    expect(await notFound("policies.draft-approval")).toContain("No knowledge entry");
+    expect(await notFound("settings.legacy-timeout")).toContain("No knowledge entry");
+    expect((await getEntryCall(client, "policies.policy-types")).isError).toBeFalsy();
+
+    const scoped = (await connect({ integrations: ["shopify"], blockedDomains: ["internal"] }, "scoped"))
+      .client;
+    expect((await getEntryCall(scoped, "refunds.shopify")).isError).toBeFalsy();
+    expect((await getEntryCall(scoped, "refunds.general")).isError).toBeFalsy();
+    expect((await getEntryCall(scoped, "refunds.staff-console")).isError).toBe(true);
+    expect((await getEntryCall(scoped, "refunds.internal")).isError).toBe(true);
+  });
+
+  it("get_entry leaves related and parent entries the client may not read out of the document", async () => {
+    const entry = (id: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      title: `Entry ${id}`,
+      summary: `Summary of ${id}.`,
+      domain: "general",
+      integrations: [],
+      kind: "concept" as const,
+      ...extra,
+    });
+    const knowledgeBase = await loadKnowledgeBase({
+      schemaVersion: "1",
+      contentVersion: "v1",
+      generatedAt: "2026-01-01T00:00:00.000Z",
+      catalogs: [
+        {
+          id: "main",
+          entries: [
+            entry("a.main", {
+              relatedEntryIds: ["b.bound", "c.open", "d.blocked", "e.draft"],
+              parentEntryId: "d.blocked",
+            }),
+            entry("b.bound", { integrations: ["crm"] }),
+            entry("c.open"),
+            entry("d.blocked", { domain: "secret" }),
+            entry("e.draft", { status: "draft" }),
+          ],
+        },
+      ],
+    });
+    const prepared = prepareKnowledgeBase(knowledgeBase, {});
+    const document = getEntry(prepared, "a.main", { blockedDomains: ["secret"] });
+    expect(document?.relatedEntryIds).toEqual(["c.open"]);
+    expect(document?.parentEntryId).toBeNull();
+    expect(renderEntryDocument(document!)).toContain("Related: c.open\n");
+    const wide = getEntry(prepared, "a.main", { integrations: ["CRM"] });
+    expect(wide?.relatedEntryIds).toEqual(["b.bound", "c.open", "d.blocked"]);
+    expect(wide?.parentEntryId).toBe("d.blocked");
+  });
+
+  it("lists and reads the entries in the server's scope as resources, and nothing else", async () => {
+    const scoped = await connect({ integrations: ["shopify"], blockedDomains: ["internal"] }, "scoped");
+    const { resources } = await scoped.client.listResources();
+    expect(resources.map((resource) => resource.uri).sort()).toEqual([
+      "lexground://entries/refunds.general",
+      "lexground://entries/refunds.shopify",
+    ]);
+    expect(resources.find((resource) => resource.name === "refunds.shopify")).toMatchObject({
+      title: "Shopify Refund Sync",
+      description: "Refund sync for Shopify stores.",
+      mimeType: "text/markdown",
+    });
+    const read = await scoped.client.readResource({ uri: "lexground://entries/refunds.shopify" });
+    expect(read.contents).toEqual([
+      {
+        uri: "lexground://entries/refunds.shopify",
+        mimeType: "text/markdown",
+        text: expect.stringContaining(`[KB:refunds.shopify@${scoped.version}]`),
+      },
+    ]);
+    for (const hidden of ["refunds.staff-console", "refunds.internal", "no.such-entry"]) {
+      await expect(scoped.client.readResource({ uri: `lexground://entries/${hidden}` })).rejects.toThrow(
+        /not found/,
+      );
+    }
+
+    const unscoped = await connect();
+    const listed = (await unscoped.client.listResources()).resources.map((resource) => resource.name);
+    // Neither the draft, the deprecated entry, nor the two integration-a entries.
+    expect(listed.sort()).toEqual(["policies.policy-types", "settings.session-timeout"]);
+    for (const hidden of ["policies.draft-approval", "settings.legacy-timeout", "settings.multi-step-flow"]) {
+      await expect(unscoped.client.readResource({ uri: `lexground://entries/${hidden}` })).rejects.toThrow(
+        /not found/,
+      );
+    }
+  });
+
+  it("encodes ids in resource URIs and decodes them when read", async () => {
+    expect(entryResourceUri("a b/c")).toBe("lexground://entries/a%20b%2Fc");
+    expect(entryIdOfResourceUri("lexground://entries/a%20b%2Fc")).toBe("a b/c");
+    expect(entryIdOfResourceUri("lexground://entries/%E0%A4%A")).toBeUndefined();
+    expect(entryIdOfResourceUri("file:///etc/passwd")).toBeUndefined();
+  });
+});
+
 describe("lexground mcp over stdio (in-process)", () => {
   it("answers initialize and tools/call on stdout, logs on stderr, and exits 0 at end of input", async () => {
     const stdin = new PassThrough();
@@ -217,7 +365,7 @@ describe("lexground mcp over stdio (in-process)", () => {
     expect(messages[1]).toMatchObject({ id: 2, result: { structuredContent: { confidence: "high" } } });
     expect(messages[1].result.structuredContent.entries[0].id).toBe("settings.multi-step-flow");
     expect(stderr).toMatch(
-      /^lexground mcp: serving 6 entries \(4 active, content version [0-9a-f]{12}\) on stdio; tool: search_knowledge\n$/,
+      /^lexground mcp: serving 6 entries \(4 active, 4 in scope, content version [0-9a-f]{12}\) on stdio; tools: search_knowledge, get_entry; resources: lexground:\/\/entries\/<id>\n$/,
     );
   });
 
