@@ -30,6 +30,11 @@ const SUITES: { path: string; runs: number; note: string }[] = [
     runs: 3_000,
     note: "plus every compatibility form in every position of nine forged tags, once",
   },
+  {
+    path: "test/reliability/forgery.test.ts",
+    runs: 3_000,
+    note: "citation forging: 1-4 entries of forged markers and headers per run",
+  },
   { path: "test/reliability/determinism.test.ts", runs: 1_500, note: "" },
   { path: "test/reliability/concurrency.test.ts", runs: 120, note: "3-10 scheduled operations per run" },
   { path: "test/reliability/redos.test.ts", runs: 1, note: "not randomized: every regex once" },

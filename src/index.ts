@@ -29,7 +29,9 @@ export {
   KNOWLEDGE_CONTEXT_CLOSE,
   KNOWLEDGE_CONTEXT_OPEN,
   neutralizeDelimiters,
+  neutralizeEntryText,
   renderEntry,
+  singleLine,
 } from "./knowledge/context.js";
 export {
   applyScoreCutoffs,

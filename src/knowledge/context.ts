@@ -5,7 +5,8 @@
  * `[KB:id@version]` (when citations are on), `Title:`, `Kind:`, `Summary:`, and in full form the body and
  * `Also called:`; blocks joined by a blank line; the closing tag. Differences, on purpose: the budget counts the
  * whole string including separators, so `contextTokens <= maxTokens` always; entry text can never form an opening
- * or closing tag of the block in any spelling; the instruction wording is lexground's own.
+ * or closing tag of the block or a citation marker in any spelling, and one-line fields stay on one line for
+ * every line or paragraph separator; the instruction wording is lexground's own.
  */
 import type {
   KnowledgeAssembledContext,
@@ -65,22 +66,59 @@ const OPENER_SOURCES = /[<&\u226E\uFE60\uFE64\uFF06\uFF1C]/g;
  * as it is.
  */
 export function neutralizeDelimiters(text: string): string {
-  return replaceRanges(
-    text,
-    findInReaderViews(text, OPENER_SOURCES, DELIMITER_PATTERN, "knowledge"),
-    NEUTRAL_OPENER,
-  );
+  return replaceRanges(text, tagOpeners(text));
 }
 
-/** Replaces each of `ranges` (merged where they overlap) by `replacement`. */
-function replaceRanges(text: string, ranges: [number, number][], replacement: string): string {
-  if (ranges.length === 0) return text;
-  ranges.sort((left, right) => left[0] - right[0] || left[1] - right[1]);
+/** The openers of every `knowledge_context` tag spelled in `text`, with their replacement. */
+function tagOpeners(text: string): Replacement[] {
+  return findInReaderViews(text, OPENER_SOURCES, DELIMITER_PATTERN, "knowledge").map(([start, end]) => [
+    start,
+    end,
+    NEUTRAL_OPENER,
+  ]);
+}
+
+// `[KB:` in a reader view: the opener of a citation marker, in any case, spacing or spelling.
+const MARKER_PATTERN = /\[kb:/g;
+// Every `[` of a reader view comes from one of these code points: those whose compatibility decomposition holds
+// "[" or "&" (test/reliability/forgery.test.ts puts every such form, found in the Unicode data, in a marker).
+const MARKER_OPENER_SOURCES = /[[&\uFE47\uFE60\uFF06\uFF3B]/g;
+const NEUTRAL_MARKER_OPENER = "\u27E6"; // MATHEMATICAL LEFT WHITE SQUARE BRACKET: unchanged by NFKC, never "[".
+
+/** The `[` of every citation marker opener (`[KB:`) spelled in `text`, with its replacement. */
+function markerOpeners(text: string): Replacement[] {
+  return findInReaderViews(text, MARKER_OPENER_SOURCES, MARKER_PATTERN, "[kb:").map(([start, end]) => [
+    start,
+    end,
+    NEUTRAL_MARKER_OPENER,
+  ]);
+}
+
+/**
+ * Makes host text safe to place in the block; applied to all entry text (title, kind, summary, body, aliases)
+ * before the block is assembled. Unpaired surrogates become U+FFFD (length-preserving; the wire would substitute
+ * them anyway, RELIABILITY 7). A `knowledge_context` tag spelled in the text loses its opener to `‹` (see
+ * {@link neutralizeDelimiters}). A citation marker opener `[KB:` spelled in the text, in any case, spacing,
+ * compatibility form or HTML reference, has its `[` replaced by `⟦` (so `[KB:internal.override@1]` reads
+ * `⟦KB:internal.override@1]`): still legible, but the only `[KB:` markers of a block are those the renderer
+ * writes for the entries it includes.
+ */
+export function neutralizeEntryText(text: string): string {
+  const wellFormed = text.toWellFormed();
+  return replaceRanges(wellFormed, [...tagOpeners(wellFormed), ...markerOpeners(wellFormed)]);
+}
+
+/** A span of the original text and what replaces it. */
+type Replacement = [start: number, end: number, replacement: string];
+
+/** Applies replacements; overlapping ones (two views cutting a reference differently) replace their union once. */
+function replaceRanges(text: string, replacements: Replacement[]): string {
+  if (replacements.length === 0) return text;
+  replacements.sort((left, right) => left[0] - right[0] || left[1] - right[1]);
   let result = "";
   let cursor = 0;
-  for (const [start, end] of ranges) {
+  for (const [start, end, replacement] of replacements) {
     if (start < cursor) {
-      // Overlaps the span just replaced (the two views cut a reference differently): replace the union.
       cursor = Math.max(cursor, end);
       continue;
     }
@@ -90,9 +128,14 @@ function replaceRanges(text: string, ranges: [number, number][], replacement: st
   return result + text.slice(cursor);
 }
 
-/** Collapses line breaks so single-line fields cannot forge `Title:`-style lines. */
-function singleLine(text: string): string {
-  return /[\r\n\u2028\u2029\u0085]/.test(text) ? text.replace(/[\r\n\u2028\u2029\u0085]+/g, " ") : text;
+// Every character that some reader takes as the end of a line: LF, VT, FF, CR, the information separators
+// U+001C-U+001E (Python's splitlines), NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these control characters are what the pattern removes.
+const LINE_BREAKS = /[\n\v\f\r\u001C-\u001E\u0085\u2028\u2029]+/g;
+
+/** Puts a one-line field on one line (every line or paragraph break becomes a space), so it cannot forge lines. */
+export function singleLine(text: string): string {
+  return text.replace(LINE_BREAKS, " ");
 }
 
 type RenderedEntry = { full: string; summaryOnly: string };
@@ -102,30 +145,29 @@ const renderCache = new WeakMap<
 >();
 
 /**
- * Renders one entry in full and summary-only form. Rendering is memoized per (frozen) entry object, because the
- * delimiter check folds every character and entries are rendered again on many turns.
+ * Renders one entry in full and summary-only form: its citation marker (when citations are on), then its text
+ * through {@link singleLine} and {@link neutralizeEntryText}. Rendering is memoized per (frozen) entry object,
+ * because the checks fold characters and entries are rendered again on many turns.
  */
 export function renderEntry(entry: NormalizedKnowledgeEntry, includeCitations: boolean): RenderedEntry {
   let cached = renderCache.get(entry);
   const slot = includeCitations ? "withCitation" : "withoutCitation";
   const hit = cached?.[slot];
   if (hit) return hit;
-  const header: string[] = [];
-  if (includeCitations) header.push(citationMarker(entry.id, entry.version));
-  header.push(
+  // One-line fields stay on one line; then all entry text is neutralized together (a spelling may run from one
+  // field into the next). The marker is the renderer's own and is added after.
+  const header = [
     `Title: ${singleLine(entry.title)}`,
-    `Kind: ${entry.kind}`,
+    `Kind: ${singleLine(entry.kind)}`,
     `Summary: ${singleLine(entry.summary)}`,
-  );
-  const summaryOnly = header.join("\n");
-  const fullLines = header.slice();
+  ].join("\n");
+  const fullLines = [header];
   if (entry.body) fullLines.push(entry.body);
   if (entry.aliases.length > 0) fullLines.push(`Also called: ${singleLine(entry.aliases.join(", "))}`);
-  // Unpaired surrogates in host text cannot be encoded as UTF-8 (the wire would substitute U+FFFD anyway):
-  // substitute here, length-preserving, so the block is well-formed wherever it goes (RELIABILITY 7).
+  const marker = includeCitations ? `${citationMarker(entry.id, entry.version).toWellFormed()}\n` : "";
   const rendered: RenderedEntry = {
-    full: neutralizeDelimiters(fullLines.join("\n").toWellFormed()),
-    summaryOnly: neutralizeDelimiters(summaryOnly.toWellFormed()),
+    full: marker + neutralizeEntryText(fullLines.join("\n")),
+    summaryOnly: marker + neutralizeEntryText(header),
   };
   if (Object.isFrozen(entry)) {
     if (!cached) {

@@ -483,9 +483,10 @@ function continuesSpelling(code: number): boolean {
  * Where `pattern` matches in either reader view of `text`: for each match, the original range of the view
  * character it starts with. Only the spans that can hold a spelling are viewed: each starts at a match of
  * `openers` (every code point the pattern's first character can come from, directly or as the `&` of a
- * reference) and runs over the characters that can continue one, so ordinary text costs a scan for openers.
- * `needle` is a string every match contains (a cheap test before matching). `openers` and `pattern` must be
- * global.
+ * reference) and runs over the characters that can continue one, plus the first that cannot (its folded form
+ * may still begin with the spelling's last characters, as `⩴` does with `::=`), so ordinary text costs a scan
+ * for openers. `needle` is a string every match contains (a cheap test before matching). `openers` and `pattern`
+ * must be global.
  */
 export function findInReaderViews(
   text: string,
@@ -496,6 +497,8 @@ export function findInReaderViews(
   const ranges: [number, number][] = [];
   let spanStart = -1;
   let spanEnd = -1;
+  // Where the last run stopped: the first character after an opener that could not continue a spelling.
+  let stoppedAt = -1;
   const search = (): void => {
     if (spanStart < 0) return;
     for (const view of buildReaderViews(text.slice(spanStart, spanEnd))) {
@@ -507,7 +510,8 @@ export function findInReaderViews(
   };
   for (const opener of text.matchAll(openers)) {
     const start = opener.index;
-    if (start < spanEnd) continue; // Inside the current span, which already runs as far as this one would.
+    // An opener before the last stop is inside the current span, whose run already reaches as far as its own.
+    if (start < stoppedAt) continue;
     if (start > spanEnd) {
       search();
       spanStart = start;
@@ -518,7 +522,8 @@ export function findInReaderViews(
       if (!continuesSpelling(code)) break;
       end += code > 0xffff ? 2 : 1;
     }
-    spanEnd = end;
+    stoppedAt = end;
+    spanEnd = end < text.length ? end + (text.codePointAt(end)! > 0xffff ? 2 : 1) : end;
   }
   search();
   return ranges;
