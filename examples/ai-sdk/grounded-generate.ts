@@ -7,11 +7,9 @@
  * runs three turns: a generate call, a streamed call scoped to an integration, and a tool loop where the model
  * searches the knowledge base itself. The model is an offline stand-in that answers from the block it receives.
  *
- * In an application, import from the package instead of the sources:
- *   import { KnowledgeGroundingEngine } from "lexground";
- *   import { groundingMiddleware } from "lexground/ai-sdk";
- *   import { searchKnowledgeTool } from "lexground/ai-sdk/tool";
- * and swap in a real provider (any AI SDK v6 model works):
+ * It imports the package by name, as an application does (in this repository, tsconfig.json's `paths` map the names
+ * to the sources, so it runs without a build). In an application, swap in a real provider (any AI SDK v6 model
+ * works):
  *   import { openai } from "@ai-sdk/openai";
  *   const baseModel = openai("gpt-4o-mini");
  */
@@ -19,10 +17,10 @@ import { fileURLToPath } from "node:url";
 import type { LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
 import { generateText, stepCountIs, streamText, wrapLanguageModel } from "ai";
 import { convertArrayToReadableStream, MockLanguageModelV3 } from "ai/test";
-import { loadKnowledgeBase } from "../../src/cli/compile.js";
-import { KnowledgeGroundingEngine } from "../../src/index.js";
-import { type GroundingProviderMetadata, groundingMiddleware } from "../../src/integrations/aiSdk.js";
-import { searchKnowledgeTool } from "../../src/integrations/aiSdkTool.js";
+import { KnowledgeGroundingEngine } from "lexground";
+import { type GroundingProviderMetadata, groundingMiddleware } from "lexground/ai-sdk";
+import { searchKnowledgeTool } from "lexground/ai-sdk/tool";
+import { loadKnowledgeBase } from "lexground/files";
 
 // 1. The knowledge: a folder of Markdown entries compiled to engine sources (`lexground build` writes the same
 //    manifest to disk; load it with `manifestToSources(JSON.parse(...))`).

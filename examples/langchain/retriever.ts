@@ -6,10 +6,8 @@
  * It compiles the example knowledge base (examples/knowledge-base), searches it with `KnowledgeRetriever`, and runs
  * a small retrieval chain whose model is an offline stand-in that answers from the retrieved documents.
  *
- * In an application, import from the package instead of the sources:
- *   import { KnowledgeGroundingEngine } from "lexground";
- *   import { KnowledgeRetriever } from "lexground/langchain";
- * and swap in a real chat model:
+ * It imports the package by name, as an application does (in this repository, tsconfig.json's `paths` map the names
+ * to the sources, so it runs without a build). In an application, swap in a real chat model:
  *   import { ChatOpenAI } from "@langchain/openai";
  *   const model = new ChatOpenAI({ model: "gpt-4o-mini" });
  */
@@ -20,9 +18,9 @@ import { StringOutputParser } from "@langchain/core/output_parsers";
 import type { ChatPromptValueInterface } from "@langchain/core/prompt_values";
 import { ChatPromptTemplate } from "@langchain/core/prompts";
 import { RunnableLambda, RunnablePassthrough, RunnableSequence } from "@langchain/core/runnables";
-import { loadKnowledgeBase } from "../../src/cli/compile.js";
-import { KnowledgeGroundingEngine } from "../../src/index.js";
-import { type KnowledgeDocumentMetadata, KnowledgeRetriever } from "../../src/integrations/langchain.js";
+import { KnowledgeGroundingEngine } from "lexground";
+import { loadKnowledgeBase } from "lexground/files";
+import { type KnowledgeDocumentMetadata, KnowledgeRetriever } from "lexground/langchain";
 
 // 1. The knowledge: a folder of Markdown entries compiled to engine sources.
 const knowledgeBase = await loadKnowledgeBase(fileURLToPath(new URL("../knowledge-base", import.meta.url)));

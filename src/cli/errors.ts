@@ -1,68 +1,8 @@
 /**
- * Errors of the CLI and the knowledge compiler. Every error names what is wrong, where (file and line when known)
- * and what to do about it, so the CLI can print one clear line plus a hint.
+ * Errors of the CLI. Every error names what is wrong, where (file and line when known) and what to do about it, so
+ * the CLI can print one clear line plus a hint. The knowledge compiler's own error is in `src/files/errors.ts`.
  */
-import type { ReportedIssue } from "./report.js";
-
-/** Stable codes of {@link KnowledgeCompileError}. */
-export type KnowledgeCompileErrorCode =
-  | "not-found"
-  | "unreadable"
-  | "file-too-large"
-  | "unsupported-file"
-  | "yaml-syntax"
-  | "yaml-aliases"
-  | "json-syntax"
-  | "missing-front-matter"
-  | "unclosed-front-matter"
-  | "bad-front-matter"
-  | "bad-entry-file"
-  | "bad-catalog-file"
-  | "duplicate-catalog-id"
-  | "bad-manifest"
-  | "bad-config"
-  | "bad-corpus"
-  | "bad-content-version"
-  | "bad-generated-at"
-  | "no-entries";
-
-/** A knowledge base could not be compiled or loaded. `file` and `line` locate the problem when known. */
-export class KnowledgeCompileError extends Error {
-  override readonly name = "KnowledgeCompileError";
-  /** Stable machine-readable code. */
-  readonly code: KnowledgeCompileErrorCode;
-  /** Display path of the offending file, when there is one. */
-  readonly file: string | undefined;
-  /** 1-based line in `file`, when known. */
-  readonly line: number | undefined;
-  /** What the author can do about it. */
-  readonly hint: string | undefined;
-  /** The message without its `file:line: ` prefix. */
-  readonly description: string;
-
-  constructor(
-    code: KnowledgeCompileErrorCode,
-    description: string,
-    location: { file?: string; line?: number; hint?: string } = {},
-  ) {
-    const where = location.file ? `${location.file}${location.line ? `:${location.line}` : ""}: ` : "";
-    super(`${where}${description}`);
-    this.code = code;
-    this.description = description;
-    this.file = location.file;
-    this.line = location.line;
-    this.hint = location.hint;
-  }
-
-  /** The same error with another hint. */
-  withHint(hint: string): KnowledgeCompileError {
-    return new KnowledgeCompileError(this.code, this.description, {
-      ...(this.file !== undefined ? { file: this.file } : {}),
-      ...(this.line !== undefined ? { line: this.line } : {}),
-      hint,
-    });
-  }
-}
+import type { KnowledgeFileIssue } from "../files/issues.js";
 
 /** A command was used wrongly (bad flag value, missing argument). Exit code 2, like commander's usage errors. */
 export class CliUsageError extends Error {
@@ -87,8 +27,8 @@ export class CliFailure extends Error {
 /** The knowledge base failed validation; `issues` are located for printing. */
 export class KnowledgeBaseInvalidError extends Error {
   override readonly name = "KnowledgeBaseInvalidError";
-  readonly issues: ReportedIssue[];
-  constructor(issues: ReportedIssue[]) {
+  readonly issues: KnowledgeFileIssue[];
+  constructor(issues: KnowledgeFileIssue[]) {
     const errors = issues.filter((issue) => issue.level === "error");
     const first = errors[0];
     const where = first?.file ? `${first.file}${first.line ? `:${first.line}` : ""}: ` : "";

@@ -9,8 +9,9 @@
  */
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
+import { KnowledgeCompileError } from "../files/errors.js";
 import { KNOWLEDGE_PRESET_NAMES } from "../knowledge/presets.js";
-import { CliFailure, CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
+import { CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
 
 /** Exit code of a usage error (unknown command or flag, missing argument, bad flag value). */

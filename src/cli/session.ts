@@ -8,6 +8,9 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { CONTENT_WARNING_CODES, type LoadedKnowledgeBase, readKnowledgeBase } from "../files/compile.js";
+import { KnowledgeCompileError } from "../files/errors.js";
+import { locateIssues, notesToIssues } from "../files/issues.js";
 import {
   assembleKnowledgeContext,
   buildIndexSnapshot,
@@ -35,10 +38,9 @@ import type {
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { CONTENT_WARNING_CODES, type LoadedKnowledgeBase, loadKnowledgeBase } from "./compile.js";
-import { CliUsageError, KnowledgeBaseInvalidError, KnowledgeCompileError } from "./errors.js";
+import { CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CommandContext, createProgress, parseList } from "./io.js";
-import { formatIssue, locateIssues, notesToIssues } from "./report.js";
+import { formatIssue } from "./report.js";
 
 /** The parts of `KnowledgeGroundingConfig` a `--config` file may set. */
 export type CliGroundingConfig = {
@@ -143,7 +145,7 @@ export async function openKnowledgeBase(
 ): Promise<LoadedKnowledgeBase> {
   const progress = createProgress(context);
   try {
-    return await loadKnowledgeBase(inputs, {
+    return await readKnowledgeBase(inputs, {
       cwd: context.io.cwd,
       env: context.io.env,
       ...(options.locate ? { locate: true } : {}),

@@ -7,7 +7,11 @@
  */
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { type KnowledgeCompileOptions, type LoadedKnowledgeBase, loadKnowledgeBase } from "../cli/compile.js";
+import {
+  type KnowledgeCompileOptions,
+  type LoadedKnowledgeBase,
+  readKnowledgeBase,
+} from "../files/compile.js";
 import { normalizeAndValidate } from "../knowledge/resolve.js";
 import type { KnowledgeValidationIssue, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { EvalDataError, type EvalQrels, type EvalQuery, readQrels, readQueries } from "./data.js";
@@ -67,7 +71,7 @@ export async function loadEvalCollection(
   const cwd = options.cwd ?? process.cwd();
   const split = options.split ?? "test";
   const kbPath = resolve(cwd, kb);
-  const knowledgeBase = await loadKnowledgeBase(kbPath, { cwd, ...options.compile });
+  const knowledgeBase = await readKnowledgeBase(kbPath, { cwd, ...options.compile });
   const beir = knowledgeBase.origin === "beir";
 
   let queriesPath: string;

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { compileKnowledgeBase, serializeManifest } from "../../src/cli/compile.js";
+import { compileKnowledgeBase, serializeManifest } from "../../src/files/compile.js";
 import { fixtures, run, withTemporaryDirectory } from "./helpers.js";
 
 describe("lexground (no command), --help, --version, unknown commands", () => {

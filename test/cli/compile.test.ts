@@ -5,10 +5,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   compileKnowledgeBase,
   firstSentence,
-  loadKnowledgeBase,
+  readKnowledgeBase,
   serializeManifest,
-} from "../../src/cli/compile.js";
-import { KnowledgeCompileError } from "../../src/cli/errors.js";
+} from "../../src/files/compile.js";
+import { KnowledgeCompileError } from "../../src/files/errors.js";
 
 const fixtures = join(import.meta.dirname, "fixtures");
 const fixed = { cwd: fixtures, env: { SOURCE_DATE_EPOCH: "1767225600" } };
@@ -251,9 +251,9 @@ async function mkdirp(path: string) {
   await mkdir(path, { recursive: true });
 }
 
-describe("loadKnowledgeBase", () => {
+describe("readKnowledgeBase", () => {
   it("loads a BEIR corpus: first sentence as summary, id as a missing title, domain corpus", async () => {
-    const { manifest, sourceMap, origin } = await loadKnowledgeBase("beir", fixed);
+    const { manifest, sourceMap, origin } = await readKnowledgeBase("beir", fixed);
     expect(origin).toBe("beir");
     expect(manifest.catalogs.map((catalog) => catalog.id)).toEqual(["beir"]);
     const entries = manifest.catalogs[0]!.entries;
@@ -277,7 +277,7 @@ describe("loadKnowledgeBase", () => {
     const directory = await temporaryDirectory();
     const built = await compileKnowledgeBase(["kb"], fixed);
     await writeFile(join(directory, "manifest.json"), serializeManifest(built.manifest));
-    const loaded = await loadKnowledgeBase("manifest.json", { cwd: directory, locate: true });
+    const loaded = await readKnowledgeBase("manifest.json", { cwd: directory, locate: true });
     expect(loaded.origin).toBe("manifest");
     expect(loaded.manifest).toEqual(built.manifest);
     expect(loaded.sources[0]).toMatchObject({
@@ -297,9 +297,9 @@ describe("loadKnowledgeBase", () => {
       join(directory, "m.json"),
       JSON.stringify({ contentVersion: "1", catalogs: [{ id: "c" }] }),
     );
-    const error = await compileError(() => loadKnowledgeBase("m.json", { cwd: directory }));
+    const error = await compileError(() => readKnowledgeBase("m.json", { cwd: directory }));
     expect(error.message).toBe("m.json: catalogs[0].entries must be an array");
-    await expect(loadKnowledgeBase({ catalogs: "x" } as never)).rejects.toThrow(KnowledgeCompileError);
+    await expect(readKnowledgeBase({ catalogs: "x" } as never)).rejects.toThrow(KnowledgeCompileError);
   });
 });
 

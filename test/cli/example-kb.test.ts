@@ -6,8 +6,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { compileKnowledgeBase, serializeManifest } from "../../src/cli/compile.js";
 import { prepareKnowledgeBase, runTurn } from "../../src/cli/session.js";
+import { compileKnowledgeBase, serializeManifest } from "../../src/files/compile.js";
 import { run } from "./helpers.js";
 
 const root = join(import.meta.dirname, "../..");

@@ -11,12 +11,12 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   compileKnowledgeBase,
-  loadKnowledgeBase,
   MAX_ENTRY_FILE_BYTES,
   MAX_MANIFEST_FILE_BYTES,
   MAX_YAML_ANCHORS_AND_ALIASES,
-} from "../../src/cli/compile.js";
-import { KnowledgeCompileError } from "../../src/cli/errors.js";
+  readKnowledgeBase,
+} from "../../src/files/compile.js";
+import { KnowledgeCompileError } from "../../src/files/errors.js";
 import { run, withTemporaryDirectory } from "./helpers.js";
 
 /** Bytes read through `open()` handles, per path. */
@@ -309,7 +309,7 @@ describe("invalid UTF-8 and binary content (issue 11, item 13c)", () => {
         join(directory, "kb.json"),
         Buffer.concat([text.subarray(0, at), Buffer.from([0xe9]), text.subarray(at)]),
       );
-      const loaded = await loadKnowledgeBase("kb.json", { cwd: directory });
+      const loaded = await readKnowledgeBase("kb.json", { cwd: directory });
       expect(loaded.notes.map((note) => [note.code, note.file, note.line])).toEqual([
         ["invalid-utf8", "kb.json", 11],
       ]);

@@ -11,8 +11,8 @@ import {
   renderEntryDocument,
   type SearchKnowledgeResult,
 } from "../../src/cli/commands/mcp.js";
-import { loadKnowledgeBase } from "../../src/cli/compile.js";
 import { prepareKnowledgeBase } from "../../src/cli/session.js";
+import { readKnowledgeBase } from "../../src/files/compile.js";
 import { fixtures, run } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];
@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 async function connect(options: Parameters<typeof createKnowledgeMcpServer>[1] = {}, kb = "kb") {
-  const knowledgeBase = await loadKnowledgeBase(kb, { cwd: fixtures });
+  const knowledgeBase = await readKnowledgeBase(kb, { cwd: fixtures });
   const prepared = prepareKnowledgeBase(knowledgeBase, {});
   const server = await createKnowledgeMcpServer(prepared, { version: "9.9.9", ...options });
   const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
@@ -236,7 +236,7 @@ describe("lexground mcp: get_entry and entry resources (issue 13)", () => {
       kind: "concept" as const,
       ...extra,
     });
-    const knowledgeBase = await loadKnowledgeBase({
+    const knowledgeBase = await readKnowledgeBase({
       schemaVersion: "1",
       contentVersion: "v1",
       generatedAt: "2026-01-01T00:00:00.000Z",

@@ -1,11 +1,12 @@
 /** `lexground build`: compile authored files into a manifest, refusing to write one that would not load. */
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
+import { CONTENT_WARNING_CODES, serializeManifest } from "../../files/compile.js";
+import { locateIssues, notesToIssues, sortIssues } from "../../files/issues.js";
 import { buildIndexArtifact, manifestToSources, normalizeAndValidate } from "../../index.js";
-import { CONTENT_WARNING_CODES, serializeManifest } from "../compile.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, printError, println } from "../io.js";
-import { formatIssue, locateIssues, notesToIssues, sortIssues } from "../report.js";
+import { formatIssue } from "../report.js";
 import { defaultIndexPath, openKnowledgeBase } from "../session.js";
 
 export type BuildFlags = {

@@ -21,7 +21,8 @@ import {
   type EvalReport,
   evaluateConfigurations,
 } from "../../eval/run.js";
-import { CliUsageError, KnowledgeCompileError } from "../errors.js";
+import { KnowledgeCompileError } from "../../files/errors.js";
+import { CliUsageError } from "../errors.js";
 import { type CommandContext, createProgress, padCell, printError, println } from "../io.js";
 import { checkGroundingConfig, parsePreset } from "../session.js";
 

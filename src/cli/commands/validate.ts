@@ -1,7 +1,9 @@
 /** `lexground validate`: every engine issue, compiler note and author lint, located at `file:line`. */
+
+import { lintKnowledgeBase, locateIssues, notesToIssues, sortIssues } from "../../files/issues.js";
 import { normalizeAndValidate } from "../../index.js";
 import { type CommandContext, println } from "../io.js";
-import { formatIssue, lintKnowledgeBase, locateIssues, notesToIssues, sortIssues } from "../report.js";
+import { formatIssue } from "../report.js";
 import { openKnowledgeBase } from "../session.js";
 
 export type ValidateFlags = { json?: boolean; strict?: boolean };

@@ -151,7 +151,7 @@ export type KnowledgeCompileProgress = {
   total?: number;
 };
 
-/** Options of {@link compileKnowledgeBase} and {@link loadKnowledgeBase}. */
+/** Options of {@link compileKnowledgeBase} and {@link readKnowledgeBase}. */
 export type KnowledgeCompileOptions = {
   /** Directory relative paths are resolved against (and displayed relative to). Default `process.cwd()`. */
   cwd?: string;
@@ -1219,10 +1219,11 @@ function unlocatedSourceMap(manifest: KnowledgeManifest, file: string): Knowledg
 }
 
 /**
- * Loads a knowledge base from whatever the user points at: a manifest object, a manifest JSON file, a BEIR folder
- * (holding `corpus.jsonl`), a folder of authored entries, or entry files.
+ * Reads a knowledge base from whatever the user points at: a manifest object, a manifest JSON file, a BEIR folder
+ * (holding `corpus.jsonl`), a folder of authored entries, or entry files. It does not validate the entries; the
+ * public `loadKnowledgeBase` (in `./index.ts`) does.
  */
-export async function loadKnowledgeBase(
+export async function readKnowledgeBase(
   pathOrManifest: string | readonly string[] | KnowledgeManifest,
   options: KnowledgeCompileOptions = {},
 ): Promise<LoadedKnowledgeBase> {

@@ -1,0 +1,65 @@
+/**
+ * The knowledge compiler's error: names what is wrong, where (file and line when known) and what to do about it.
+ *
+ * @module
+ */
+
+/** Stable codes of {@link KnowledgeCompileError}. */
+export type KnowledgeCompileErrorCode =
+  | "not-found"
+  | "unreadable"
+  | "file-too-large"
+  | "unsupported-file"
+  | "yaml-syntax"
+  | "yaml-aliases"
+  | "json-syntax"
+  | "missing-front-matter"
+  | "unclosed-front-matter"
+  | "bad-front-matter"
+  | "bad-entry-file"
+  | "bad-catalog-file"
+  | "duplicate-catalog-id"
+  | "bad-manifest"
+  | "bad-config"
+  | "bad-corpus"
+  | "bad-content-version"
+  | "bad-generated-at"
+  | "no-entries";
+
+/** A knowledge base could not be compiled or loaded. `file` and `line` locate the problem when known. */
+export class KnowledgeCompileError extends Error {
+  override readonly name = "KnowledgeCompileError";
+  /** Stable machine-readable code. */
+  readonly code: KnowledgeCompileErrorCode;
+  /** Display path of the offending file, when there is one. */
+  readonly file: string | undefined;
+  /** 1-based line in `file`, when known. */
+  readonly line: number | undefined;
+  /** What the author can do about it. */
+  readonly hint: string | undefined;
+  /** The message without its `file:line: ` prefix. */
+  readonly description: string;
+
+  constructor(
+    code: KnowledgeCompileErrorCode,
+    description: string,
+    location: { file?: string; line?: number; hint?: string } = {},
+  ) {
+    const where = location.file ? `${location.file}${location.line ? `:${location.line}` : ""}: ` : "";
+    super(`${where}${description}`);
+    this.code = code;
+    this.description = description;
+    this.file = location.file;
+    this.line = location.line;
+    this.hint = location.hint;
+  }
+
+  /** The same error with another hint. */
+  withHint(hint: string): KnowledgeCompileError {
+    return new KnowledgeCompileError(this.code, this.description, {
+      ...(this.file !== undefined ? { file: this.file } : {}),
+      ...(this.line !== undefined ? { line: this.line } : {}),
+      hint,
+    });
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * `lexground/files` (Node only): load a knowledge base from authored files (a folder of Markdown entries with YAML
+ * front matter, YAML or JSON entry files, a manifest written by `lexground build`, or a BEIR folder) and keep an
+ * engine in step with the folder while it changes.
+ *
+ * ```ts
+ * import { KnowledgeGroundingEngine } from "lexground";
+ * import { loadKnowledgeBase, watchKnowledgeBase } from "lexground/files";
+ *
+ * const { sources, issues, ok } = await loadKnowledgeBase("knowledge");
+ * if (!ok) throw new Error(issues.map((issue) => `${issue.file}:${issue.line}: ${issue.message}`).join("\n"));
+ * const engine = new KnowledgeGroundingEngine({ enabled: true, sources });
+ * const watcher = await watchKnowledgeBase("knowledge", engine);
+ * ```
+ *
+ * @module
+ */
+import { normalizeAndValidate } from "../index.js";
+import type { KnowledgeManifest } from "../types/knowledge.js";
+import { type KnowledgeCompileOptions, type LoadedKnowledgeBase, readKnowledgeBase } from "./compile.js";
+import { type KnowledgeFileIssue, locateIssues, notesToIssues, sortIssues } from "./issues.js";
+
+export {
+  type KnowledgeCatalogLocation,
+  type KnowledgeCompileNote,
+  type KnowledgeCompileOptions,
+  type KnowledgeCompileProgress,
+  type KnowledgeEntryLocation,
+  type KnowledgeSourceMap,
+  type LoadedKnowledgeBase,
+  MAX_ENTRY_FILE_BYTES,
+  MAX_MANIFEST_FILE_BYTES,
+  serializeManifest,
+} from "./compile.js";
+export { KnowledgeCompileError, type KnowledgeCompileErrorCode } from "./errors.js";
+export { type KnowledgeFileIssue, lintKnowledgeBase } from "./issues.js";
+export {
+  DEFAULT_WATCH_DEBOUNCE_MS,
+  type KnowledgeBaseWatcher,
+  type KnowledgeRebuildTarget,
+  type KnowledgeReloadResult,
+  type KnowledgeWatchOptions,
+  watchKnowledgeBase,
+} from "./watch.js";
+
+/** A knowledge base read from files and validated: engine sources plus every issue, located at `file:line`. */
+export type KnowledgeBaseLoadResult = LoadedKnowledgeBase & {
+  /** No validation errors: `sources` can be served (an engine given them builds a snapshot). */
+  ok: boolean;
+  /**
+   * The compiler's notes (ignored files, unknown fields, damaged encodings) and the engine's validation issues
+   * (errors and warnings), located at the file and line that caused them, sorted by file and line.
+   */
+  issues: KnowledgeFileIssue[];
+};
+
+/**
+ * Reads and validates a knowledge base: a folder of authored entries, entry files, a manifest JSON file, a BEIR
+ * folder (holding `corpus.jsonl`), or a manifest object. The result's `sources` go straight into
+ * `new KnowledgeGroundingEngine({ enabled: true, sources })`; `issues` says what is wrong, where.
+ *
+ * Content problems the engine can report (a missing title, a duplicate id) are `issues`, all of them at once.
+ * Throws {@link KnowledgeCompileError} (with `code`, `file` and `line`) only when the files cannot be read at all:
+ * a missing path, malformed YAML or JSON, a Markdown file without front matter, a file over the size limits.
+ */
+export async function loadKnowledgeBase(
+  input: string | readonly string[] | KnowledgeManifest,
+  options: KnowledgeCompileOptions = {},
+): Promise<KnowledgeBaseLoadResult> {
+  const loaded = await readKnowledgeBase(input, options);
+  const { validation } = normalizeAndValidate(loaded.sources, {
+    manifestVersion: loaded.manifest.contentVersion,
+  });
+  return {
+    ...loaded,
+    ok: validation.ok,
+    issues: sortIssues([...notesToIssues(loaded.notes), ...locateIssues(validation.issues, loaded)]),
+  };
+}
