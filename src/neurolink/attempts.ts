@@ -19,6 +19,7 @@ import {
   AttemptTimeoutError,
   EmptyOutputError,
   FirstContentTimeoutError,
+  GenerateTimeoutError,
   StreamIdleTimeoutError,
   StreamInterruptedError,
 } from "./errors.js";
@@ -122,17 +123,29 @@ function callSettings(request: PreparedRequest, target: ResolvedModel, signal: A
   };
 }
 
-/** Runs one generate attempt with an optional deadline. */
+/**
+ * Runs one generate attempt with its deadlines: `generateTimeoutMs` (the default deadline of a generate attempt,
+ * {@link GenerateTimeoutError}) and the call's optional `timeout` ({@link AttemptTimeoutError}); the first to pass
+ * aborts the request.
+ */
 export async function runGenerateAttempt(
   target: ResolvedModel,
   request: PreparedRequest,
-  options: { callerSignal?: AbortSignal; timeoutMs?: number },
+  options: { callerSignal?: AbortSignal; timeoutMs?: number; generateTimeoutMs?: number },
 ): Promise<GenerateAttemptResult> {
   const { controller, release } = linkedController(options.callerSignal);
   let timer: NodeJS.Timeout | undefined;
+  let generateTimer: NodeJS.Timeout | undefined;
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)) {
     timer = setTimeout(() => controller.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
+  }
+  const generateTimeoutMs = options.generateTimeoutMs;
+  if (generateTimeoutMs !== undefined && generateTimeoutMs > 0 && Number.isFinite(generateTimeoutMs)) {
+    generateTimer = setTimeout(
+      () => controller.abort(new GenerateTimeoutError(generateTimeoutMs)),
+      generateTimeoutMs,
+    );
   }
   try {
     const result = await raceAbort(
@@ -150,6 +163,7 @@ export async function runGenerateAttempt(
     throw error;
   } finally {
     clearTimeout(timer);
+    clearTimeout(generateTimer);
     release();
   }
 }

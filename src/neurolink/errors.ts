@@ -28,6 +28,7 @@ export type NeuroLinkErrorCode =
   | "FIRST_CONTENT_TIMEOUT"
   | "STREAM_IDLE_TIMEOUT"
   | "ATTEMPT_TIMEOUT"
+  | "GENERATE_TIMEOUT"
   | "EMPTY_OUTPUT"
   | "STREAM_INTERRUPTED"
   | "STREAM_ABANDONED"
@@ -298,6 +299,31 @@ export class AttemptTimeoutError extends NeuroLinkError {
 
   static override isInstance(error: unknown): error is AttemptTimeoutError {
     return hasMarker(error, ATTEMPT_TIMEOUT);
+  }
+}
+
+const GENERATE_TIMEOUT = Symbol.for("lexground.neurolink.GenerateTimeoutError");
+
+/**
+ * A generate attempt did not finish within `generateTimeoutMs` (default 120 000 ms), for instance a server that
+ * keeps the connection alive by trickling bytes but never completes the answer. The attempt's request is aborted
+ * and the next target tried.
+ */
+export class GenerateTimeoutError extends NeuroLinkError {
+  readonly [GENERATE_TIMEOUT] = true;
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super(
+      "GENERATE_TIMEOUT",
+      `The generate call did not finish within ${timeoutMs}ms (generateTimeoutMs) and was cancelled`,
+    );
+    this.name = "GenerateTimeoutError";
+    this.timeoutMs = timeoutMs;
+  }
+
+  static override isInstance(error: unknown): error is GenerateTimeoutError {
+    return hasMarker(error, GENERATE_TIMEOUT);
   }
 }
 

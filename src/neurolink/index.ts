@@ -22,6 +22,7 @@ export {
   DynamicArgumentError,
   EmptyOutputError,
   FirstContentTimeoutError,
+  GenerateTimeoutError,
   InvalidOptionsError,
   KnowledgeNotConfiguredError,
   NeuroLinkError,
@@ -45,6 +46,7 @@ export type {
   MemoryStoreStatus,
 } from "./memory/types.js";
 export {
+  DEFAULT_GENERATE_TIMEOUT_MS,
   KNOWLEDGE_HOOK_FAILED_WARNING,
   KNOWLEDGE_NO_SOURCES_WARNING,
   MEMORY_EVICTION_WARNING,

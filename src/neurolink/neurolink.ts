@@ -76,6 +76,8 @@ import type {
 const DEFAULT_MAX_ATTEMPTS = 8;
 const DEFAULT_FIRST_CONTENT_TIMEOUT_MS = 60_000;
 const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 60_000;
+/** Default deadline of one generate attempt, in ms (`generateTimeoutMs`; 0 disables). */
+export const DEFAULT_GENERATE_TIMEOUT_MS = 120_000;
 const DEFAULT_MAX_TURNS_PER_SESSION = 50;
 const DEFAULT_MAX_SESSIONS = 50;
 
@@ -636,12 +638,17 @@ export class NeuroLink {
     const { options, resolved, grounding, request } = await this.prepareCall(optionsOrPrompt, "generate");
     const timeoutMs =
       parseTimeout(resolved.timeout, "timeout") ?? parseTimeout(this.config.timeout, "config.timeout");
+    const generateTimeoutMs =
+      parseTimeout((resolved as GenerateOptions).generateTimeoutMs, "generateTimeoutMs") ??
+      parseTimeout(this.config.generateTimeoutMs, "config.generateTimeoutMs") ??
+      DEFAULT_GENERATE_TIMEOUT_MS;
     const outcome = await runWithFallback({
       ...this.fallbackHooks(resolved),
       attempt: (target) =>
         runGenerateAttempt(target, request, {
           ...(resolved.abortSignal === undefined ? {} : { callerSignal: resolved.abortSignal }),
           ...(timeoutMs === undefined ? {} : { timeoutMs }),
+          generateTimeoutMs,
         }),
       phaseOf: () => "generate",
     });

@@ -202,6 +202,12 @@ export type NeurolinkConstructorConfig = {
   streamIdleTimeoutMs?: number;
   /** Default per-attempt deadline of calls, in ms or as a duration string. Default none. */
   timeout?: number | string;
+  /**
+   * Default deadline of each `generate()` attempt in ms (0 disables): an attempt that has not returned its whole
+   * answer by then (a stalled server, or one trickling bytes without ever finishing) is aborted with
+   * `GenerateTimeoutError` and the next target tried. Streams have their own deadlines. Default 120 000.
+   */
+  generateTimeoutMs?: number;
   /** Receives the constructor warning and fail-open notices. Default `console`. */
   logger?: NeuroLinkLogger;
   /** Environment read for provider settings. Default `process.env`. */
@@ -278,7 +284,10 @@ type CallOptionsBase = {
 };
 
 /** Options of `generate()`. */
-export type GenerateOptions = CallOptionsBase;
+export type GenerateOptions = CallOptionsBase & {
+  /** Deadline of each generate attempt in ms; 0 disables. Default: the instance's (120 000). */
+  generateTimeoutMs?: number;
+};
 
 /** Options of `stream()`. */
 export type StreamOptions = CallOptionsBase & {

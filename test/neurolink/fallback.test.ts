@@ -5,7 +5,7 @@
  * abort, stalls cut by a first-content deadline, one aggregated error when everything fails.
  */
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
-import { MockProviderV3 } from "ai/test";
+import { MockLanguageModelV3, MockProviderV3 } from "ai/test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { KnowledgeGroundingOutcome } from "../../src/index.js";
 import {
@@ -15,6 +15,7 @@ import {
   EmptyOutputError,
   FirstContentTimeoutError,
   type GenerateOptions,
+  GenerateTimeoutError,
   NeuroLink,
   NeuroLinkError,
   type NeurolinkConstructorConfig,
@@ -34,6 +35,7 @@ import {
   errorPartModel,
   failsAfterContentModel,
   gatedStreamModel,
+  generateResult,
   httpError,
   stallingModel,
   systemOf,
@@ -563,6 +565,57 @@ describe("orchestration rules", () => {
     expect(stalled.state.cancelled).toBe(true);
     expect(AttemptTimeoutError.isInstance(result.attempts[0]?.error)).toBe(true);
     expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
+  });
+
+  it("generate has a default deadline of 120 s per attempt: a wedged provider is cancelled and the call rejects typed (issue 11, item 9)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const neurolink = new NeuroLink({ logger: recordingLogger(), env: {} });
+      const stalled = stallingModel();
+      const pending = neurolink
+        .generate({ input: { text: "hello" }, model: stalled.model })
+        .catch((caught: unknown) => caught);
+      await vi.advanceTimersByTimeAsync(119_999);
+      expect(stalled.state.cancelled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      const error = await pending;
+      expect(GenerateTimeoutError.isInstance(error)).toBe(true);
+      expect(error).toMatchObject({ code: "GENERATE_TIMEOUT", timeoutMs: 120_000 });
+      expect(stalled.state.cancelled).toBe(true);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("generateTimeoutMs: per instance, overridden per call, 0 disables, duration strings accepted", async () => {
+    const late = new MockLanguageModelV3({
+      provider: "mock",
+      modelId: "late",
+      doGenerate: async () => {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        return generateResult("late but fine");
+      },
+    });
+    const neurolink = new NeuroLink({ logger: recordingLogger(), env: {}, generateTimeoutMs: 40 });
+    await expect(neurolink.generate({ input: { text: "q" }, model: late })).rejects.toMatchObject({
+      code: "GENERATE_TIMEOUT",
+      timeoutMs: 40,
+    });
+    const unbounded = await neurolink.generate({ input: { text: "q" }, model: late, generateTimeoutMs: 0 });
+    expect(unbounded.content).toBe("late but fine");
+    const generous = await neurolink.generate({
+      input: { text: "q" },
+      model: late,
+      generateTimeoutMs: "10s" as never,
+    });
+    expect(generous.content).toBe("late but fine");
+    await expect(
+      neurolink.generate({ input: { text: "q" }, model: late, generateTimeoutMs: -1 }),
+    ).rejects.toMatchObject({ code: "INVALID_OPTIONS", path: "generateTimeoutMs" });
+    // Streams are not affected: they have their own deadlines.
+    const streamed = await neurolink.stream({ input: { text: "q" }, model: answeringModel("streamed") });
+    expect(await drain(streamed.stream)).toBe("streamed");
   });
 
   it("providerFallback is asked when configured targets run out; null stops; never on abort", async () => {

@@ -5,6 +5,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   AllAttemptsFailedError,
+  GenerateTimeoutError,
   NeuroLink,
   NeuroLinkError,
   type NeurolinkConstructorConfig,
@@ -54,6 +55,10 @@ const GROUNDED = {
   useKnowledgeGrounding: true,
   knowledgeContext: SCOPE,
 } as const;
+
+function activeTimers(): number {
+  return process.getActiveResourcesInfo().filter((resource) => resource === "Timeout").length;
+}
 
 function systemMessages(): string[] {
   return server.requests.map((request) =>
@@ -229,6 +234,34 @@ describe("openai-compatible over HTTP", () => {
       { message: "second overloaded" },
     ]);
     expect(aggregated.cause).toBe(aggregated.errors[1]);
+  });
+
+  it("generate: a server trickling a byte every 100 ms is cut by the generate deadline, its request aborted, timers cleared (issue 11, item 9)", async () => {
+    server.script("trickling", { kind: "trickle", intervalMs: 100 });
+    const timersBefore = activeTimers();
+    const error = await client()
+      .generate({ ...GROUNDED, model: "trickling", generateTimeoutMs: 700 })
+      .catch((caught: unknown) => caught);
+    expect(GenerateTimeoutError.isInstance(error)).toBe(true);
+    expect(error).toMatchObject({ code: "GENERATE_TIMEOUT", timeoutMs: 700 });
+    // The connection was never idle: bytes kept arriving until the deadline.
+    expect(server.trickledBytes.get("trickling")).toBeGreaterThan(0);
+    await expect.poll(() => server.clientClosed).toContain("trickling");
+    await expect.poll(activeTimers).toBe(timersBefore);
+  });
+
+  it("generate: the instance's generateTimeoutMs applies to every attempt, and a trickling target falls back", async () => {
+    server.script("trickling", { kind: "trickle", intervalMs: 100 });
+    server.script("good", { kind: "text", text: "on time" });
+    const result = await client({ generateTimeoutMs: 500 }).generate({
+      ...GROUNDED,
+      model: "trickling",
+      modelChain: ["good"],
+    });
+    expect(result.content).toBe("on time");
+    expect(result.attempts[0]).toMatchObject({ outcome: "failure", model: "trickling" });
+    expect(result.attempts[0]?.errorMessage).toContain("within 500ms");
+    await expect.poll(() => server.clientClosed).toContain("trickling");
   });
 
   it("the ollama preset accepts a root URL and talks to /v1/chat/completions", async () => {

@@ -22,7 +22,12 @@ export type ScriptedReply =
   /** Streams `before`, then keeps the connection open and sends nothing more. */
   | { kind: "stall-after"; before: string[] }
   /** HTTP 200 and SSE headers, then one `data: {"error": {...}}` event (a provider failing inside the stream). */
-  | { kind: "sse-error"; message: string };
+  | { kind: "sse-error"; message: string }
+  /**
+   * HTTP 200 and headers, then one byte (JSON whitespace, or an SSE comment line) every `intervalMs`, forever:
+   * the connection is never idle and the answer never completes.
+   */
+  | { kind: "trickle"; intervalMs: number };
 
 /** One recorded request. */
 export type RecordedRequest = {
@@ -42,6 +47,8 @@ export type OpenAICompatibleTestServer = {
   requests: RecordedRequest[];
   /** Models whose connection the client closed before the reply ended. */
   clientClosed: string[];
+  /** Bytes sent so far by `trickle` replies, per model. */
+  trickledBytes: Map<string, number>;
   /** Sets the reply for a model; an array is consumed one reply per request (the last one repeats). */
   script: (model: string, reply: ScriptedReply | ScriptedReply[]) => void;
   close: () => Promise<void>;
@@ -83,6 +90,7 @@ export async function startOpenAICompatibleServer(): Promise<OpenAICompatibleTes
   const scripts = new Map<string, ScriptedReply[]>();
   const requests: RecordedRequest[] = [];
   const clientClosed: string[] = [];
+  const trickledBytes = new Map<string, number>();
   const open = new Set<ServerResponse>();
 
   const nextReply = (model: string): ScriptedReply => {
@@ -112,10 +120,21 @@ export async function startOpenAICompatibleServer(): Promise<OpenAICompatibleTes
     });
     const reply = nextReply(model);
     open.add(response);
+    let trickle: NodeJS.Timeout | undefined;
     response.on("close", () => {
+      clearInterval(trickle);
       open.delete(response);
       if (!response.writableEnded) clientClosed.push(model);
     });
+    if (reply.kind === "trickle") {
+      response.writeHead(200, { "content-type": stream ? "text/event-stream" : "application/json" });
+      response.flushHeaders();
+      trickle = setInterval(() => {
+        response.write(stream ? ":\n" : " ");
+        trickledBytes.set(model, (trickledBytes.get(model) ?? 0) + (stream ? 2 : 1));
+      }, reply.intervalMs);
+      return;
+    }
 
     if (reply.kind === "error") {
       response.writeHead(reply.status, { "content-type": "application/json" });
@@ -201,6 +220,7 @@ export async function startOpenAICompatibleServer(): Promise<OpenAICompatibleTes
     rootURL: `http://127.0.0.1:${port}`,
     requests,
     clientClosed,
+    trickledBytes,
     script: (model, reply) => {
       scripts.set(model, Array.isArray(reply) ? [...reply] : [reply]);
     },
