@@ -16,6 +16,8 @@ export {
   serializeIndexSnapshot,
 } from "./knowledge/artifact.js";
 export {
+  type KnowledgeGroundingConfigRead,
+  readGroundingConfig,
   resolveContext,
   resolveGroundingConfiguration,
   resolveRetrieval,
@@ -67,12 +69,16 @@ export {
   MAX_QUERY_CHARS,
   MAX_QUERY_TOKENS,
   MAX_RELATIONS_PER_ENTRY,
+  MAX_TIMER_DELAY_MS,
   MAX_TOKEN_LENGTH,
 } from "./knowledge/defaults.js";
 export {
+  BUILD_FAILED,
   INDEX_NOT_READY,
   KnowledgeGroundingEngine,
   KnowledgeGroundingTimeoutError,
+  KnowledgeRegistryError,
+  VALIDATION_FAILED,
 } from "./knowledge/engine.js";
 export {
   buildIndexArtifact,

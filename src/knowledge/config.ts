@@ -2,6 +2,8 @@
  * Engine configuration: merging retrieval settings with defaults (`resolveRetrieval`) and validating every
  * number a host can set, so bad values become issues instead of NaN scores.
  */
+
+import { types } from "node:util";
 import type {
   KnowledgeContextConfig,
   KnowledgeEffectiveConfiguration,
@@ -22,10 +24,19 @@ import {
   DEFAULT_RESULT_LIMIT,
   DEFAULT_TIMEOUT_MS,
   KNOWLEDGE_FIELD_NAMES,
+  MAX_TIMER_DELAY_MS,
 } from "./defaults.js";
 import { resolveFieldWeights } from "./knowledgeIndex.js";
 import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
-import { describeType } from "./resolve.js";
+import {
+  copyList,
+  describeError,
+  describeType,
+  isUnreadable,
+  readProperty,
+  shapeOf,
+  UnreadableValue,
+} from "./resolve.js";
 
 const ANALYZERS: ReadonlySet<string> = new Set(["none", "english", "english-extended"]);
 const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
@@ -87,6 +98,132 @@ export function resolveGroundingConfiguration(
     contextConfig: merged.context,
   };
 }
+/** Top-level options read even when they are not own properties (a class instance with getters, for example). */
+const KNOWN_CONFIG_FIELDS = [
+  "enabled",
+  "sources",
+  "blockedDomains",
+  "retrieval",
+  "context",
+  "timeoutMs",
+  "indexArtifact",
+  "preset",
+  "strict",
+  "logger",
+] as const;
+/** Options whose value is an object whose own fields are copied too. */
+const NESTED_CONFIG_FIELDS: ReadonlySet<string> = new Set(["retrieval", "context"]);
+
+/** The outcome of {@link readGroundingConfig}. */
+export type KnowledgeGroundingConfigRead = {
+  /**
+   * A plain copy of the configuration: every option read once, `retrieval`, `retrieval.fieldWeights` and
+   * `context` copied field by field, `blockedDomains` item by item. `sources` is kept as given (the engine copies
+   * it when it builds), as are `logger` and `indexArtifact`. Options that could not be read are left out.
+   */
+  config: KnowledgeGroundingConfig;
+  /** One `bad-config` error per option that could not be read (a throwing getter, a revoked proxy). */
+  issues: KnowledgeValidationIssue[];
+  /** `enabled` could not be read. The engine then counts as enabled, so turns report why they are ungrounded. */
+  enabledUnreadable: boolean;
+};
+
+/**
+ * Reads a configuration once into a plain object and never throws: each option (and each field of `retrieval`,
+ * `retrieval.fieldWeights` and `context`, and each item of `blockedDomains`) is read exactly once, so what is
+ * validated is what the engine uses, whatever getters or proxies the host's object has, and later changes to the
+ * host's object have no effect. A read that throws becomes a `bad-config` issue at its path.
+ */
+export function readGroundingConfig(config: unknown): KnowledgeGroundingConfigRead {
+  const issues: KnowledgeValidationIssue[] = [];
+  const unreadable = (path: string, value: UnreadableValue): void => {
+    issues.push({
+      level: "error",
+      code: "bad-config",
+      message: `${path} could not be read: ${describeError(value.error)}`,
+      path,
+    });
+  };
+  const shape = shapeOf(config);
+  if (isUnreadable(shape)) {
+    unreadable("config", shape);
+    return { config: { enabled: true, sources: [] }, issues, enabledUnreadable: true };
+  }
+  if (shape !== "record") {
+    issues.push({
+      level: "error",
+      code: "bad-config",
+      message: `config must be an object, got ${describeType(config)}`,
+      path: "config",
+    });
+    return { config: { enabled: false, sources: [] }, issues, enabledUnreadable: false };
+  }
+  const source = config as object;
+  const copy: Record<string, unknown> = {};
+  /** Reads the given keys of `from` into `into` once; nested objects are copied by `nested`. */
+  const copyFields = (
+    from: object,
+    keys: readonly string[],
+    into: Record<string, unknown>,
+    path: string,
+    nested: (key: string, value: unknown, path: string) => unknown,
+  ): void => {
+    for (const key of keys) {
+      if (Object.hasOwn(into, key)) continue;
+      const value = readProperty(from, key);
+      const fieldPath = path === "" ? key : `${path}.${key}`;
+      if (isUnreadable(value)) unreadable(fieldPath, value);
+      else if (value !== undefined) into[key] = nested(key, value, fieldPath);
+    }
+  };
+  const ownKeys = (from: object, path: string): string[] => {
+    try {
+      return Object.keys(from);
+    } catch (caught) {
+      unreadable(path === "" ? "config" : path, new UnreadableValue(caught));
+      return [];
+    }
+  };
+  /** A plain copy of a record's own fields (and of `fieldWeights` inside `retrieval`); other values as they are. */
+  const copyRecord = (value: unknown, path: string, depth: number): unknown => {
+    const valueShape = shapeOf(value);
+    if (isUnreadable(valueShape)) {
+      unreadable(path, valueShape);
+      return undefined;
+    }
+    if (valueShape !== "record") return value;
+    const record: Record<string, unknown> = {};
+    copyFields(value as object, ownKeys(value as object, path), record, path, (key, item, itemPath) =>
+      depth === 0 && key === "fieldWeights" ? copyRecord(item, itemPath, 1) : item,
+    );
+    return record;
+  };
+  const topLevelKeys = [...KNOWN_CONFIG_FIELDS, ...ownKeys(source, "")];
+  copyFields(source, topLevelKeys, copy, "", (key, value, path) => {
+    if (NESTED_CONFIG_FIELDS.has(key)) return copyRecord(value, path, 0);
+    const valueShape = shapeOf(value);
+    if (isUnreadable(valueShape)) {
+      unreadable(path, valueShape);
+      return undefined;
+    }
+    if (key === "blockedDomains" && valueShape === "array") {
+      const list = copyList(value as object, Number.POSITIVE_INFINITY);
+      if (!Array.isArray(list)) {
+        if (isUnreadable(list)) unreadable(path, list);
+        return undefined;
+      }
+      const unreadableIndex = list.findIndex((item) => isUnreadable(item));
+      if (unreadableIndex < 0) return list;
+      unreadable(`${path}[${unreadableIndex}]`, list[unreadableIndex] as UnreadableValue);
+      return undefined;
+    }
+    return value;
+  });
+  const enabledUnreadable = issues.some((issue) => issue.path === "enabled");
+  if (enabledUnreadable) copy.enabled = true;
+  return { config: copy as KnowledgeGroundingConfig, issues, enabledUnreadable };
+}
+
 type Check = (value: number) => boolean;
 const isCount: Check = (value) => Number.isInteger(value) && value >= 0;
 const isNonNegative: Check = (value) => Number.isFinite(value) && value >= 0;
@@ -94,9 +231,16 @@ const isFiniteNumber: Check = (value) => Number.isFinite(value);
 
 /**
  * Validates an engine configuration. Returns issues (code `bad-config`, with a path such as
- * `retrieval.fieldWeights.title`); an error-level issue means the engine must not build.
+ * `retrieval.fieldWeights.title`); an error-level issue means the engine must not build. Never throws: the
+ * configuration is read once with {@link readGroundingConfig} and options that cannot be read are issues too.
  */
 export function validateGroundingConfig(config: unknown): KnowledgeValidationIssue[] {
+  const read = readGroundingConfig(config);
+  return [...read.issues, ...validateConfigValues(read.config)];
+}
+
+/** Validates a configuration already read by {@link readGroundingConfig} (a plain object, or not an object). */
+export function validateConfigValues(config: unknown): KnowledgeValidationIssue[] {
   const issues: KnowledgeValidationIssue[] = [];
   const fail = (path: string, message: string): void => {
     issues.push({ level: "error", code: "bad-config", message: `${path} ${message}`, path });
@@ -127,10 +271,24 @@ export function validateGroundingConfig(config: unknown): KnowledgeValidationIss
       fail("blockedDomains", `must be an array of strings, got ${describeValue(record.blockedDomains)}`);
     }
   }
+  const sourcesShape = shapeOf(record.sources);
+  // Unreadable sources are reported by source validation (`unreadable-input` at `sources`), when the engine builds.
+  if (record.sources !== undefined && sourcesShape !== "array" && !isUnreadable(sourcesShape)) {
+    fail("sources", `must be an array of sources, got ${describeValue(record.sources)}`);
+  }
+  if (record.strict !== undefined && typeof record.strict !== "boolean") {
+    fail("strict", `must be a boolean, got ${describeValue(record.strict)}`);
+  }
+  if (record.logger !== undefined && record.logger !== null) {
+    const warn = typeof record.logger === "object" ? readProperty(record.logger, "warn") : undefined;
+    if (typeof warn !== "function") {
+      fail("logger", `must be null or an object with a warn() method, got ${describeType(record.logger)}`);
+    }
+  }
   if (
     record.indexArtifact !== undefined &&
     typeof record.indexArtifact !== "string" &&
-    !(record.indexArtifact instanceof Uint8Array)
+    !types.isUint8Array(record.indexArtifact)
   ) {
     fail("indexArtifact", `must be a file path or a Uint8Array, got ${describeType(record.indexArtifact)}`);
   }
@@ -226,7 +384,10 @@ function describeValue(value: unknown): string {
   return describeType(value);
 }
 
-/** The timeout of one grounding operation. */
-export function resolveTimeout(config: KnowledgeGroundingConfig): number {
-  return config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+/**
+ * The timeout of one grounding operation. Values above {@link MAX_TIMER_DELAY_MS} (about 24.8 days) are that
+ * maximum: Node would otherwise fire such a timer after 1 ms.
+ */
+export function resolveTimeout(config: Pick<KnowledgeGroundingConfig, "timeoutMs">): number {
+  return Math.min(config.timeoutMs ?? DEFAULT_TIMEOUT_MS, MAX_TIMER_DELAY_MS);
 }

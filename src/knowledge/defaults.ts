@@ -26,6 +26,11 @@ export const DEFAULT_ALIAS_BOOST = 60;
 export const DEFAULT_MAX_CONTEXT_TOKENS = 4000;
 /** Ceiling of one grounding operation in milliseconds (parity). */
 export const DEFAULT_TIMEOUT_MS = 800;
+/**
+ * The longest timer delay Node honours (2^31 - 1 ms, about 24.8 days); a longer one fires after 1 ms. Engine
+ * timeouts above it are treated as this maximum.
+ */
+export const MAX_TIMER_DELAY_MS = 2_147_483_647;
 /** Recent conversation messages considered per turn (parity). */
 export const DEFAULT_RECENT_TURNS = 4;
 /** UTF-16 code units of each recent message that feed the lexical query (parity). */

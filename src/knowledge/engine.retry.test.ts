@@ -26,12 +26,21 @@ afterEach(() => vi.useRealTimers());
 
 describe("a build that throws", () => {
   it("fails the turn open, then a later turn retries the build", async () => {
+    calls.count = 0;
     let clock = 0;
-    const engine = new KnowledgeGroundingEngine({ enabled: true, sources: [policiesSource] }, () => clock);
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => warnings.push(message) };
+    const engine = new KnowledgeGroundingEngine(
+      { enabled: true, sources: [policiesSource], logger },
+      () => clock,
+    );
     await engine.ready();
     expect(engine.getStatus()).toMatchObject({ ready: false, lastError: "Error: disk on fire" });
     const first = await engine.ground({ query: "policy types" });
-    expect(first.metadata.failureReason).toBe("index-not-ready");
+    expect(first.metadata.failureReason).toBe("build-failed");
+    // One warning for the failure, not one per turn (issue 11: grounding must not go silently dark).
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain("the knowledge index build failed: Error: disk on fire");
     expect(calls.count).toBe(1); // too soon to retry
     clock = 5_000;
     await engine.ground({ query: "policy types" });
@@ -40,5 +49,21 @@ describe("a build that throws", () => {
     const later = await engine.ground({ query: "policy types" });
     expect(later.metadata.selectedIds).toEqual(["access.policy-types"]);
     expect(engine.getStatus().lastError).toBeNull();
+    expect(warnings).toHaveLength(1);
+  });
+
+  it("strict: ready() rejects with KNOWLEDGE_BUILD_FAILED", async () => {
+    calls.count = 0;
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [policiesSource],
+      strict: true,
+      logger: null,
+    });
+    await expect(engine.ready()).rejects.toMatchObject({
+      name: "KnowledgeRegistryError",
+      code: "KNOWLEDGE_BUILD_FAILED",
+      reason: "build-failed",
+    });
   });
 });

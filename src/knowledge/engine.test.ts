@@ -37,7 +37,7 @@ describe("configuration validation (RELIABILITY 13)", () => {
     expect(status.lastError).toContain(path);
     expect(status.validationIssues).toContainEqual(expect.objectContaining({ code: "bad-config", path }));
     const outcome = await engine.ground({ query: "multi step flow", scope });
-    expect(outcome.metadata.failureReason).toBe("index-not-ready");
+    expect(outcome.metadata.failureReason).toBe("validation-failed");
   });
 
   it("accepts partial field weights", async () => {
@@ -59,7 +59,7 @@ describe("validation failure and rebuild (SPEC §0.6)", () => {
     { id: "broken", entries: [{ id: "x", title: "", summary: "s", domain: "d", integrations: [] }] },
   ];
 
-  it("reports issues, stays not ready, and fails turns with index-not-ready", async () => {
+  it("reports issues, stays not ready, and fails turns with validation-failed", async () => {
     const engine = new KnowledgeGroundingEngine({ enabled: true, sources: broken });
     await engine.ready();
     expect(engine.getStatus()).toMatchObject({
@@ -70,7 +70,7 @@ describe("validation failure and rebuild (SPEC §0.6)", () => {
     });
     const outcome = await engine.ground({ query: "x" });
     expect(outcome).toMatchObject({ ephemeralContext: null, retrieval: null });
-    expect(outcome.metadata.failureReason).toBe("index-not-ready");
+    expect(outcome.metadata.failureReason).toBe("validation-failed");
   });
 
   it("recovers when rebuilt with corrected sources", async () => {

@@ -11,16 +11,25 @@ import type {
   KnowledgeGroundingMetadata,
   KnowledgeGroundingOutcome,
   KnowledgeIndexSnapshot,
+  KnowledgeLogger,
+  KnowledgeRebuildResult,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalRequest,
   KnowledgeSource,
   KnowledgeValidationIssue,
 } from "../types/knowledge.js";
-import { resolveGroundingConfiguration, resolveRetrieval, validateGroundingConfig } from "./config.js";
+import {
+  readGroundingConfig,
+  resolveGroundingConfiguration,
+  resolveRetrieval,
+  resolveTimeout,
+  validateConfigValues,
+} from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { DEFAULT_RECENT_TURNS, DEFAULT_TIMEOUT_MS, FALLBACK_VERSION } from "./defaults.js";
 import { getOrBuildKnowledgeIndexSnapshot } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
+import { describeError, isUnreadable, shapeOf, snapshotSourceArrays } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
 
 /** Raised (and caught) when a grounding operation exceeds its timeout; its `String()` names the class. */
@@ -31,8 +40,96 @@ export class KnowledgeGroundingTimeoutError extends Error {
   }
 }
 
-/** Failure reason when no snapshot is installed. */
+/** Failure reason when no snapshot is installed yet (or there are no sources). */
 export const INDEX_NOT_READY = "index-not-ready";
+/** Failure reason when validation blocked the sources or the configuration, so no snapshot serves. */
+export const VALIDATION_FAILED = "validation-failed";
+/** Failure reason when the build threw, so no snapshot serves (a later turn retries it). */
+export const BUILD_FAILED = "build-failed";
+
+const REGISTRY_ERROR_MARKER = Symbol.for("lexground.KnowledgeRegistryError");
+
+/**
+ * Raised by `ready()` of a `strict` engine (and by NeuroLink's `knowledgeReady()` and grounded turns) when no
+ * index serves because validation blocked the sources or the configuration, or the build threw.
+ */
+export class KnowledgeRegistryError extends Error {
+  override readonly name = "KnowledgeRegistryError";
+  readonly [REGISTRY_ERROR_MARKER] = true;
+  /** Stable machine-readable code. */
+  readonly code: "KNOWLEDGE_VALIDATION_FAILED" | "KNOWLEDGE_BUILD_FAILED";
+  /** The turns' `failureReason` for the same cause. */
+  readonly reason: "validation-failed" | "build-failed";
+  /** Every validation issue (errors and warnings) of the failed attempt. */
+  readonly issues: KnowledgeValidationIssue[];
+  /** The engine status when the error was raised. */
+  readonly status: KnowledgeEngineStatus;
+
+  constructor(reason: "validation-failed" | "build-failed", status: KnowledgeEngineStatus) {
+    super(
+      reason === VALIDATION_FAILED
+        ? `knowledge grounding is off: ${describeIssues(status.validationIssues)}`
+        : `knowledge grounding is off: the index build failed: ${status.lastError}`,
+    );
+    this.code = reason === VALIDATION_FAILED ? "KNOWLEDGE_VALIDATION_FAILED" : "KNOWLEDGE_BUILD_FAILED";
+    this.reason = reason;
+    this.issues = status.validationIssues.slice();
+    this.status = status;
+  }
+
+  /** True for a `KnowledgeRegistryError` from any copy of the package. */
+  static isInstance(error: unknown): error is KnowledgeRegistryError {
+    return (
+      typeof error === "object" &&
+      error !== null &&
+      (error as Record<symbol, unknown>)[REGISTRY_ERROR_MARKER] === true
+    );
+  }
+}
+
+/** Entry ids named in a warning before "and N more". */
+const NAMED_ENTRIES = 5;
+
+/** `3 error(s) in 2 entries ("a", "b"); first: <path>: <message>` for the error-level issues. */
+function describeIssues(issues: readonly KnowledgeValidationIssue[]): string {
+  const errors = issues.filter((issue) => issue.level === "error");
+  const ids = [...new Set(errors.flatMap((issue) => (issue.entryId === undefined ? [] : [issue.entryId])))];
+  const named = ids
+    .slice(0, NAMED_ENTRIES)
+    .map((id) => JSON.stringify(id.length > 60 ? `${id.slice(0, 57)}...` : id));
+  const more = ids.length > NAMED_ENTRIES ? ` and ${ids.length - NAMED_ENTRIES} more` : "";
+  const where =
+    ids.length > 0
+      ? ` in ${ids.length} ${ids.length === 1 ? "entry" : "entries"} (${named.join(", ")}${more})`
+      : "";
+  const first = errors[0];
+  // Configuration messages already start with their path.
+  const prefix = first?.path && !first.message.startsWith(first.path) ? `${first.path}: ` : "";
+  const firstText = first ? `; first: ${prefix}${first.message}` : "";
+  return `${errors.length} validation error(s)${where}${firstText}`;
+}
+
+/** Keys already warned about, per logger: one warning per logger and content (bounded). */
+const warnedKeys = new WeakMap<object, Set<string>>();
+const WARNED_KEYS_LIMIT = 1_024;
+
+/** Logs `message` once per logger and `key`; a logger that throws is ignored (logging must not break a build). */
+function warnOnce(logger: KnowledgeLogger | null, key: string, message: string): void {
+  if (logger === null || (typeof logger !== "object" && typeof logger !== "function")) return;
+  let keys = warnedKeys.get(logger);
+  if (!keys) {
+    keys = new Set();
+    warnedKeys.set(logger, keys);
+  }
+  if (keys.has(key)) return;
+  if (keys.size >= WARNED_KEYS_LIMIT) keys.clear();
+  keys.add(key);
+  try {
+    logger.warn(message);
+  } catch {
+    // A host logger that throws is its own problem; the status still says everything.
+  }
+}
 
 /** Minimum pause between automatic retries of a build that threw (not one that failed validation). */
 const BUILD_RETRY_INTERVAL_MS = 1_000;
@@ -52,11 +149,14 @@ export function emptyMetadata(durationMs: number, failureReason?: string): Knowl
 }
 
 /**
- * Knowledge grounding engine. Construction never throws and never waits: it validates the configuration and
+ * Knowledge grounding engine. Construction never throws and never waits: it reads the configuration once (each
+ * option exactly once, into a plain copy: later changes to the host's object have no effect), validates it and
  * starts the one-time build; `ready()` resolves when that build settles. `ground()` never throws.
  *
  * Unlike NeuroLink's, the engine can be rebuilt: `rebuild(sources?)` builds a new snapshot and swaps it in
- * atomically when valid, while the previous snapshot keeps serving.
+ * atomically when valid, while the previous snapshot keeps serving. Whatever order concurrent builds finish in,
+ * the most recently requested valid set ends up serving: an invalid or failing set never replaces a valid one,
+ * and a set requested earlier never replaces one requested later.
  */
 export class KnowledgeGroundingEngine {
   private readonly config: KnowledgeGroundingConfig;
@@ -67,25 +167,52 @@ export class KnowledgeGroundingEngine {
   private readonly effective: KnowledgeEffectiveConfiguration | null;
   private readonly now: () => number;
   private readonly timeoutMs: number;
+  private readonly enabled: boolean;
+  private readonly strict: boolean;
+  private readonly logger: KnowledgeLogger | null;
   private snapshot: KnowledgeIndexSnapshot | null = null;
   private validationIssues: KnowledgeValidationIssue[] = [];
   private lastError: string | null = null;
+  /** Why no snapshot serves, as of the latest settled request (null: none failed). */
+  private unavailableReason: "validation-failed" | "build-failed" | null = null;
   private readonly buildPromise: Promise<void>;
-  private sources: KnowledgeSource[];
+  /** The source set of the latest request (a copy of its arrays), rebuilt by `rebuild()` and by retries. */
+  private sources: unknown;
+  /** Whether {@link sources} are the configured ones (a prebuilt artifact applies to those only). */
+  private sourcesAreConfigured = true;
+  /** Build requests are numbered in the order they are made. */
   private buildGeneration = 0;
+  /** The request whose snapshot serves: an older request's snapshot never replaces it. */
+  private servingGeneration = 0;
+  /** The latest request that has settled: status (`lastError`, issues) reflects it, not an older one. */
+  private statusGeneration = 0;
   private pendingBuilds = 0;
   private buildThrewAt: number | null = null;
   private configValid: boolean;
   private snapshotOrigin: KnowledgeEngineStatus["snapshotOrigin"];
   private notes: string[] = [];
 
-  constructor(config: KnowledgeGroundingConfig, now: () => number = Date.now) {
-    const safeConfig = (
-      config && typeof config === "object" ? config : { enabled: false, sources: [] }
-    ) as KnowledgeGroundingConfig;
-    this.config = safeConfig;
+  /**
+   * @param config the configuration; read once, here (see {@link readGroundingConfig}).
+   * @param now the clock used for durations and retry pacing.
+   * @param defaults values for options the configuration leaves out: NeuroLink passes its own `logger`.
+   */
+  constructor(
+    config: KnowledgeGroundingConfig,
+    now: () => number = Date.now,
+    defaults: { logger?: KnowledgeLogger | null } = {},
+  ) {
+    const read = readGroundingConfig(
+      config !== null && typeof config === "object" ? config : { enabled: false, sources: [] },
+    );
+    const safeConfig = read.config;
+    this.config = Object.freeze(safeConfig);
     this.now = typeof now === "function" ? now : Date.now;
-    const configIssues = validateGroundingConfig(safeConfig);
+    this.enabled = safeConfig.enabled === true;
+    this.strict = safeConfig.strict === true;
+    const logger = safeConfig.logger !== undefined ? safeConfig.logger : (defaults?.logger ?? console);
+    this.logger = logger !== null && typeof logger === "object" ? logger : null;
+    const configIssues = [...read.issues, ...validateConfigValues(safeConfig)];
     this.configValid = !configIssues.some((issue) => issue.level === "error");
     if (this.configValid) {
       const { contextConfig, ...effective } = resolveGroundingConfiguration(safeConfig);
@@ -97,14 +224,25 @@ export class KnowledgeGroundingEngine {
       this.resolved = resolveRetrieval(undefined);
       this.contextConfig = undefined;
     }
-    this.timeoutMs = this.configValid ? (safeConfig.timeoutMs ?? DEFAULT_TIMEOUT_MS) : DEFAULT_TIMEOUT_MS;
-    this.sources = Array.isArray(safeConfig.sources) ? safeConfig.sources : [];
+    this.timeoutMs = this.configValid ? resolveTimeout(safeConfig) : DEFAULT_TIMEOUT_MS;
+    // The arrays are copied now: a host that clears or reuses them later changes nothing until it rebuilds.
+    this.sources = snapshotSourceArrays(safeConfig.sources);
+    const sourcesShape = shapeOf(this.sources);
+    const hasSources = isUnreadable(sourcesShape) || (Array.isArray(this.sources) && this.sources.length > 0);
     if (!this.configValid) {
       this.validationIssues = configIssues;
       this.lastError = `invalid knowledge grounding configuration: ${configIssues.map((issue) => issue.message).join("; ")}`;
+      this.unavailableReason = VALIDATION_FAILED;
+      if (this.enabled) {
+        warnOnce(
+          this.logger,
+          `config\n${this.lastError}`,
+          `[KnowledgeGrounding] the knowledge grounding configuration is invalid, so grounding is off: ${describeIssues(configIssues)}. Turns report failureReason "validation-failed"; see getStatus().validationIssues (NeuroLink: getKnowledgeStatus()).`,
+        );
+      }
       this.buildPromise = Promise.resolve();
-    } else if (safeConfig.enabled === true && this.sources.length > 0) {
-      this.buildPromise = this.build(this.sources);
+    } else if (this.enabled && hasSources) {
+      this.buildPromise = this.build(this.sources, true).then(() => {});
     } else {
       this.buildPromise = Promise.resolve();
     }
@@ -122,58 +260,109 @@ export class KnowledgeGroundingEngine {
   }
 
   /**
-   * Builds (or fetches from the process cache) the snapshot of `sources` and installs it when valid. A newer
-   * build request supersedes an older one; an invalid set leaves the current snapshot serving. Never rejects.
+   * Builds (or fetches from the process cache) the snapshot of `sources` and installs it when valid, unless a
+   * request made after this one already installed its snapshot. Status (`lastError`, issues) follows the latest
+   * settled request. Resolves with whether this request went live, and why not. Never rejects.
    */
-  private async build(sources: unknown): Promise<void> {
+  private async build(
+    sources: unknown,
+    useArtifact: boolean,
+  ): Promise<Pick<KnowledgeRebuildResult, "live" | "reason">> {
     const generation = ++this.buildGeneration;
     this.pendingBuilds++;
     try {
       // A prebuilt artifact applies to the configured sources only, not to sources given to rebuild().
-      const artifact = sources === this.config.sources ? this.config.indexArtifact : undefined;
+      const artifact = useArtifact ? this.config.indexArtifact : undefined;
       const result = await getOrBuildKnowledgeIndexSnapshot(
         sources,
         this.indexOptions(),
         FALLBACK_VERSION,
         artifact,
       );
-      if (generation !== this.buildGeneration) {
-        // Superseded by a newer build, but complete: serve it until that build lands rather than refusing turns
-        // with index-not-ready (a rebuild requested right after construction used to discard the first snapshot).
-        if (this.snapshot === null && result.validation.ok && result.snapshot) {
-          this.snapshot = result.snapshot;
-          this.snapshotOrigin = result.cacheHit ? "cache" : result.origin;
-        }
-        return;
+      const latest = generation >= this.statusGeneration;
+      if (latest) {
+        this.statusGeneration = generation;
+        this.validationIssues = result.validation.issues;
+        this.buildThrewAt = null;
       }
-      this.validationIssues = result.validation.issues;
-      this.buildThrewAt = null;
       if (!result.validation.ok || !result.snapshot) {
-        const errors = result.validation.issues.filter((issue) => issue.level === "error").length;
-        this.lastError = `knowledge validation failed with ${errors} error(s)`;
-        return;
+        if (latest) {
+          const errors = result.validation.issues.filter((issue) => issue.level === "error").length;
+          this.lastError = `knowledge validation failed with ${errors} error(s)`;
+          this.unavailableReason = VALIDATION_FAILED;
+          this.warnBlocked(
+            `validation\n${result.cacheKey}`,
+            `knowledge validation failed: ${describeIssues(result.validation.issues)}`,
+          );
+        }
+        return { live: false, reason: VALIDATION_FAILED };
       }
+      if (generation < this.servingGeneration) return { live: false, reason: "superseded" };
+      this.servingGeneration = generation;
       this.snapshot = result.snapshot;
       this.snapshotOrigin = result.cacheHit ? "cache" : result.origin;
       this.notes = result.notes.slice();
-      this.lastError = null;
+      if (latest) {
+        this.lastError = null;
+        this.unavailableReason = null;
+      }
+      return { live: true };
     } catch (caught) {
-      if (generation !== this.buildGeneration) return;
-      this.lastError = String(caught);
-      this.buildThrewAt = this.now();
+      if (generation >= this.statusGeneration) {
+        this.statusGeneration = generation;
+        this.lastError = describeError(caught);
+        this.unavailableReason = BUILD_FAILED;
+        this.buildThrewAt = this.now();
+        this.warnBlocked(`build\n${this.lastError}`, `the knowledge index build failed: ${this.lastError}`);
+      }
+      return { live: false, reason: BUILD_FAILED };
     } finally {
       this.pendingBuilds--;
     }
   }
 
-  /** Whether grounding is switched on in the configuration. */
-  isEnabled(): boolean {
-    return this.config.enabled === true;
+  /** The one warning for a blocked source set (once per logger and content; see {@link warnOnce}). */
+  private warnBlocked(key: string, what: string): void {
+    const consequence = this.snapshot
+      ? "the previous snapshot keeps serving"
+      : `grounding is off until a valid set is built (turns report failureReason "${this.unavailableReason}")`;
+    warnOnce(
+      this.logger,
+      key,
+      `[KnowledgeGrounding] ${what}; ${consequence}. See getStatus().validationIssues (NeuroLink: getKnowledgeStatus()) or run \`lexground validate <manifest>\` for every issue.`,
+    );
   }
 
-  /** Resolves when the constructor's build has settled (immediately afterwards). Never rejects. */
+  /** Whether grounding is switched on in the configuration (as read at construction). */
+  isEnabled(): boolean {
+    return this.enabled;
+  }
+
+  /**
+   * The configuration as read at construction: a frozen plain copy (options that could not be read are absent;
+   * `sources` is the value given, not the engine's copy of its arrays).
+   */
+  getConfig(): Readonly<KnowledgeGroundingConfig> {
+    return this.config;
+  }
+
+  /**
+   * Resolves when the constructor's build has settled (immediately afterwards). Never rejects, unless the
+   * configuration sets `strict: true`: then it rejects with a {@link KnowledgeRegistryError} when no snapshot
+   * serves because validation (of the sources or the configuration) failed or the build threw.
+   */
   ready(): Promise<void> {
-    return this.buildPromise;
+    if (!this.strict) return this.buildPromise;
+    return this.buildPromise.then(() => {
+      const error = this.unavailableError();
+      if (error) throw error;
+    });
+  }
+
+  /** The error a strict host gets while no snapshot serves because of a validation or build failure. */
+  unavailableError(): KnowledgeRegistryError | null {
+    if (this.snapshot !== null || this.unavailableReason === null) return null;
+    return new KnowledgeRegistryError(this.unavailableReason, this.getStatus());
   }
 
   /** Engine health: readiness, entry count, last error and validation issues. */
@@ -210,15 +399,21 @@ export class KnowledgeGroundingEngine {
 
   /**
    * Rebuilds from new sources (or the current ones) and swaps the snapshot in atomically when the new set is
-   * valid. While it builds, and when the new set is invalid, the previous snapshot keeps serving and
-   * `getStatus()` reports the new issues. Resolves with the status after the attempt. Never rejects.
+   * valid. While it builds, and when the new set is invalid or its build throws, the previous snapshot keeps
+   * serving and `getStatus()` reports the new issues. When several rebuilds overlap, the most recently requested
+   * valid set serves in the end, whatever order they finish in. Resolves with the status after the attempt and
+   * `live` (this set went live) or `reason` (`"validation-failed"`, `"build-failed"`, or `"superseded"` when a
+   * later request's set was installed first). Never rejects, whatever `sources` is.
    */
-  async rebuild(sources?: KnowledgeSource[]): Promise<KnowledgeEngineStatus> {
-    if (!this.configValid) return this.getStatus();
-    if (sources !== undefined)
-      this.sources = Array.isArray(sources) ? sources : (sources as KnowledgeSource[]);
-    await this.build(sources ?? this.sources);
-    return this.getStatus();
+  async rebuild(sources?: KnowledgeSource[]): Promise<KnowledgeRebuildResult> {
+    if (!this.configValid) return { ...this.getStatus(), live: false, reason: VALIDATION_FAILED };
+    if (sources !== undefined) {
+      // Copied now, before the first await: the host may reuse its arrays as soon as this returns.
+      this.sources = snapshotSourceArrays(sources);
+      this.sourcesAreConfigured = false;
+    }
+    const outcome = await this.build(this.sources, this.sourcesAreConfigured);
+    return { ...this.getStatus(), ...outcome };
   }
 
   /** Installs a snapshot built elsewhere (for example loaded from a prebuilt artifact). */
@@ -227,11 +422,14 @@ export class KnowledgeGroundingEngine {
     origin: KnowledgeEngineStatus["snapshotOrigin"],
     notes: string[] = [],
   ): void {
-    this.buildGeneration++;
+    const generation = ++this.buildGeneration;
+    this.servingGeneration = generation;
+    this.statusGeneration = generation;
     this.snapshot = snapshot;
     this.snapshotOrigin = origin;
     this.notes = notes.slice();
     this.lastError = null;
+    this.unavailableReason = null;
   }
 
   /** Builds the retrieval request: the query, the last {@link DEFAULT_RECENT_TURNS} turns, the integrations. */
@@ -270,7 +468,7 @@ export class KnowledgeGroundingEngine {
     } catch (caught) {
       return {
         ephemeralContext: null,
-        metadata: emptyMetadata(this.now() - started, String(caught)),
+        metadata: emptyMetadata(this.now() - started, describeError(caught)),
         retrieval: null,
       };
     } finally {
@@ -282,13 +480,17 @@ export class KnowledgeGroundingEngine {
     input: KnowledgeGroundingInput,
     started: number,
   ): Promise<KnowledgeGroundingOutcome> {
-    await this.ready();
+    try {
+      await this.ready();
+    } catch {
+      // A strict engine's ready() rejects when nothing serves; the turn reports the reason below instead.
+    }
     this.retryFailedBuild();
     const snapshot = this.snapshot;
     if (!snapshot) {
       return {
         ephemeralContext: null,
-        metadata: emptyMetadata(this.now() - started, INDEX_NOT_READY),
+        metadata: emptyMetadata(this.now() - started, this.unavailableReason ?? INDEX_NOT_READY),
         retrieval: null,
       };
     }
@@ -342,6 +544,6 @@ export class KnowledgeGroundingEngine {
     if (this.buildThrewAt === null || this.pendingBuilds > 0 || this.snapshot) return;
     if (this.now() - this.buildThrewAt < BUILD_RETRY_INTERVAL_MS) return;
     this.buildThrewAt = null;
-    void this.build(this.sources);
+    void this.build(this.sources, this.sourcesAreConfigured);
   }
 }

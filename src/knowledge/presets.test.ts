@@ -140,7 +140,7 @@ describe("validation of the preset and the cut-off options", () => {
     );
     expect(status.configuration).toBeUndefined();
     const outcome = await engine.ground({ query: "multi step flow", scope });
-    expect(outcome.metadata.failureReason).toBe("index-not-ready");
+    expect(outcome.metadata.failureReason).toBe("validation-failed");
   });
 });
 

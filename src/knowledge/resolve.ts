@@ -132,7 +132,7 @@ const unreadableMarkers = new WeakSet<object>();
 const oversizedMarkers = new WeakSet<object>();
 
 /** What a property read threw; stands in for the value so validation can report it where it belongs. */
-class UnreadableValue {
+export class UnreadableValue {
   constructor(readonly error: unknown) {
     unreadableMarkers.add(this);
   }
@@ -145,7 +145,7 @@ class OversizedList {
   }
 }
 
-function isUnreadable(value: unknown): value is UnreadableValue {
+export function isUnreadable(value: unknown): value is UnreadableValue {
   return typeof value === "object" && value !== null && unreadableMarkers.has(value);
 }
 
@@ -154,7 +154,7 @@ function isOversized(value: unknown): value is OversizedList {
 }
 
 /** `target[key]`, read once; an {@link UnreadableValue} when the read throws. */
-function readProperty(target: object, key: string | number): unknown {
+export function readProperty(target: object, key: string | number): unknown {
   try {
     return (target as Record<string | number, unknown>)[key];
   } catch (caught) {
@@ -163,7 +163,7 @@ function readProperty(target: object, key: string | number): unknown {
 }
 
 /** Whether a value is an array, a record or neither; `Array.isArray` throws on a revoked proxy. */
-function shapeOf(value: unknown): "array" | "record" | "other" | UnreadableValue {
+export function shapeOf(value: unknown): "array" | "record" | "other" | UnreadableValue {
   if (typeof value !== "object" || value === null) return "other";
   if (isUnreadable(value)) return value;
   try {
@@ -184,7 +184,11 @@ function lengthOf(list: object): number | UnreadableValue {
  * A plain copy of a host array, reading its length and each item once. Longer than `cap`: an {@link OversizedList}
  * (or, with `truncate`, the first `cap + 1` items, enough for the caller to report the overflow).
  */
-function copyList(list: object, cap: number, truncate = false): unknown[] | OversizedList | UnreadableValue {
+export function copyList(
+  list: object,
+  cap: number,
+  truncate = false,
+): unknown[] | OversizedList | UnreadableValue {
   const length = lengthOf(list);
   if (isUnreadable(length)) return length;
   if (length > cap && !truncate) return new OversizedList(length);
@@ -205,7 +209,7 @@ function copyList(list: object, cap: number, truncate = false): unknown[] | Over
 }
 
 /** `String(error)`, which itself can throw (an error object with a throwing `toString`). */
-function describeError(error: unknown): string {
+export function describeError(error: unknown): string {
   try {
     return String(error);
   } catch {

@@ -275,7 +275,10 @@ export type KnowledgeGroundingConfig = {
   retrieval?: KnowledgeRetrievalConfig;
   /** Context block limits. */
   context?: KnowledgeContextConfig;
-  /** Ceiling for one grounding operation, after which the turn continues ungrounded. Default 800 ms. */
+  /**
+   * Ceiling for one grounding operation, after which the turn continues ungrounded. Default 800 ms. Values above
+   * 2,147,483,647 ms (about 24.8 days, the longest timer Node honours) are treated as that maximum.
+   */
   timeoutMs?: number;
   /**
    * A prebuilt index artifact (`lexground build --index`): a file path or its bytes. Used instead of indexing
@@ -283,6 +286,46 @@ export type KnowledgeGroundingConfig = {
    * engine builds as usual and `getStatus().notes` says why the artifact was not used. lexground only.
    */
   indexArtifact?: string | Uint8Array;
+  /**
+   * Fail at start-up instead of serving ungrounded turns (lexground). When the configured sources or the
+   * configuration fail validation, or the first build throws, `engine.ready()` (NeuroLink:
+   * `knowledgeReady()`) rejects with a {@link KnowledgeRegistryError} listing the issues, and NeuroLink turns
+   * that opt into grounding reject with it while no index serves. Default false: turns continue ungrounded with
+   * `failureReason` `"validation-failed"` / `"build-failed"`. `ground()` itself never throws either way.
+   */
+  strict?: boolean;
+  /**
+   * Where the engine's one warning per blocked registry goes (lexground): when validation blocks a source set or
+   * a build fails, one `warn` names the entries, the number of issues and how to see them, once per logger and
+   * content, never per turn. Default `console`; `null` for none. NeuroLink passes its own `logger`.
+   */
+  logger?: KnowledgeLogger | null;
+};
+
+/** The part of a logger the engine uses (NeuroLink's `logger` and `console` both fit). */
+export type KnowledgeLogger = {
+  warn: (message: string, ...details: unknown[]) => void;
+};
+
+/**
+ * Why a turn was not grounded although grounding is enabled, as `metadata.failureReason`: no index serves
+ * because validation blocked the sources or the configuration (`"validation-failed"`), because the build threw
+ * (`"build-failed"`, retried by a later turn), or because none was built yet or there are no sources
+ * (`"index-not-ready"`). Timeouts and other errors give their message instead.
+ */
+export type KnowledgeUnavailableReason = "validation-failed" | "build-failed" | "index-not-ready";
+
+/**
+ * What `rebuild()` resolves with: the engine status after the attempt, and whether this rebuild's source set went
+ * live (lexground). A set that did not go live says why: it failed validation (`"validation-failed"`), its build
+ * threw (`"build-failed"`), or a source set requested after it was installed first (`"superseded"`). Either way the
+ * latest valid set serves.
+ */
+export type KnowledgeRebuildResult = KnowledgeEngineStatus & {
+  /** This rebuild's snapshot was installed and served (it may since have been replaced by a later one). */
+  live: boolean;
+  /** Why it did not go live; absent when `live`. */
+  reason?: "validation-failed" | "build-failed" | "superseded";
 };
 
 /** Per-call scope, given as `knowledgeContext` on a generate or stream call. */
@@ -416,8 +459,9 @@ export type KnowledgeGroundingMetadata = {
   durationMs: number;
   confidence?: KnowledgeRetrievalConfidence;
   /**
-   * Present when grounding failed open: `"index-not-ready"`, a timeout (`"TimeoutError: Knowledge grounding timed
-   * out after <N>ms"`) or the error that occurred.
+   * Present when grounding failed open: why no index serves (`"validation-failed"`, `"build-failed"`,
+   * `"index-not-ready"`; see {@link KnowledgeUnavailableReason}), a timeout (`"TimeoutError: Knowledge grounding
+   * timed out after <N>ms"`) or the error that occurred.
    */
   failureReason?: string;
 };

@@ -496,7 +496,7 @@ describe("groundingMiddleware: fail-open", () => {
     const wrapped = wrapLanguageModel({ model, middleware: groundingMiddleware({ engine }) });
     const result = await generateText({ model: wrapped, prompt: QUESTION });
     expect(model.doGenerateCalls[0]!.prompt).toEqual(await ungroundedPrompt(undefined));
-    expect(lexgroundMetadata(result.providerMetadata).failureReason).toBe("index-not-ready");
+    expect(lexgroundMetadata(result.providerMetadata).failureReason).toBe("validation-failed");
   });
 
   it("a throwing onGrounding callback does not fail the call", async () => {

@@ -114,6 +114,6 @@ describe("NeuroLink knowledgeGrounding with a preset", () => {
       useKnowledgeGrounding: true,
     });
     expect(result.content).toBe("answer");
-    expect(result.knowledge?.failureReason).toBe("index-not-ready");
+    expect(result.knowledge?.failureReason).toBe("validation-failed");
   });
 });

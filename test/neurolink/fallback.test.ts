@@ -257,7 +257,7 @@ describe("seed §8: grounding failures fail open and never cause a provider fall
     expect((await neurolink.generate({ ...GROUNDED, model: primary })).knowledge).toBeUndefined();
   });
 
-  it("validation errors: index-not-ready metadata, no block, no fallback", async () => {
+  it("validation errors: validation-failed metadata, no block, no fallback", async () => {
     const { primary, backup } = primaryAndBackup();
     const neurolink = new NeuroLink({
       knowledgeGrounding: {
@@ -269,7 +269,7 @@ describe("seed §8: grounding failures fail open and never cause a provider fall
       logger: recordingLogger(),
     });
     const result = await neurolink.generate({ ...GROUNDED, model: primary, modelChain: [backup] });
-    expect(result.knowledge?.failureReason).toBe("index-not-ready");
+    expect(result.knowledge?.failureReason).toBe("validation-failed");
     expect(result.attempts).toHaveLength(1);
     expect(backup.doGenerateCalls).toHaveLength(0);
   });

@@ -118,7 +118,7 @@ describe("constructor (seed §3.1, SPEC §14 rows 38-39)", () => {
     expect(status).toMatchObject({ enabled: true, ready: true, entryCount: 3, lastError: null });
   });
 
-  it("invalid entries in a non-empty array: engine exists, not ready, turns fail open with index-not-ready", async () => {
+  it("invalid entries in a non-empty array: engine exists, not ready, turns fail open with validation-failed", async () => {
     const logger = recordingLogger();
     const broken = {
       id: "broken",
@@ -136,7 +136,7 @@ describe("constructor (seed §3.1, SPEC §14 rows 38-39)", () => {
     expect(status?.ready).toBe(false);
     expect(status?.validationIssues.some((issue) => issue.code === "missing-title")).toBe(true);
     expect(result.content).toBe("fine");
-    expect(result.knowledge?.failureReason).toBe("index-not-ready");
+    expect(result.knowledge?.failureReason).toBe("validation-failed");
     expect(systemOf(model.doGenerateCalls[0])).toBeUndefined();
   });
 });
