@@ -195,16 +195,19 @@ export class KnowledgeGroundingEngine {
   /**
    * @param config the configuration; read once, here (see {@link readGroundingConfig}).
    * @param now the clock used for durations and retry pacing.
-   * @param defaults values for options the configuration leaves out: NeuroLink passes its own `logger`.
+   * @param defaults values for options the configuration leaves out: NeuroLink passes its own `logger`, and,
+   *   having read the configuration itself with {@link readGroundingConfig}, passes the copy as `config` and the
+   *   issues found while reading as `readIssues`.
    */
   constructor(
     config: KnowledgeGroundingConfig,
     now: () => number = Date.now,
-    defaults: { logger?: KnowledgeLogger | null } = {},
+    defaults: { logger?: KnowledgeLogger | null; readIssues?: readonly KnowledgeValidationIssue[] } = {},
   ) {
     const read = readGroundingConfig(
       config !== null && typeof config === "object" ? config : { enabled: false, sources: [] },
     );
+    if (Array.isArray(defaults?.readIssues)) read.issues.unshift(...defaults.readIssues);
     const safeConfig = read.config;
     this.config = Object.freeze(safeConfig);
     this.now = typeof now === "function" ? now : Date.now;

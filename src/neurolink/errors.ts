@@ -6,6 +6,9 @@
  * @module
  */
 
+import type { KnowledgeRegistryError } from "../knowledge/engine.js";
+import type { KnowledgeValidationIssue } from "../types/knowledge.js";
+
 const BASE_MARKER = Symbol.for("lexground.neurolink.error");
 
 function hasMarker(error: unknown, marker: symbol): boolean {
@@ -33,6 +36,7 @@ export type NeuroLinkErrorCode =
   | "STREAM_INTERRUPTED"
   | "STREAM_ABANDONED"
   | "KNOWLEDGE_NOT_CONFIGURED"
+  | "KNOWLEDGE_UNAVAILABLE"
   | "MEMORY_TIMEOUT"
   | "MEMORY_UNAVAILABLE"
   | "UNEXPECTED_ERROR";
@@ -414,6 +418,32 @@ export class KnowledgeNotConfiguredError extends NeuroLinkError {
 
   static override isInstance(error: unknown): error is KnowledgeNotConfiguredError {
     return hasMarker(error, KNOWLEDGE_NOT_CONFIGURED);
+  }
+}
+
+const KNOWLEDGE_UNAVAILABLE = Symbol.for("lexground.neurolink.KnowledgeUnavailableError");
+
+/**
+ * With `knowledgeGrounding.strict: true`: `knowledgeReady()`, or a turn with `useKnowledgeGrounding: true`, found
+ * no index serving because validation (of the sources or the configuration) failed or the build threw. `cause` is
+ * the engine's `KnowledgeRegistryError`; `reason` and `issues` are copied from it.
+ */
+export class KnowledgeUnavailableError extends NeuroLinkError {
+  readonly [KNOWLEDGE_UNAVAILABLE] = true;
+  /** The turns' `failureReason` for the same cause. */
+  readonly reason: "validation-failed" | "build-failed";
+  /** Every validation issue of the failed attempt. */
+  readonly issues: KnowledgeValidationIssue[];
+
+  constructor(cause: KnowledgeRegistryError) {
+    super("KNOWLEDGE_UNAVAILABLE", cause.message, { cause });
+    this.name = "KnowledgeUnavailableError";
+    this.reason = cause.reason;
+    this.issues = cause.issues.slice();
+  }
+
+  static override isInstance(error: unknown): error is KnowledgeUnavailableError {
+    return hasMarker(error, KNOWLEDGE_UNAVAILABLE);
   }
 }
 

@@ -25,6 +25,7 @@ export {
   GenerateTimeoutError,
   InvalidOptionsError,
   KnowledgeNotConfiguredError,
+  KnowledgeUnavailableError,
   NeuroLinkError,
   type NeuroLinkErrorCode,
   ProviderCallError,

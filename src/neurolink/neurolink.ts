@@ -17,13 +17,16 @@
 
 import { EventEmitter } from "node:events";
 import type { ModelMessage } from "ai";
+import { readGroundingConfig } from "../knowledge/config.js";
 import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
-import { KnowledgeGroundingEngine } from "../knowledge/engine.js";
+import { KnowledgeGroundingEngine, KnowledgeRegistryError } from "../knowledge/engine.js";
+import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/resolve.js";
 import type {
   KnowledgeConversationTurn,
   KnowledgeEngineStatus,
   KnowledgeGroundingConfig,
   KnowledgeGroundingOutcome,
+  KnowledgeRebuildResult,
   KnowledgeSource,
 } from "../types/knowledge.js";
 import {
@@ -44,6 +47,7 @@ import {
   errorMessageOf,
   InvalidOptionsError,
   KnowledgeNotConfiguredError,
+  KnowledgeUnavailableError,
   NeuroLinkError,
   StreamAbandonedError,
 } from "./errors.js";
@@ -201,7 +205,8 @@ type CallState = {
  */
 export class NeuroLink {
   private knowledgeGroundingEngine: KnowledgeGroundingEngine | undefined;
-  private readonly knowledgeGroundingConfig: KnowledgeGroundingConfig | undefined;
+  /** `knowledgeGrounding` as the engine read it (a plain copy), for an engine created later by rebuildKnowledge(). */
+  private knowledgeGroundingConfig: Readonly<KnowledgeGroundingConfig> | undefined;
   private readonly config: NeurolinkConstructorConfig;
   private readonly logger: NeuroLinkLogger;
   private readonly resolver: ProviderResolver;
@@ -212,18 +217,17 @@ export class NeuroLink {
   private evictionWarned = false;
 
   constructor(config: NeurolinkConstructorConfig = {}) {
-    this.config = config ?? {};
-    this.logger = this.config.logger ?? console;
-
-    const knowledgeGroundingConfig = this.config.knowledgeGrounding;
-    this.knowledgeGroundingConfig = knowledgeGroundingConfig;
-    if (knowledgeGroundingConfig?.enabled) {
-      if (Array.isArray(knowledgeGroundingConfig.sources) && knowledgeGroundingConfig.sources.length > 0) {
-        this.knowledgeGroundingEngine = new KnowledgeGroundingEngine(knowledgeGroundingConfig);
-      } else {
-        this.logger.warn(KNOWLEDGE_NO_SOURCES_WARNING);
-      }
+    const configShape = shapeOf(config);
+    if (isUnreadable(configShape)) {
+      throw new InvalidOptionsError("config", `could not be read: ${describeError(configShape.error)}`);
     }
+    this.config = config ?? {};
+    const logger = readProperty(this.config, "logger");
+    this.logger =
+      logger !== null && typeof logger === "object" && !isUnreadable(logger)
+        ? (logger as NeuroLinkLogger)
+        : console;
+    this.setUpKnowledgeGrounding();
 
     const defaultProvider = typeof this.config.provider === "string" ? this.config.provider : undefined;
     this.resolver = new ProviderResolver({
@@ -301,6 +305,47 @@ export class NeuroLink {
 
   // ---------------------------------------------------------------- knowledge
 
+  /**
+   * Creates the grounding engine as NeuroLink does (when `enabled` is truthy and `sources` is a non-empty array;
+   * enabled without sources logs {@link KNOWLEDGE_NO_SOURCES_WARNING}), without ever throwing: `knowledgeGrounding`
+   * is read once, and options that cannot be read (throwing getters, revoked proxies) keep the engine, whose status
+   * lists them. The engine logs through our logger.
+   */
+  private setUpKnowledgeGrounding(): void {
+    const raw = readProperty(this.config, "knowledgeGrounding");
+    if (raw === undefined || raw === null) return;
+    const read = readGroundingConfig(raw);
+    this.knowledgeGroundingConfig = read.config;
+    if (!read.config.enabled) return;
+    const sources = read.config.sources;
+    const length = shapeOf(sources) === "array" ? readProperty(sources, "length") : 0;
+    if ((typeof length === "number" && length > 0) || read.issues.length > 0) {
+      this.knowledgeGroundingEngine = new KnowledgeGroundingEngine(read.config, Date.now, {
+        logger: this.logger,
+        readIssues: read.issues,
+      });
+    } else {
+      this.logger.warn(KNOWLEDGE_NO_SOURCES_WARNING);
+    }
+  }
+
+  /**
+   * Resolves with the knowledge status once the constructor's index build has settled (null when grounding is not
+   * configured). Never rejects, unless `knowledgeGrounding.strict` is true: then it rejects with
+   * {@link KnowledgeUnavailableError} when validation (of the sources or the configuration) or the build kept the
+   * index from serving, so a host can fail at start-up with `await neurolink.knowledgeReady()`.
+   */
+  async knowledgeReady(): Promise<KnowledgeEngineStatus | null> {
+    const engine = this.knowledgeGroundingEngine;
+    if (!engine) return null;
+    try {
+      await engine.ready();
+    } catch (error) {
+      throw KnowledgeRegistryError.isInstance(error) ? new KnowledgeUnavailableError(error) : error;
+    }
+    return engine.getStatus();
+  }
+
   /** Engine status, or null when grounding was not configured (or enabled without sources). */
   getKnowledgeStatus(): KnowledgeEngineStatus | null {
     return this.knowledgeGroundingEngine?.getStatus() ?? null;
@@ -311,7 +356,7 @@ export class NeuroLink {
    * previous snapshot keeps serving while building and when the new sources are invalid. On an instance that
    * was enabled without sources, the first non-empty `sources` creates the engine.
    */
-  async rebuildKnowledge(sources?: KnowledgeSource[]): Promise<KnowledgeEngineStatus> {
+  async rebuildKnowledge(sources?: KnowledgeSource[]): Promise<KnowledgeRebuildResult> {
     const engine = this.knowledgeGroundingEngine;
     if (engine) return engine.rebuild(sources);
     const config = this.knowledgeGroundingConfig;
@@ -320,15 +365,31 @@ export class NeuroLink {
         "Knowledge grounding is not enabled on this instance: pass `knowledgeGrounding: { enabled: true, sources }` to the constructor",
       );
     }
-    if (!Array.isArray(sources) || sources.length === 0) {
+    // A revoked proxy or throwing length is left to the engine, which reports it as an issue at `sources`.
+    const shape = shapeOf(sources);
+    const length = shape === "array" ? readProperty(sources as object, "length") : undefined;
+    if (!isUnreadable(shape) && !isUnreadable(length) && !(typeof length === "number" && length > 0)) {
       throw new KnowledgeNotConfiguredError(
         "Knowledge grounding has no sources: pass a non-empty `sources` array to rebuildKnowledge()",
       );
     }
-    const created = new KnowledgeGroundingEngine({ ...config, sources });
+    const created = new KnowledgeGroundingEngine(
+      { ...config, sources } as KnowledgeGroundingConfig,
+      Date.now,
+      {
+        logger: this.logger,
+      },
+    );
     this.knowledgeGroundingEngine = created;
-    await created.ready();
-    return created.getStatus();
+    try {
+      await created.ready();
+    } catch {
+      // A strict engine's ready() rejects; rebuildKnowledge() reports the outcome instead, as rebuild() does.
+    }
+    const unavailable = created.unavailableError();
+    return unavailable
+      ? { ...created.getStatus(), live: false, reason: unavailable.reason }
+      : { ...created.getStatus(), live: created.getStatus().ready };
   }
 
   // ---------------------------------------------------------------- memory
@@ -447,6 +508,7 @@ export class NeuroLink {
     if (options.useKnowledgeGrounding !== true) return undefined;
     const query = options.input?.text;
     if (typeof query !== "string" || query.length === 0) return undefined;
+    let outcome: KnowledgeGroundingOutcome;
     try {
       const history =
         options.conversationMessages !== undefined ? options.conversationMessages : await loadHistory();
@@ -457,15 +519,18 @@ export class NeuroLink {
           role: message.role as "user" | "assistant",
           text: typeof message.content === "string" ? message.content : "",
         }));
-      const outcome = await engine.ground({ query, recentTurns, scope: options.knowledgeContext });
+      outcome = await engine.ground({ query, recentTurns, scope: options.knowledgeContext });
       const reason = outcome.metadata.failureReason;
       if (reason !== undefined) this.emit("grounding:error", { reason });
-      return outcome;
     } catch (error) {
       this.logger.warn(KNOWLEDGE_HOOK_FAILED_WARNING, error);
       this.emit("grounding:error", { reason: errorMessageOf(error), error });
       return undefined;
     }
+    // strict: a turn that asked for grounding fails rather than answer without the knowledge it cannot have.
+    const unavailable = engine.getConfig().strict === true ? engine.unavailableError() : null;
+    if (unavailable) throw new KnowledgeUnavailableError(unavailable);
+    return outcome;
   }
 
   /** Clone, retrieve once, append the block, resolve dynamic arguments, prepare the request once. */
