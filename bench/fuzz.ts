@@ -37,6 +37,7 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   },
   { path: "test/reliability/determinism.test.ts", runs: 1_500, note: "" },
   { path: "test/reliability/concurrency.test.ts", runs: 120, note: "3-10 scheduled operations per run" },
+  { path: "test/reliability/rebuild.test.ts", runs: 1_000, note: "1-6 overlapping rebuilds per run" },
   { path: "test/reliability/redos.test.ts", runs: 1, note: "not randomized: every regex once" },
   { path: "test/property/engine-vs-plain.test.ts", runs: 3_000, note: "" },
   {
