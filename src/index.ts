@@ -51,7 +51,10 @@ export {
   DEFAULT_CANDIDATE_LIMIT,
   DEFAULT_EXACT_BOOST,
   DEFAULT_FIELD_WEIGHTS,
+  DEFAULT_LONG_BODY_TOKENS,
   DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_MAX_PASSAGES,
+  DEFAULT_PASSAGE_TOKENS,
   DEFAULT_RECENT_TURNS,
   DEFAULT_RELATION_LIMIT,
   DEFAULT_RESULT_LIMIT,
@@ -66,6 +69,8 @@ export {
   MAX_ENTRIES,
   MAX_FIELD_CHARS,
   MAX_KEYWORDS_PER_ENTRY,
+  MAX_PASSAGE_SCAN_CHARS,
+  MAX_PASSAGES_CONSIDERED,
   MAX_QUERY_CHARS,
   MAX_QUERY_TOKENS,
   MAX_RELATIONS_PER_ENTRY,
@@ -97,6 +102,7 @@ export {
   type KnowledgeLexicalIndexOptions,
 } from "./knowledge/knowledgeIndex.js";
 export { normalizePhrases, normalizeText, tokenize } from "./knowledge/normalize.js";
+export { clearPassageCache, PASSAGE_ELISION_MARKER } from "./knowledge/passages.js";
 export {
   applyPreset,
   DEFAULT_PRESET,

@@ -321,7 +321,10 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
   );
   const retrieveMs = performance.now() - retrieveStart;
   const assembleStart = performance.now();
-  const assembled = assembleKnowledgeContext(selection, prepared.context);
+  const assembled = assembleKnowledgeContext(selection, prepared.context, {
+    query,
+    analyzer: resolved.analyzer ?? "none",
+  });
   const assembleMs = performance.now() - assembleStart;
 
   const primaryIds = new Set(selection.primary.map((entry) => entry.id));

@@ -292,6 +292,7 @@ export function evaluateConfigurations(
       relationLimit: 0,
     };
     const blocked = settings.blockedDomains ?? [];
+    const passageQuery = (query: EvalQuery) => ({ query: query.text, analyzer: resolved.analyzer ?? "none" });
     const request = (query: EvalQuery) => ({
       query: query.text,
       recentTurns: [],
@@ -299,7 +300,7 @@ export function evaluateConfigurations(
     });
     for (const query of judged.slice(0, measureProduction ? warmup : 0)) {
       const selection = retrieve(snapshot, request(query), resolved, blocked);
-      assembleKnowledgeContext(selection, contextConfig);
+      assembleKnowledgeContext(selection, contextConfig, passageQuery(query));
     }
 
     const perQuery: EvalQueryResult[] = [];
@@ -323,12 +324,12 @@ export function evaluateConfigurations(
         const start = performance.now();
         selection = retrieve(snapshot, request(query), resolved, blocked);
         retrieveMs = performance.now() - start;
-        assembled = assembleKnowledgeContext(selection, contextConfig);
+        assembled = assembleKnowledgeContext(selection, contextConfig, passageQuery(query));
         turnMs = performance.now() - start;
         production = selection;
       } else {
         production = retrieve(snapshot, request(query), resolved, blocked);
-        assembled = assembleKnowledgeContext(production, contextConfig);
+        assembled = assembleKnowledgeContext(production, contextConfig, passageQuery(query));
       }
       const block = blockFigures(
         assembled.citations.map((citation) => citation.id),

@@ -19,7 +19,11 @@ import {
   DEFAULT_BM25_K1,
   DEFAULT_CANDIDATE_LIMIT,
   DEFAULT_EXACT_BOOST,
+  DEFAULT_LONG_BODY_TOKENS,
   DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_MAX_PASSAGES,
+  DEFAULT_PASSAGE_TOKENS,
+  DEFAULT_PASSAGES_MODE,
   DEFAULT_RELATION_LIMIT,
   DEFAULT_RESULT_LIMIT,
   DEFAULT_TIMEOUT_MS,
@@ -72,12 +76,19 @@ export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): Know
   return resolved;
 }
 
-/** Merges context configuration with the defaults (`maxTokens` 4000, citations on). */
+/**
+ * Merges context configuration with the defaults (`maxTokens` 4000, citations on, passages off with 200-token
+ * passages, 3 per body, bodies over 600 tokens).
+ */
 export function resolveContext(config?: KnowledgeContextConfig | null): KnowledgeResolvedContext {
   const source = config && typeof config === "object" ? config : {};
   return {
     maxTokens: source.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
     includeCitations: source.includeCitations !== false,
+    passages: source.passages ?? DEFAULT_PASSAGES_MODE,
+    passageTokens: source.passageTokens ?? DEFAULT_PASSAGE_TOKENS,
+    maxPassages: source.maxPassages ?? DEFAULT_MAX_PASSAGES,
+    longBodyTokens: source.longBodyTokens ?? DEFAULT_LONG_BODY_TOKENS,
   };
 }
 
@@ -373,9 +384,32 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
       if (context.includeCitations !== undefined && typeof context.includeCitations !== "boolean") {
         fail("context.includeCitations", `must be a boolean, got ${describeValue(context.includeCitations)}`);
       }
+      validatePassageOptions(context, fail);
     }
   }
   return issues;
+}
+
+const PASSAGE_MODES: ReadonlySet<string> = new Set(["off", "auto"]);
+
+/** Checks the passage options of a context configuration (`context.passages` and its knobs). */
+function validatePassageOptions(
+  context: KnowledgeContextConfig,
+  fail: (path: string, message: string) => void,
+): void {
+  if (context.passages !== undefined && !PASSAGE_MODES.has(context.passages as string)) {
+    fail("context.passages", `must be "off" or "auto", got ${describeValue(context.passages)}`);
+  }
+  const positiveInteger = (path: string, value: unknown): void => {
+    if (value === undefined) return;
+    if (typeof value !== "number" || !Number.isInteger(value) || value < 1)
+      fail(path, `must be an integer >= 1, got ${describeValue(value)}`);
+  };
+  positiveInteger("context.passageTokens", context.passageTokens);
+  positiveInteger("context.maxPassages", context.maxPassages);
+  const longBody = context.longBodyTokens;
+  if (longBody !== undefined && (typeof longBody !== "number" || !isNonNegative(longBody)))
+    fail("context.longBodyTokens", `must be a finite number >= 0, got ${describeValue(longBody)}`);
 }
 
 function describeValue(value: unknown): string {

@@ -9,14 +9,23 @@
  * every line or paragraph separator; the instruction wording is lexground's own.
  */
 import type {
+  KnowledgeAnalyzerName,
   KnowledgeAssembledContext,
   KnowledgeCitation,
   KnowledgeContextConfig,
+  KnowledgePassageQuery,
   KnowledgeSelection,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { DEFAULT_MAX_CONTEXT_TOKENS } from "./defaults.js";
+import {
+  DEFAULT_LONG_BODY_TOKENS,
+  DEFAULT_MAX_CONTEXT_TOKENS,
+  DEFAULT_MAX_PASSAGES,
+  DEFAULT_PASSAGE_TOKENS,
+} from "./defaults.js";
+import { passageIndexFor, passageQueryTerms, selectPassages } from "./passages.js";
 import { findInReaderViews } from "./readerView.js";
+import { queryTokens } from "./retrieval.js";
 
 /** Opening tag of the block. */
 export const KNOWLEDGE_CONTEXT_OPEN = "<knowledge_context>";
@@ -179,19 +188,80 @@ export function renderEntry(entry: NormalizedKnowledgeEntry, includeCitations: b
   return rendered;
 }
 
+/** Passage settings of one assembly, resolved, with the query's analyzed terms. */
+type PassageSettings = {
+  passageChars: number;
+  maxPassages: number;
+  longBodyChars: number;
+  analyzer: KnowledgeAnalyzerName;
+  terms: string[];
+};
+
+function resolvePassageSettings(
+  contextConfig: KnowledgeContextConfig | undefined,
+  passageQuery: KnowledgePassageQuery | undefined,
+): PassageSettings | null {
+  if (contextConfig?.passages !== "auto") return null;
+  const analyzer = passageQuery?.analyzer ?? "none";
+  return {
+    passageChars: Math.max(1, Math.floor(contextConfig.passageTokens ?? DEFAULT_PASSAGE_TOKENS) * 4),
+    maxPassages: Math.max(1, Math.floor(contextConfig.maxPassages ?? DEFAULT_MAX_PASSAGES)),
+    longBodyChars: (contextConfig.longBodyTokens ?? DEFAULT_LONG_BODY_TOKENS) * 4,
+    analyzer,
+    terms: passageQueryTerms(queryTokens(passageQuery?.query), analyzer),
+  };
+}
+
+/** The body text passages are cut from: well-formed and delimiter-safe, as in the full rendering. */
+function prepareBody(text: string): string {
+  return neutralizeDelimiters(text.toWellFormed());
+}
+
+/**
+ * The entry rendered with its body's best passages instead of the body, in at most `maxChars` characters: the
+ * summary-only lines, the excerpt, then `Also called:` when that still fits. Null when not even one passage fits.
+ */
+function renderWithPassages(
+  entry: NormalizedKnowledgeEntry,
+  includeCitations: boolean,
+  settings: PassageSettings,
+  maxChars: number,
+): string | null {
+  if (!entry.body) return null;
+  const header = renderEntry(entry, includeCitations).summaryOnly;
+  const aliases =
+    entry.aliases.length > 0 ? `Also called: ${singleLine(entry.aliases.join(", "))}`.toWellFormed() : "";
+  const room = maxChars - header.length - 1;
+  if (room <= 0) return null;
+  const index = passageIndexFor(entry, entry.body, settings.passageChars, settings.analyzer, prepareBody);
+  const excerpt = selectPassages(index, settings.terms, settings.maxPassages, room);
+  if (!excerpt) return null;
+  // Passages come first; the "Also called:" line joins when there is room left.
+  const rendered = `${header}\n${excerpt.text}`;
+  const withAliases = aliases !== "" && rendered.length + 1 + aliases.length <= maxChars;
+  return neutralizeDelimiters(withAliases ? `${rendered}\n${aliases}` : rendered);
+}
+
 /**
  * Assembles the block for a selection: primary entries, then expanded ones; each in full when the whole block
  * still fits, otherwise summary-only when that fits (marking `truncated`), otherwise this and all later entries
  * are dropped (marking `truncated`). `maxTokens` (default 4000, 0 honoured) bounds the estimate of the complete
  * string. With no entry included the context is `""` (and `truncated` tells whether something was dropped).
  * Citations list exactly the included entries, also when markers are off.
+ *
+ * With `contextConfig.passages: "auto"` (lexground), a body estimated above `longBodyTokens`, or one whose entry
+ * does not fit whole, is rendered as its passages that best match `passageQuery.query` (scored with its
+ * analyzer) when at least one passage fits; such entries are listed in `excerptedIds`, and `truncated` is set
+ * when the entry did not fit whole. Without `passageQuery` the leading passages are used.
  */
 export function assembleKnowledgeContext(
   selection: Pick<KnowledgeSelection, "primary" | "expanded">,
   contextConfig?: KnowledgeContextConfig,
+  passageQuery?: KnowledgePassageQuery,
 ): KnowledgeAssembledContext {
   const includeCitations = contextConfig?.includeCitations !== false;
   const maxTokens = contextConfig?.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS;
+  const passages = resolvePassageSettings(contextConfig, passageQuery);
   const entries = [...(selection.primary ?? []), ...(selection.expanded ?? [])];
   const opening = buildOpening(includeCitations);
   // Fixed characters: opening + "\n" + ... + "\n" + closing.
@@ -200,32 +270,53 @@ export function assembleKnowledgeContext(
 
   const blocks: string[] = [];
   const citations: KnowledgeCitation[] = [];
+  const excerptedIds: string[] = [];
   let blocksLength = 0;
   let truncated = false;
   for (const entry of entries) {
     const rendered = renderEntry(entry, includeCitations);
     const separator = blocks.length > 0 ? 2 : 0;
-    if (fits(blocksLength + separator + rendered.full.length)) {
-      blocks.push(rendered.full);
-      blocksLength += separator + rendered.full.length;
-    } else if (fits(blocksLength + separator + rendered.summaryOnly.length)) {
-      blocks.push(rendered.summaryOnly);
-      blocksLength += separator + rendered.summaryOnly.length;
+    const fullFits = fits(blocksLength + separator + rendered.full.length);
+    let block: string | null = null;
+    if (passages !== null && (!fullFits || entry.body.length > passages.longBodyChars)) {
+      // Characters left for this entry: fits(x) holds exactly when fixedLength + x <= 4 * floor(maxTokens).
+      const room = 4 * Math.floor(maxTokens) - fixedLength - blocksLength - separator;
+      block = renderWithPassages(entry, includeCitations, passages, room);
+      if (block !== null && !fits(blocksLength + separator + block.length)) block = null;
+      if (block !== null) {
+        excerptedIds.push(entry.id);
+        if (!fullFits) truncated = true;
+      }
+    }
+    if (block === null && fullFits) block = rendered.full;
+    if (block === null && fits(blocksLength + separator + rendered.summaryOnly.length)) {
+      block = rendered.summaryOnly;
       truncated = true;
-    } else {
+    }
+    if (block === null) {
       truncated = true;
       break;
     }
+    blocks.push(block);
+    blocksLength += separator + block.length;
     citations.push({ id: entry.id, version: entry.version });
   }
+  const excerpts = passages !== null ? { excerptedIds } : {};
   if (blocks.length === 0) {
     return {
       assembledContext: "",
       citations: [],
       contextTokens: 0,
       truncated: entries.length > 0 && truncated,
+      ...excerpts,
     };
   }
   const assembledContext = `${opening}\n${blocks.join("\n\n")}\n${KNOWLEDGE_CONTEXT_CLOSE}`;
-  return { assembledContext, citations, contextTokens: estimateTokens(assembledContext), truncated };
+  return {
+    assembledContext,
+    citations,
+    contextTokens: estimateTokens(assembledContext),
+    truncated,
+    ...excerpts,
+  };
 }

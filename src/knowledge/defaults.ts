@@ -2,7 +2,7 @@
  * Every default, limit and constant of the grounding engine, in one place. Values marked "parity" are NeuroLink's;
  * limits are lexground's own and bound the work any single input can cause.
  */
-import type { KnowledgeFieldName, KnowledgeFieldWeights } from "../types/knowledge.js";
+import type { KnowledgeFieldName, KnowledgeFieldWeights, KnowledgePassageMode } from "../types/knowledge.js";
 
 /** Per-field BM25 weights (parity). */
 export const DEFAULT_FIELD_WEIGHTS: Readonly<KnowledgeFieldWeights> = Object.freeze({
@@ -24,6 +24,14 @@ export const DEFAULT_EXACT_BOOST = 100;
 export const DEFAULT_ALIAS_BOOST = 60;
 /** Token budget of the rendered block (parity). */
 export const DEFAULT_MAX_CONTEXT_TOKENS = 4000;
+/** Whether long or oversized bodies are excerpted to their best passages: `"off"` (parity). */
+export const DEFAULT_PASSAGES_MODE: KnowledgePassageMode = "off";
+/** Largest passage, in estimated tokens (`ceil(chars / 4)`), when bodies are cut into passages (lexground). */
+export const DEFAULT_PASSAGE_TOKENS = 200;
+/** Passages kept per excerpted body (lexground). */
+export const DEFAULT_MAX_PASSAGES = 3;
+/** With passages on, bodies estimated above this many tokens are excerpted even when they fit (lexground). */
+export const DEFAULT_LONG_BODY_TOKENS = 600;
 /** Ceiling of one grounding operation in milliseconds (parity). */
 export const DEFAULT_TIMEOUT_MS = 800;
 /**
@@ -79,5 +87,15 @@ export const MAX_RELATIONS_PER_ENTRY = 1_000;
 export const MAX_BODY_CHARS = 1_000_000;
 /** Characters accepted in an id, title, summary, domain, alias, keyword, integration or version. */
 export const MAX_FIELD_CHARS = 10_000;
+/** Passages of one body that are considered for an excerpt (the rest of the body is not scanned). */
+export const MAX_PASSAGES_CONSIDERED = 256;
+/** Characters at the start of a body that are considered for an excerpt. */
+export const MAX_PASSAGE_SCAN_CHARS = 262_144;
+/** Characters of scanned body text whose passage indexes are kept across turns (least recently used dropped). */
+export const PASSAGE_CACHE_MAX_CHARS = 8_000_000;
+/** BM25 k1 when passages of one body are scored against the query. */
+export const PASSAGE_BM25_K1 = 1.2;
+/** BM25 b when passages of one body are scored against the query. */
+export const PASSAGE_BM25_B = 0.75;
 /** Distinct scopes whose eligibility bitmap is cached per snapshot. */
 export const ELIGIBILITY_CACHE_LIMIT = 64;

@@ -27,6 +27,10 @@ describe("configuration validation (RELIABILITY 13)", () => {
     [{ retrieval: { fieldWeights: { titel: 2 } } }, "retrieval.fieldWeights.titel"],
     [{ retrieval: { candidateLimit: 2.5 } }, "retrieval.candidateLimit"],
     [{ context: { maxTokens: Number.NaN } }, "context.maxTokens"],
+    [{ context: { passages: "on" } }, "context.passages"],
+    [{ context: { passageTokens: 0 } }, "context.passageTokens"],
+    [{ context: { maxPassages: 1.5 } }, "context.maxPassages"],
+    [{ context: { longBodyTokens: -1 } }, "context.longBodyTokens"],
     [{ timeoutMs: 0 }, "timeoutMs"],
     [{ blockedDomains: "internal" }, "blockedDomains"],
   ])("%j is reported at %s and the engine does not build", async (override, path) => {
@@ -295,5 +299,55 @@ describe("cache key serialization", () => {
       { manifestVersion: "0" },
     );
     for (const entry of entries) expect(serializeEntry(entry)).toBe(stableStringifyForTests(entry));
+  });
+});
+
+describe("passages (context.passages)", () => {
+  const runbook: KnowledgeSource = {
+    id: "runbooks",
+    version: "2",
+    entries: [
+      {
+        id: "runbooks.payout-batch",
+        title: "Delayed payout batch",
+        summary: "What to do when a payout batch is late.",
+        domain: "payouts",
+        integrations: [],
+        body: [
+          "## Detect",
+          "An alert fires when the partner has not acknowledged the file.",
+          "## Re-submit rejected payouts",
+          "Export the rejected ids, verify there are no duplicates, then requeue them into the next window.",
+          "## Close",
+          "Resolve the incident and write the review within five days.",
+        ].join("\n\n"),
+      },
+    ],
+  };
+
+  it("scores the passages against the turn's query with the retrieval analyzer", async () => {
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [runbook],
+      retrieval: { analyzer: "english" },
+      context: { passages: "auto", longBodyTokens: 10, maxPassages: 1 },
+    });
+    const outcome = await engine.ground({ query: "how do I requeue a rejected payout batch" });
+    expect(outcome.retrieval?.excerptedIds).toEqual(["runbooks.payout-batch"]);
+    // "rejected" and "requeue" stem to the passage's words; the other sections are elided.
+    expect(outcome.ephemeralContext?.content).toContain(
+      "Summary: What to do when a payout batch is late.\n[…]\n## Re-submit rejected payouts\n\nExport the rejected ids",
+    );
+    expect(outcome.ephemeralContext?.content).not.toContain("Resolve the incident");
+    expect(outcome.ephemeralContext?.citations).toEqual([{ id: "runbooks.payout-batch", version: "2" }]);
+    const other = await engine.ground({ query: "payout batch review after the incident is resolved" });
+    expect(other.ephemeralContext?.content).toContain("[…]\n## Close\n\nResolve the incident");
+  });
+
+  it("leaves the default outcome without excerpt fields", async () => {
+    const engine = new KnowledgeGroundingEngine({ enabled: true, sources: [runbook] });
+    const outcome = await engine.ground({ query: "requeue rejected payouts" });
+    expect(outcome.retrieval).not.toHaveProperty("excerptedIds");
+    expect(outcome.ephemeralContext?.content).toContain("Resolve the incident");
   });
 });

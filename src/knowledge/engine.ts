@@ -499,7 +499,10 @@ export class KnowledgeGroundingEngine {
     }
     const request = this.buildRequest(input);
     const selection = retrieve(snapshot, request, this.resolved, this.config.blockedDomains);
-    const assembled = assembleKnowledgeContext(selection, this.contextConfig);
+    const assembled = assembleKnowledgeContext(selection, this.contextConfig, {
+      query: request.query,
+      analyzer: this.resolved.analyzer ?? "none",
+    });
     const durationMs = this.now() - started;
     const selectedEntryIds = selection.primary.map((entry) => entry.id);
     const expandedEntryIds = selection.expanded.map((entry) => entry.id);
@@ -538,6 +541,7 @@ export class KnowledgeGroundingEngine {
         durationMs,
         candidates: selection.candidates,
         ...(selection.expansionSkipped ? { expansionSkipped: selection.expansionSkipped } : {}),
+        ...(assembled.excerptedIds === undefined ? {} : { excerptedIds: assembled.excerptedIds }),
       },
     };
   }

@@ -69,7 +69,14 @@ describe("applyPreset: explicit fields override the preset's, field by field", (
     });
     const effective = resolveGroundingConfiguration({ retrieval });
     expect(effective.retrieval).toEqual(resolveRetrieval(retrieval));
-    expect(effective.context).toEqual({ maxTokens: DEFAULT_MAX_CONTEXT_TOKENS, includeCitations: true });
+    expect(effective.context).toEqual({
+      maxTokens: DEFAULT_MAX_CONTEXT_TOKENS,
+      includeCitations: true,
+      passages: "off",
+      passageTokens: 200,
+      maxPassages: 3,
+      longBodyTokens: 600,
+    });
     expect(resolveGroundingConfiguration({}).retrieval).toEqual(resolveRetrieval());
   });
 
@@ -98,10 +105,21 @@ describe("applyPreset: explicit fields override the preset's, field by field", (
   });
 
   it("resolveContext applies the defaults", () => {
-    expect(resolveContext()).toEqual({ maxTokens: 4000, includeCitations: true });
+    expect(resolveContext()).toEqual({
+      maxTokens: 4000,
+      includeCitations: true,
+      passages: "off",
+      passageTokens: 200,
+      maxPassages: 3,
+      longBodyTokens: 600,
+    });
     expect(resolveContext({ includeCitations: false, maxTokens: 0 })).toEqual({
       maxTokens: 0,
       includeCitations: false,
+      passages: "off",
+      passageTokens: 200,
+      maxPassages: 3,
+      longBodyTokens: 600,
     });
   });
 });
@@ -174,7 +192,14 @@ describe("the engine with a preset", () => {
         fieldWeights: { ...KNOWLEDGE_PRESETS.recommended.retrieval.fieldWeights, body: 2 },
       }),
     );
-    expect(configuration?.context).toEqual({ maxTokens: 900, includeCitations: true });
+    expect(configuration?.context).toEqual({
+      maxTokens: 900,
+      includeCitations: true,
+      passages: "auto",
+      passageTokens: 200,
+      maxPassages: 3,
+      longBodyTokens: 600,
+    });
     expect(engine.getResolvedRetrieval()).toEqual(configuration?.retrieval);
     // The report is a copy.
     configuration!.retrieval.fieldWeights.title = 99;
@@ -187,7 +212,14 @@ describe("the engine with a preset", () => {
     expect(engine.getStatus().configuration).toEqual({
       preset: "neurolink",
       retrieval: resolveRetrieval(),
-      context: { maxTokens: 4000, includeCitations: true },
+      context: {
+        maxTokens: 4000,
+        includeCitations: true,
+        passages: "off",
+        passageTokens: 200,
+        maxPassages: 3,
+        longBodyTokens: 600,
+      },
     });
   });
 

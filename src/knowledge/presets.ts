@@ -38,7 +38,8 @@ export const DEFAULT_PRESET: KnowledgePresetName = "neurolink";
  *   weights title 2, aliases 5, keywords 3, summary 1, body 1, exact boost 10, calibrated confidence) plus adaptive
  *   cut-offs: a relative score floor (half the top score), a gap rule (a drop below 0.6× the previous score ends
  *   the list), and at most one related entry, followed from the top primary entry only when the turn's confidence
- *   is high. First values; the collection-aware tuning replaces them with measured ones.
+ *   is high; long or oversized bodies rendered as their best passages for the query (`passages: "auto"` with
+ *   its default sizes). First values; the collection-aware tuning replaces them with measured ones.
  *
  * To switch one of a preset's rules off, set it explicitly: `minRelativeScore: 0`, `scoreGapRatio: 0`,
  * `expansionMinConfidence: "low"`, `expansionFromTop` as large as `resultLimit`.
@@ -67,7 +68,7 @@ export const KNOWLEDGE_PRESETS: Readonly<Record<KnowledgePresetName, Readonly<Kn
         expansionFromTop: 1,
         expansionMinConfidence: "high",
       } satisfies KnowledgeRetrievalConfig),
-      context: Object.freeze({}),
+      context: Object.freeze({ passages: "auto" } satisfies KnowledgeContextConfig),
     }),
   });
 

@@ -252,6 +252,36 @@ export type KnowledgeContextConfig = {
   maxTokens?: number;
   /** Emit `[KB:<id>@<version>]` citation markers. Default true. */
   includeCitations?: boolean;
+  /**
+   * Passages of long bodies (lexground). `"off"` (default, NeuroLink parity): a body is rendered whole, or the
+   * entry falls back to its summary when it does not fit. `"auto"`: when a body is estimated above
+   * `longBodyTokens`, or the entry does not fit whole, the body's passages that best match this turn's query are
+   * rendered instead (verbatim, in document order, `[…]` lines where text was left out), under the entry's one
+   * citation; the summary-only form remains the fallback when not even one passage fits.
+   */
+  passages?: KnowledgePassageMode;
+  /** Largest passage in estimated tokens; longer paragraphs are cut at line, sentence or word ends. Default 200. */
+  passageTokens?: number;
+  /** Passages kept per excerpted body. Default 3. */
+  maxPassages?: number;
+  /** With passages on, bodies estimated above this many tokens are excerpted even when they fit. Default 600. */
+  longBodyTokens?: number;
+};
+
+/**
+ * How entry bodies are rendered: `"off"` whole (or summary-only when they do not fit), `"auto"` as their
+ * best-matching passages when long or when they do not fit. See {@link KnowledgeContextConfig.passages}.
+ */
+export type KnowledgePassageMode = "off" | "auto";
+
+/**
+ * What the block needs to know about the turn beyond the selection: the query that passages are scored against,
+ * and the analyzer of the engine's retrieval settings (so passages match the way entries were matched).
+ */
+export type KnowledgePassageQuery = {
+  query: string;
+  /** Default `"none"`. */
+  analyzer?: KnowledgeAnalyzerName;
 };
 
 /**
@@ -433,6 +463,8 @@ export type KnowledgeRetrievalResult = {
   candidates?: KnowledgeScoredCandidate[];
   /** Set when an expansion rule stopped relation expansion (lexground). */
   expansionSkipped?: KnowledgeExpansionSkip;
+  /** Ids of included entries whose body was rendered as passages (present only when passages are on; lexground). */
+  excerptedIds?: string[];
 };
 
 /**
@@ -526,6 +558,10 @@ export type KnowledgeResolvedRetrieval = {
 export type KnowledgeResolvedContext = {
   maxTokens: number;
   includeCitations: boolean;
+  passages: KnowledgePassageMode;
+  passageTokens: number;
+  maxPassages: number;
+  longBodyTokens: number;
 };
 
 /**
@@ -578,6 +614,8 @@ export type KnowledgeAssembledContext = {
   citations: KnowledgeCitation[];
   contextTokens: number;
   truncated: boolean;
+  /** Ids of included entries whose body was rendered as passages (present only when passages are on). */
+  excerptedIds?: string[];
 };
 
 /** Per-turn input of `KnowledgeGroundingEngine.ground()`. */

@@ -19,6 +19,7 @@ import {
   MAX_TOKEN_LENGTH,
   normalizeAndValidate,
 } from "../../src/index.js";
+import { MAX_PASSAGE_SCAN_CHARS } from "../../src/knowledge/defaults.js";
 
 afterAll(() => clearKnowledgeIndexCache());
 
@@ -129,5 +130,38 @@ describe("limits at query time: bounded, never an error", () => {
     });
     const outcome = await searcher.ground({ query: `${long}anything else entirely` });
     expect(outcome.metadata.selectedIds).toEqual(["long"]);
+  });
+});
+
+describe("passages of a 1 MB body: bounded scan, cached across turns", () => {
+  it(`only the first MAX_PASSAGE_SCAN_CHARS (${MAX_PASSAGE_SCAN_CHARS}) characters are considered, once`, async () => {
+    const paragraph =
+      "Payout batches go to bank partners in windows. <b>Late</b> files are retried & reported.\n\n";
+    const early = "The requeue command needs a second approver.\n\n";
+    const late = "The zeppelin procedure is only described here, past the scanned part.\n\n";
+    let body = paragraph.repeat(5) + early;
+    while (body.length < MAX_BODY_CHARS - late.length - paragraph.length) body += paragraph;
+    body += late;
+    expect(body.length).toBeGreaterThan(MAX_BODY_CHARS - 200);
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "kb", entries: [{ ...base, id: "big", title: "Payout batches", body }] }],
+      context: { passages: "auto" },
+      timeoutMs: 60_000,
+    });
+    const first = await engine.ground({ query: "payout batches requeue approver" });
+    expect(first.metadata.failureReason).toBeUndefined();
+    expect(first.retrieval?.excerptedIds).toEqual(["big"]);
+    expect(first.ephemeralContext?.content).toContain("The requeue command needs a second approver.");
+    // Within the default 4,000-token budget, with a marker after the excerpt (the body goes on).
+    expect(first.metadata.contextTokens).toBeLessThanOrEqual(4000);
+    expect(first.ephemeralContext?.content).toMatch(/\n\[…\]\n<\/knowledge_context>$/);
+    // Text past the scanned part is never searched.
+    const beyond = await engine.ground({ query: "payout batches zeppelin" });
+    expect(beyond.ephemeralContext?.content).not.toContain("zeppelin");
+    // Later turns reuse the cached passage index: generous bound for the DoS case (the first turn scans).
+    const started = performance.now();
+    for (let turn = 0; turn < 20; turn++) await engine.ground({ query: `payout batches requeue ${turn}` });
+    expect((performance.now() - started) / 20).toBeLessThan(100);
   });
 });
