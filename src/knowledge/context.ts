@@ -148,6 +148,11 @@ export function singleLine(text: string): string {
 }
 
 type RenderedEntry = { full: string; summaryOnly: string };
+
+/** The entry's citation marker line (with its line break) when citations are on, else `""`. */
+function markerLine(entry: NormalizedKnowledgeEntry, includeCitations: boolean): string {
+  return includeCitations ? `${citationMarker(entry.id, entry.version).toWellFormed()}\n` : "";
+}
 const renderCache = new WeakMap<
   NormalizedKnowledgeEntry,
   { withCitation?: RenderedEntry; withoutCitation?: RenderedEntry }
@@ -173,7 +178,7 @@ export function renderEntry(entry: NormalizedKnowledgeEntry, includeCitations: b
   const fullLines = [header];
   if (entry.body) fullLines.push(entry.body);
   if (entry.aliases.length > 0) fullLines.push(`Also called: ${singleLine(entry.aliases.join(", "))}`);
-  const marker = includeCitations ? `${citationMarker(entry.id, entry.version).toWellFormed()}\n` : "";
+  const marker = markerLine(entry, includeCitations);
   const rendered: RenderedEntry = {
     full: marker + neutralizeEntryText(fullLines.join("\n")),
     summaryOnly: marker + neutralizeEntryText(header),
@@ -212,14 +217,11 @@ function resolvePassageSettings(
   };
 }
 
-/** The body text passages are cut from: well-formed and delimiter-safe, as in the full rendering. */
-function prepareBody(text: string): string {
-  return neutralizeDelimiters(text.toWellFormed());
-}
-
 /**
  * The entry rendered with its body's best passages instead of the body, in at most `maxChars` characters: the
- * summary-only lines, the excerpt, then `Also called:` when that still fits. Null when not even one passage fits.
+ * marker and summary-only lines, the excerpt, then `Also called:` when that still fits. Passages are cut from the
+ * body as {@link neutralizeEntryText} leaves it, and the entry text is neutralized together once more, as in
+ * {@link renderEntry} (a spelling could run from one piece into the next). Null when not even one passage fits.
  */
 function renderWithPassages(
   entry: NormalizedKnowledgeEntry,
@@ -228,18 +230,24 @@ function renderWithPassages(
   maxChars: number,
 ): string | null {
   if (!entry.body) return null;
-  const header = renderEntry(entry, includeCitations).summaryOnly;
-  const aliases =
-    entry.aliases.length > 0 ? `Also called: ${singleLine(entry.aliases.join(", "))}`.toWellFormed() : "";
-  const room = maxChars - header.length - 1;
+  const marker = markerLine(entry, includeCitations);
+  const header = renderEntry(entry, false).summaryOnly;
+  const aliases = entry.aliases.length > 0 ? `Also called: ${singleLine(entry.aliases.join(", "))}` : "";
+  const room = maxChars - marker.length - header.length - 1;
   if (room <= 0) return null;
-  const index = passageIndexFor(entry, entry.body, settings.passageChars, settings.analyzer, prepareBody);
+  const index = passageIndexFor(
+    entry,
+    entry.body,
+    settings.passageChars,
+    settings.analyzer,
+    neutralizeEntryText,
+  );
   const excerpt = selectPassages(index, settings.terms, settings.maxPassages, room);
   if (!excerpt) return null;
   // Passages come first; the "Also called:" line joins when there is room left.
-  const rendered = `${header}\n${excerpt.text}`;
-  const withAliases = aliases !== "" && rendered.length + 1 + aliases.length <= maxChars;
-  return neutralizeDelimiters(withAliases ? `${rendered}\n${aliases}` : rendered);
+  const text = `${header}\n${excerpt.text}`;
+  const withAliases = aliases !== "" && marker.length + text.length + 1 + aliases.length <= maxChars;
+  return marker + neutralizeEntryText(withAliases ? `${text}\n${aliases}` : text);
 }
 
 /**
