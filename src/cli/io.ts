@@ -19,8 +19,11 @@ export type CliIo = {
   stderr: CliOutput;
   env: Record<string, string | undefined>;
   cwd: string;
-  /** Input stream for `lexground mcp` (stdio transport). Default `process.stdin`. */
-  stdin?: Readable;
+  /**
+   * Input stream: the stdio transport of `lexground mcp`, and the question of `query`/`ask` when it is piped in.
+   * `isTTY` true means a terminal, which is never read for a question. Default for `mcp`: `process.stdin`.
+   */
+  stdin?: Readable & { isTTY?: boolean };
 };
 
 /** Colors that are on only when the stream is a terminal and `NO_COLOR` is unset. */

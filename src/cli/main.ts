@@ -145,8 +145,9 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     program
       .command("query")
       .description("show what one turn would select for a question: ranking, scores, confidence, context")
-      .argument("<question>", "the user's question"),
+      .argument("[question]", "the user's question (default: --file, or standard input when piped)"),
   )
+    .option("--file <path>", "read the question from a file ('-' for standard input)")
     .option("--explain", "show every candidate's score breakdown and the rendered context block")
     .option("--context", "print only the rendered context block")
     .option("--limit <n>", "primary entries to select (retrieval.resultLimit)")
@@ -157,9 +158,11 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
         'lexground query "enable multi step flow" --kb examples/knowledge-base',
         'lexground query "sso login loop" --kb manifest.json --integrations okta,slack --explain',
         'lexground query "refund policy" --kb manifest.json --json | jq .candidates[0]',
+        "lexground query --file long-question.txt --kb manifest.json",
+        "pbpaste | lexground query --kb manifest.json",
       ]),
     )
-    .action(async (question: string, options) => {
+    .action(async (question: string | undefined, options) => {
       setRunner(async (ctx) => (await import("./commands/query.js")).runQuery(ctx, question, options));
     });
 
@@ -169,8 +172,9 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       .description(
         "answer a question grounded in the knowledge base, with citations (offline without a provider)",
       )
-      .argument("<question>", "the user's question"),
+      .argument("[question]", "the user's question (default: --file, or standard input when piped)"),
   )
+    .option("--file <path>", "read the question from a file ('-' for standard input)")
     .option("--provider <name>", "model provider (openai, anthropic, google, openai-compatible, ...)")
     .option("--model <name>", "model name for the provider")
     .option("--system <prompt>", "system prompt placed before the knowledge block")
@@ -186,7 +190,7 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       ]) +
         "\nWithout --provider and without a provider key in the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY,\nGOOGLE_GENERATIVE_AI_API_KEY) it works offline and says so: the answer is the top entries' summaries with\ntheir [KB:id@version] citations.\n",
     )
-    .action(async (question: string, options) => {
+    .action(async (question: string | undefined, options) => {
       setRunner(async (ctx) => (await import("./commands/ask.js")).runAsk(ctx, question, options));
     });
 

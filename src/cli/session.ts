@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { readFile } from "node:fs/promises";
+import { open, readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { CONTENT_WARNING_CODES, type LoadedKnowledgeBase, readKnowledgeBase } from "../files/compile.js";
@@ -19,6 +19,7 @@ import {
   deserializeIndexSnapshot,
   isKnowledgePresetName,
   KNOWLEDGE_PRESET_NAMES,
+  MAX_QUERY_CHARS,
   resolveGroundingConfiguration,
   retrieve,
   validateGroundingConfig,
@@ -35,6 +36,7 @@ import type {
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
   KnowledgeRetrievalConfig,
+  KnowledgeStatus,
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
@@ -185,6 +187,79 @@ export type PreparedKnowledgeBase = {
   indexNote?: string;
 };
 
+/** Active entries that share a domain and a set of integrations (lowercased, sorted). */
+export type KnowledgeScopeGroup = { domain: string; integrations: string[]; count: number };
+
+/** The knowledge base's entries counted by what decides whether a turn may retrieve them. */
+export type KnowledgePopulation = {
+  statuses: Record<KnowledgeStatus, number>;
+  /** Active entries grouped by (domain, integrations): a scope's exclusions are counted per group, not per entry. */
+  scopeGroups: KnowledgeScopeGroup[];
+};
+
+/** Counts the entries per status and groups the active ones by scope, once per knowledge base. */
+export function countPopulation(entries: readonly NormalizedKnowledgeEntry[]): KnowledgePopulation {
+  const statuses: Record<KnowledgeStatus, number> = { active: 0, draft: 0, deprecated: 0 };
+  const groups = new Map<string, KnowledgeScopeGroup>();
+  for (const entry of entries) {
+    statuses[entry.status] += 1;
+    if (entry.status !== "active") continue;
+    const integrations = [...new Set(entry.integrations.map((name) => name.toLowerCase()))].sort();
+    const key = JSON.stringify([entry.domain, integrations]);
+    const group = groups.get(key);
+    if (group) group.count += 1;
+    else groups.set(key, { domain: entry.domain, integrations, count: 1 });
+  }
+  return { statuses, scopeGroups: [...groups.values()] };
+}
+
+const populations = new WeakMap<PreparedKnowledgeBase, KnowledgePopulation>();
+
+/** The population of a prepared knowledge base, counted on first use (a cold start that never asks pays nothing). */
+export function populationOf(prepared: PreparedKnowledgeBase): KnowledgePopulation {
+  let population = populations.get(prepared);
+  if (!population) {
+    population = countPopulation(prepared.entries);
+    populations.set(prepared, population);
+  }
+  return population;
+}
+
+/** How many entries a turn could never retrieve, and why. */
+export type KnowledgeExclusions = {
+  draft: number;
+  deprecated: number;
+  /** Active entries in a blocked domain. */
+  blockedDomain: number;
+  /** Active entries, outside blocked domains, bound only to integrations the turn does not enable. */
+  integrations: number;
+};
+
+/**
+ * Counts what a scope excludes from the precomputed population: one pass over the scope groups (a handful for a
+ * typical knowledge base), never over the entries, and never in the engine's retrieval path.
+ */
+export function countExclusions(
+  population: KnowledgePopulation,
+  scope: { enabledIntegrations: readonly string[]; blockedDomains: readonly string[] },
+): KnowledgeExclusions {
+  const enabled = new Set(scope.enabledIntegrations.map((name) => name.toLowerCase()));
+  const blocked = new Set(scope.blockedDomains);
+  let blockedDomain = 0;
+  let integrations = 0;
+  for (const group of population.scopeGroups) {
+    if (blocked.has(group.domain)) blockedDomain += group.count;
+    else if (group.integrations.length > 0 && !group.integrations.some((name) => enabled.has(name)))
+      integrations += group.count;
+  }
+  return {
+    draft: population.statuses.draft,
+    deprecated: population.statuses.deprecated,
+    blockedDomain,
+    integrations,
+  };
+}
+
 /** Validates and indexes; throws {@link KnowledgeBaseInvalidError} when validation finds errors. */
 export function prepareKnowledgeBase(
   knowledgeBase: LoadedKnowledgeBase,
@@ -286,8 +361,6 @@ export type TurnReport = {
     citations: KnowledgeCitation[];
   };
   timing: { retrieveMs: number; assembleMs: number };
-  /** Integration-bound entries were excluded because no integration was enabled. */
-  integrationBoundExcluded: number;
 };
 
 function asList(value: string | string[] | undefined): string[] | undefined {
@@ -358,10 +431,6 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
     );
     return { ...describe(entry), via: via?.id ?? null };
   });
-  const integrationBoundExcluded =
-    enabledIntegrations.length === 0
-      ? prepared.entries.filter((entry) => entry.integrations.length > 0).length
-      : 0;
   return {
     query,
     enabledIntegrations,
@@ -380,7 +449,6 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
       citations: assembled.citations,
     },
     timing: { retrieveMs, assembleMs },
-    integrationBoundExcluded,
   };
 }
 
@@ -423,4 +491,92 @@ export function parseCount(value: string | undefined, flag: string): number | un
     throw new CliUsageError(`${flag} must be a whole number >= 1, got "${value}"`, `e.g. ${flag} 5`);
   }
   return Number(value);
+}
+
+/** Largest question read from a file or standard input (the engine searches its first {@link MAX_QUERY_CHARS}). */
+export const MAX_QUESTION_BYTES = 16 * 1024 * 1024;
+
+async function readBoundedStream(stream: AsyncIterable<unknown>, source: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of stream) {
+    const buffer = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array);
+    bytes += buffer.length;
+    if (bytes > MAX_QUESTION_BYTES) {
+      throw new CliUsageError(
+        `the question from ${source} is larger than ${MAX_QUESTION_BYTES / 1024 / 1024} MiB`,
+        `only the first ${MAX_QUERY_CHARS} characters are searched; pass a shorter question`,
+      );
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * The question of `query` or `ask`: the argument, or the contents of `--file` (`-` for standard input), or standard
+ * input when there is no argument and it is not a terminal. A long question belongs in a file or a pipe: the
+ * operating system refuses a command line of a few hundred kilobytes ("Argument list too long").
+ */
+export async function readQuestion(
+  context: CommandContext,
+  argument: string | undefined,
+  file: string | undefined,
+): Promise<string> {
+  if (argument !== undefined && file !== undefined) {
+    throw new CliUsageError(
+      "give the question either as an argument or with --file, not both",
+      'e.g. lexground query --file question.txt --kb kb.json, or lexground query "refund window" --kb kb.json',
+    );
+  }
+  const stdin = context.io.stdin;
+  let text: string;
+  if (file !== undefined && file !== "-") {
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(resolve(context.io.cwd, file), "r");
+    } catch {
+      throw new CliUsageError(`${file}: question file not found`, "pass a text file holding the question");
+    }
+    try {
+      text = await readBoundedStream(handle.createReadStream({ autoClose: false }), file);
+    } finally {
+      await handle.close();
+    }
+  } else if (file === "-" || argument === "-" || (argument === undefined && stdin && stdin.isTTY !== true)) {
+    if (!stdin) throw new CliUsageError("no standard input to read the question from");
+    text = await readBoundedStream(stdin, "standard input");
+  } else if (argument !== undefined) {
+    text = argument;
+  } else {
+    throw new CliUsageError(
+      "no question given",
+      'pass it as an argument, with --file <path>, or on standard input: echo "refund window" | lexground query --kb kb.json',
+    );
+  }
+  const question = text.trim();
+  if (question === "") {
+    throw new CliUsageError(
+      "the question is empty",
+      'pass it as an argument, with --file <path>, or on standard input: echo "refund window" | lexground query --kb kb.json',
+    );
+  }
+  return question;
+}
+
+/** Longest part of a question shown in a header; the rest is elided with its length. */
+export const QUESTION_SHOWN_CHARS = 200;
+
+/**
+ * The question as a header shows it: quoted, and for a long one its first {@link QUESTION_SHOWN_CHARS} characters,
+ * an ellipsis and the length (and how much of it is searched).
+ */
+export function showQuestion(question: string): string {
+  if (question.length <= QUESTION_SHOWN_CHARS) return JSON.stringify(question);
+  let end = QUESTION_SHOWN_CHARS;
+  // Never cut a surrogate pair in half.
+  const last = question.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  const searched = question.length > MAX_QUERY_CHARS ? `; the first ${MAX_QUERY_CHARS} are searched` : "";
+  return `${JSON.stringify(question.slice(0, end))}… (${question.length} characters${searched})`;
 }

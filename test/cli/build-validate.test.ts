@@ -42,11 +42,18 @@ describe("lexground (no command), --help, --version, unknown commands", () => {
     expect(flag.stderr).toBe(
       "error: unknown option '--frobnicate'\nhint: run 'lexground validate --help' for usage and examples\n",
     );
+    expect(await run(["build"])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr:
+        "error: missing required argument 'inputs'\nhint: run 'lexground build --help' for usage and examples\n",
+    });
+    // A question may also come from --file or standard input, so its absence is checked by the command.
     expect(await run(["query"])).toEqual({
       code: 2,
       stdout: "",
       stderr:
-        "error: missing required argument 'question'\nhint: run 'lexground query --help' for usage and examples\n",
+        'error: no question given\nhint: pass it as an argument, with --file <path>, or on standard input: echo "refund window" | lexground query --kb kb.json\n',
     });
   });
 });

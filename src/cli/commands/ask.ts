@@ -5,13 +5,15 @@
  * top entries' summaries with their citations, and says so.
  */
 import { citationMarker } from "../../index.js";
+import type { ProviderNotConfiguredError, UnknownProviderError } from "../../neurolink/errors.js";
 import type { KnowledgeGroundingMetadata } from "../../types/knowledge.js";
-import { CliFailure } from "../errors.js";
+import { CliFailure, CliUsageError } from "../errors.js";
 import { type CommandContext, println } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
 import {
   type PreparedKnowledgeBase,
   prepareFromFlags,
+  readQuestion,
   resolveScope,
   runTurn,
   type TurnReport,
@@ -24,6 +26,7 @@ export type AskFlags = RetrievalFlags & {
   system?: string;
   stream?: boolean;
   offline?: boolean;
+  file?: string;
 };
 
 /** Environment variables that configure a provider for the NeuroLink client (any one is enough). */
@@ -91,19 +94,112 @@ function hasProvider(flags: AskFlags, env: CommandContext["io"]["env"]): boolean
   return PROVIDER_ENVIRONMENT_VARIABLES.some((name) => (env[name] ?? "") !== "");
 }
 
-function sourcesLine(
+/** `[KB:<id>@<version>]` markers in an answer; the id is everything up to the last `@`. */
+const CITATION_MARKER = /\[KB:([^\]\s]+)@([^\]\s@]*)\]/g;
+
+/** The entries a model answer was grounded in, split by whether the answer cites them. */
+export type AnswerSources = {
+  /** Entries of the context the answer cites (by id), in the order the answer first cites them. */
+  cited: { id: string; citation: string; title: string }[];
+  /** Entries of the context the answer does not cite, in context order. */
+  alsoInContext: { id: string; citation: string; title: string }[];
+  /** Markers in the answer that name no entry of the context (a misquoted or invented id). */
+  unknown: string[];
+};
+
+/**
+ * Splits the entries handed to the model into those the answer cites and the rest. A marker counts by its id, so a
+ * citation with a wrong version still names its entry.
+ */
+export function answerSources(
+  answer: string,
   metadata: KnowledgeGroundingMetadata | undefined,
   prepared: PreparedKnowledgeBase,
-): string[] {
-  if (!metadata) return [];
-  const ids = [...metadata.selectedIds, ...metadata.expandedIds];
-  return ids.map((id) => {
+): AnswerSources {
+  const inContext = metadata ? [...metadata.selectedIds, ...metadata.expandedIds] : [];
+  const describe = (id: string) => {
     const entry = prepared.snapshot.entriesById.get(id);
-    return `${citationMarker(id, entry?.version ?? prepared.knowledgeBase.manifest.contentVersion)}${entry ? ` ${entry.title}` : ""}`;
-  });
+    return {
+      id,
+      citation: citationMarker(id, entry?.version ?? prepared.knowledgeBase.manifest.contentVersion),
+      title: entry?.title ?? "",
+    };
+  };
+  const contextIds = new Set(inContext);
+  const citedIds: string[] = [];
+  const unknown: string[] = [];
+  for (const match of answer.matchAll(CITATION_MARKER)) {
+    const id = match[1]!;
+    if (contextIds.has(id)) {
+      if (!citedIds.includes(id)) citedIds.push(id);
+    } else if (!unknown.includes(match[0])) {
+      unknown.push(match[0]);
+    }
+  }
+  return {
+    cited: citedIds.map(describe),
+    alsoInContext: inContext.filter((id) => !citedIds.includes(id)).map(describe),
+    unknown,
+  };
 }
 
-export async function runAsk(context: CommandContext, question: string, flags: AskFlags): Promise<number> {
+/** `[KB:id@v] Title; [KB:other@v] Other` */
+function sourceList(sources: AnswerSources["cited"]): string {
+  return sources.map((source) => `${source.citation}${source.title ? ` ${source.title}` : ""}`).join("; ");
+}
+
+/** Every provider name `--provider` accepts, for the usage message of an unknown one. */
+const PROVIDER_HELP =
+  "openai, anthropic, google, openai-compatible, or a local server: ollama, lmstudio, vllm (aliases: claude, gemini)";
+
+/**
+ * The client's configuration errors in the CLI's terms (flags and environment variables, not call options):
+ * an unknown provider or a missing model is a usage error (exit 2); a missing key or address is a failure that
+ * names the variable to set.
+ */
+export function providerErrorForCli(error: unknown): CliUsageError | CliFailure | undefined {
+  // By the client's stable error codes: the client (and the AI SDK behind it) is imported only when a model runs.
+  const code = error !== null && typeof error === "object" ? (error as { code?: unknown }).code : undefined;
+  if (code === "UNKNOWN_PROVIDER") {
+    const { provider } = error as UnknownProviderError;
+    return new CliUsageError(
+      `unknown provider "${provider}"`,
+      `pass --provider with one of: ${PROVIDER_HELP}`,
+    );
+  }
+  if (code !== "PROVIDER_NOT_CONFIGURED") return undefined;
+  const provider = (error as ProviderNotConfiguredError).provider ?? "";
+  const { setting } = error as ProviderNotConfiguredError;
+  if (setting === "model" || setting.endsWith("_MODEL")) {
+    return new CliUsageError(
+      `provider "${provider}" needs a model`,
+      `pass --model <name>${setting === "model" ? "" : `, or set ${setting}`} (or LEXGROUND_MODEL)`,
+    );
+  }
+  if (setting === "LEXGROUND_PROVIDER") {
+    return new CliUsageError(
+      "no model provider is configured",
+      "pass --provider <name>, or set LEXGROUND_PROVIDER or a provider key such as OPENAI_API_KEY; --offline answers without a model",
+    );
+  }
+  if (setting.endsWith("_BASE_URL")) {
+    return new CliFailure(
+      `provider "${provider}" has no server address`,
+      `set ${setting}, e.g. ${setting}=http://127.0.0.1:11434/v1 for Ollama; --offline answers without a model`,
+    );
+  }
+  return new CliFailure(
+    `provider "${provider}" has no API key`,
+    `set ${setting} in the environment; --offline answers without a model`,
+  );
+}
+
+export async function runAsk(
+  context: CommandContext,
+  argument: string | undefined,
+  flags: AskFlags,
+): Promise<number> {
+  const question = await readQuestion(context, argument, flags.file);
   const prepared = await prepareFromFlags(context, flags);
   const scope = scopeOf(flags);
   const { out } = context;
@@ -201,6 +297,8 @@ export async function runAsk(context: CommandContext, question: string, flags: A
     }
   } catch (error) {
     if (answer !== "" && !answer.endsWith("\n")) context.io.stdout.write("\n");
+    const translated = providerErrorForCli(error);
+    if (translated) throw translated;
     const description = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     throw new CliFailure(
       `the model call failed: ${description.split("\n")[0]}`,
@@ -208,7 +306,7 @@ export async function runAsk(context: CommandContext, question: string, flags: A
       { cause: error },
     );
   }
-  const sources = sourcesLine(metadata, prepared);
+  const sources = answerSources(answer, metadata, prepared);
   if (flags.json) {
     println(
       context,
@@ -219,7 +317,9 @@ export async function runAsk(context: CommandContext, question: string, flags: A
           provider,
           model,
           answer,
-          citations: sources.map((line) => line.split(" ")[0]),
+          citations: sources.cited.map((source) => source.citation),
+          alsoInContext: sources.alsoInContext.map((source) => source.citation),
+          unknownCitations: sources.unknown,
           confidence: metadata?.confidence ?? "none",
           knowledge: metadata ?? null,
         },
@@ -236,6 +336,16 @@ export async function runAsk(context: CommandContext, question: string, flags: A
       `${provider}/${model} · confidence ${metadata?.confidence ?? "none"}${metadata?.failureReason ? ` · grounding failed open: ${metadata.failureReason}` : ""}`,
     ),
   );
-  if (sources.length > 0) println(context, out.dim(`Sources: ${sources.join("; ")}`));
+  if (sources.cited.length > 0) println(context, out.dim(`Sources: ${sourceList(sources.cited)}`));
+  else if (sources.alsoInContext.length > 0) println(context, out.dim("Sources: none cited by the answer"));
+  if (sources.alsoInContext.length > 0) {
+    println(context, out.dim(`Also in context: ${sourceList(sources.alsoInContext)}`));
+  }
+  if (sources.unknown.length > 0) {
+    println(
+      context,
+      out.yellow(`Cited but not in the context: ${sources.unknown.join(", ")} (check these claims)`),
+    );
+  }
   return 0;
 }

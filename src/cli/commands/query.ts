@@ -4,15 +4,25 @@ import type { KnowledgeFieldName } from "../../types/knowledge.js";
 import { type CommandContext, formatMs, padCell, println } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
 import {
+  countExclusions,
   type ExplainedCandidate,
+  type KnowledgeExclusions,
   type PreparedKnowledgeBase,
   parseCount,
+  populationOf,
   prepareFromFlags,
+  readQuestion,
   runTurn,
+  showQuestion,
   type TurnReport,
 } from "../session.js";
 
-export type QueryFlags = RetrievalFlags & { explain?: boolean; context?: boolean; limit?: string };
+export type QueryFlags = RetrievalFlags & {
+  explain?: boolean;
+  context?: boolean;
+  limit?: string;
+  file?: string;
+};
 
 const FIELD_ORDER: KnowledgeFieldName[] = ["title", "aliases", "keywords", "summary", "body"];
 
@@ -54,16 +64,36 @@ export function explainScore(candidate: ExplainedCandidate, prepared: PreparedKn
   return parts.join(" · ");
 }
 
+/**
+ * `1 draft · 1 deprecated · 3 out of scope (2 bound to integrations not enabled, 1 in a blocked domain)`, or null
+ * when nothing is excluded.
+ */
+export function describeExclusions(excluded: KnowledgeExclusions): string | null {
+  const parts: string[] = [];
+  if (excluded.draft > 0) parts.push(`${excluded.draft} draft`);
+  if (excluded.deprecated > 0) parts.push(`${excluded.deprecated} deprecated`);
+  const outOfScope = excluded.integrations + excluded.blockedDomain;
+  if (outOfScope > 0) {
+    const reasons = [
+      excluded.integrations > 0 ? `${excluded.integrations} bound to integrations not enabled` : "",
+      excluded.blockedDomain > 0 ? `${excluded.blockedDomain} in a blocked domain` : "",
+    ].filter(Boolean);
+    parts.push(`${outOfScope} out of scope (${reasons.join(", ")})`);
+  }
+  return parts.length > 0 ? parts.join(" · ") : null;
+}
+
 function printHuman(
   context: CommandContext,
   report: TurnReport,
   prepared: PreparedKnowledgeBase,
+  excluded: KnowledgeExclusions,
   explain: boolean,
   loadMs: number,
 ): void {
   const { out } = context;
   const label = (text: string) => out.bold(text.padEnd(11));
-  println(context, `${label("Query")}${JSON.stringify(report.query)}`);
+  println(context, `${label("Query")}${showQuestion(report.query)}`);
   if (prepared.preset !== "neurolink") println(context, `${label("Preset")}${prepared.preset}`);
   println(
     context,
@@ -81,11 +111,13 @@ function printHuman(
     context,
     `${label("Confidence")}${confidenceColor(report.confidence)} · ${report.candidateCount} candidate${report.candidateCount === 1 ? "" : "s"}${report.candidateCount > report.candidates.length ? ` (top ${report.candidates.length} kept)` : ""} · ${report.primary.length} selected · ${report.expanded.length} expanded`,
   );
-  if (report.integrationBoundExcluded > 0) {
+  const exclusions = describeExclusions(excluded);
+  if (exclusions) println(context, `${label("Excluded")}${exclusions}`);
+  if (excluded.integrations > 0 && report.enabledIntegrations.length === 0) {
     println(
       context,
       out.dim(
-        `note: ${report.integrationBoundExcluded} integration-bound entries were not eligible (no integration enabled); pass --integrations ${prepared.integrations.slice(0, 3).join(",")} or --all-integrations`,
+        `note: no integration is enabled; pass --integrations ${prepared.integrations.slice(0, 3).join(",")} or --all-integrations`,
       ),
     );
   }
@@ -169,10 +201,11 @@ function printHuman(
 
 export async function runQuery(
   context: CommandContext,
-  question: string,
+  argument: string | undefined,
   flags: QueryFlags,
 ): Promise<number> {
   const resultLimit = parseCount(flags.limit, "--limit");
+  const question = await readQuestion(context, argument, flags.file);
   const loadStart = performance.now();
   const prepared = await prepareFromFlags(context, flags);
   const loadMs = performance.now() - loadStart - prepared.timing.validateMs - prepared.timing.indexMs;
@@ -182,6 +215,8 @@ export async function runQuery(
     ...(flags.blockedDomains !== undefined ? { blockedDomains: flags.blockedDomains } : {}),
     ...(resultLimit !== undefined ? { resultLimit } : {}),
   });
+  // Counted once for this run from the knowledge base's population, not by retrieval.
+  const excluded = countExclusions(populationOf(prepared), report);
   if (flags.json) {
     const { manifest } = prepared.knowledgeBase;
     println(
@@ -189,6 +224,7 @@ export async function runQuery(
       JSON.stringify(
         {
           ...report,
+          excluded,
           knowledgeBase: {
             contentVersion: manifest.contentVersion,
             catalogs: manifest.catalogs.length,
@@ -212,6 +248,6 @@ export async function runQuery(
     else context.io.stderr.write("no context: nothing matched or nothing fit the budget\n");
     return 0;
   }
-  printHuman(context, report, prepared, flags.explain === true, loadMs);
+  printHuman(context, report, prepared, excluded, flags.explain === true, loadMs);
   return 0;
 }
