@@ -24,6 +24,7 @@ import {
   StreamInterruptedError,
 } from "./errors.js";
 import type { ResolvedModel } from "./providers.js";
+import { startDeadline } from "./timers.js";
 import type { TokenUsage } from "./types.js";
 
 /** The provider-independent part of a call, built once per call and shared by every attempt. */
@@ -134,19 +135,10 @@ export async function runGenerateAttempt(
   options: { callerSignal?: AbortSignal; timeoutMs?: number; generateTimeoutMs?: number },
 ): Promise<GenerateAttemptResult> {
   const { controller, release } = linkedController(options.callerSignal);
-  let timer: NodeJS.Timeout | undefined;
-  let generateTimer: NodeJS.Timeout | undefined;
-  const timeoutMs = options.timeoutMs;
-  if (timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-    timer = setTimeout(() => controller.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
-  }
-  const generateTimeoutMs = options.generateTimeoutMs;
-  if (generateTimeoutMs !== undefined && generateTimeoutMs > 0 && Number.isFinite(generateTimeoutMs)) {
-    generateTimer = setTimeout(
-      () => controller.abort(new GenerateTimeoutError(generateTimeoutMs)),
-      generateTimeoutMs,
-    );
-  }
+  const timer = startDeadline(options.timeoutMs, (ms) => controller.abort(new AttemptTimeoutError(ms)));
+  const generateTimer = startDeadline(options.generateTimeoutMs, (ms) =>
+    controller.abort(new GenerateTimeoutError(ms)),
+  );
   try {
     const result = await raceAbort(
       generateText(callSettings(request, target, controller.signal) as Parameters<typeof generateText>[0]),
@@ -203,23 +195,12 @@ export async function openStreamAttempt(
 ): Promise<OpenedStream> {
   const { controller, release } = linkedController(options.callerSignal);
   const signal = controller.signal;
-  let firstContentTimer: NodeJS.Timeout | undefined;
-  let attemptTimer: NodeJS.Timeout | undefined;
-  const firstContentTimeoutMs = options.firstContentTimeoutMs;
-  if (
-    firstContentTimeoutMs !== undefined &&
-    firstContentTimeoutMs > 0 &&
-    Number.isFinite(firstContentTimeoutMs)
-  ) {
-    firstContentTimer = setTimeout(
-      () => controller.abort(new FirstContentTimeoutError(firstContentTimeoutMs)),
-      firstContentTimeoutMs,
-    );
-  }
-  const timeoutMs = options.timeoutMs;
-  if (timeoutMs !== undefined && timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-    attemptTimer = setTimeout(() => controller.abort(new AttemptTimeoutError(timeoutMs)), timeoutMs);
-  }
+  const firstContentTimer = startDeadline(options.firstContentTimeoutMs, (ms) =>
+    controller.abort(new FirstContentTimeoutError(ms)),
+  );
+  const attemptTimer = startDeadline(options.timeoutMs, (ms) =>
+    controller.abort(new AttemptTimeoutError(ms)),
+  );
   const final: { finishReason: string | undefined; usage: TokenUsage | undefined } = {
     finishReason: undefined,
     usage: undefined,
@@ -281,17 +262,15 @@ export async function openStreamAttempt(
         cause: error,
       });
     };
-    const idleTimeoutMs = options.streamIdleTimeoutMs;
-    const watchIdle = idleTimeoutMs !== undefined && idleTimeoutMs > 0 && Number.isFinite(idleTimeoutMs);
     async function* rest(alreadySent: () => string): AsyncGenerator<string, void, undefined> {
       let completed = false;
       try {
         while (true) {
           let next: IteratorResult<StreamPart>;
           // The silence is timed only while we wait on the provider, not while the host holds the stream unread.
-          const idleTimer = watchIdle
-            ? setTimeout(() => controller.abort(new StreamIdleTimeoutError(idleTimeoutMs)), idleTimeoutMs)
-            : undefined;
+          const idleTimer = startDeadline(options.streamIdleTimeoutMs, (ms) =>
+            controller.abort(new StreamIdleTimeoutError(ms)),
+          );
           try {
             next = await raceAbort(openedIterator.next(), signal);
           } catch (error) {

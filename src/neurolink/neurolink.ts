@@ -53,7 +53,7 @@ import {
 } from "./errors.js";
 import { type AttemptTarget, chainEntryToTarget, ModelPool, runWithFallback } from "./fallback.js";
 import { InMemoryConversationStore } from "./memory/inMemory.js";
-import { RedisConversationMemoryStore } from "./memory/redis.js";
+import { RedisConversationMemoryStore, redisMemoryDurations } from "./memory/redis.js";
 import type {
   ConversationMemoryStore,
   ConversationSessionKey,
@@ -256,6 +256,8 @@ export class NeuroLink {
       if (memory?.store) {
         this.memoryStore = memory.store;
       } else if (memory?.storageType === "redis") {
+        // Validated here first so that an error names the option's place in this config.
+        redisMemoryDurations(memory.redis ?? {}, "conversationMemory.redis.");
         this.memoryStore = new RedisConversationMemoryStore({
           ...memory.redis,
           maxMessagesPerSession: this.memoryHistoryLimit,

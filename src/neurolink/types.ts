@@ -149,7 +149,10 @@ export type ConversationMemoryConfig = {
   store?: ConversationMemoryStore;
 };
 
-/** Options of the Redis conversation store. */
+/**
+ * Options of the Redis conversation store. Durations must be non-negative numbers (else `InvalidOptionsError`
+ * naming the option); values past 2^31 − 1 ms (Node's timer limit) and `Infinity` are taken as that limit.
+ */
 export type RedisMemoryOptions = {
   /** `redis://[[user]:password@]host:port[/db]`. Default `REDIS_URL` or `redis://127.0.0.1:6379`. */
   url?: string;

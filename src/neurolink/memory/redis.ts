@@ -20,6 +20,7 @@
  */
 
 import { ConversationMemoryError, errorMessageOf } from "../errors.js";
+import { durationOption, MAX_TIMER_DELAY_MS } from "../timers.js";
 import type { ChatMessage, RedisMemoryOptions } from "../types.js";
 import { redisSessionTag } from "./sessionKey.js";
 import type {
@@ -58,6 +59,55 @@ type RedisClientLike = {
   close(): Promise<unknown>;
   destroy(): void;
 };
+
+/** Longest session TTL, in seconds (about 68 years): larger values are taken as this. */
+const MAX_TTL_SECONDS = 2_147_483_647;
+
+/** The Redis store's durations after validation. */
+export type RedisMemoryDurations = {
+  ttlSeconds: number;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  maxReconnectDelayMs: number;
+};
+
+/**
+ * Validates the duration options of the Redis store (`pathPrefix` names where they sit in the host's config):
+ * NaN, negative values and non-numbers are an `InvalidOptionsError` naming the option; values past Node's timer
+ * limit (2^31 ms, which Node would turn into 1 ms) and `Infinity` are taken as that limit, a long deadline; small
+ * values are raised to a floor (1 ms, 10 ms between reconnections, 1 s of TTL), as before.
+ */
+export function redisMemoryDurations(options: RedisMemoryOptions, pathPrefix = ""): RedisMemoryDurations {
+  const read = (name: keyof RedisMemoryOptions): unknown => options?.[name];
+  return {
+    ttlSeconds: Math.floor(
+      durationOption(read("ttlSeconds"), {
+        path: `${pathPrefix}ttlSeconds`,
+        fallback: 86_400,
+        minimum: 1,
+        maximum: MAX_TTL_SECONDS,
+      }),
+    ),
+    commandTimeoutMs: durationOption(read("commandTimeoutMs"), {
+      path: `${pathPrefix}commandTimeoutMs`,
+      fallback: 1000,
+      minimum: 1,
+      maximum: MAX_TIMER_DELAY_MS,
+    }),
+    connectTimeoutMs: durationOption(read("connectTimeoutMs"), {
+      path: `${pathPrefix}connectTimeoutMs`,
+      fallback: 1000,
+      minimum: 1,
+      maximum: MAX_TIMER_DELAY_MS,
+    }),
+    maxReconnectDelayMs: durationOption(read("maxReconnectDelayMs"), {
+      path: `${pathPrefix}maxReconnectDelayMs`,
+      fallback: 2000,
+      minimum: 10,
+      maximum: MAX_TIMER_DELAY_MS,
+    }),
+  };
+}
 
 const ROLES = new Set<ChatMessage["role"]>(["user", "assistant", "system", "tool_call", "tool_result"]);
 
@@ -118,10 +168,11 @@ export class RedisConversationMemoryStore implements ConversationMemoryStore {
     const env = options.env ?? process.env;
     this.url = options.url ?? env.REDIS_URL ?? "redis://127.0.0.1:6379";
     this.keyPrefix = options.keyPrefix ?? "lexground:conversation:";
-    this.ttlSeconds = Math.max(1, Math.floor(options.ttlSeconds ?? 86_400));
-    this.commandTimeoutMs = Math.max(1, options.commandTimeoutMs ?? 1000);
-    this.connectTimeoutMs = Math.max(1, options.connectTimeoutMs ?? 1000);
-    this.maxReconnectDelayMs = Math.max(10, options.maxReconnectDelayMs ?? 2000);
+    const durations = redisMemoryDurations(options);
+    this.ttlSeconds = durations.ttlSeconds;
+    this.commandTimeoutMs = durations.commandTimeoutMs;
+    this.connectTimeoutMs = durations.connectTimeoutMs;
+    this.maxReconnectDelayMs = durations.maxReconnectDelayMs;
     this.maxMessagesPerSession = Math.max(1, Math.floor(options.maxMessagesPerSession ?? 100));
   }
 
