@@ -120,4 +120,5 @@ export {
   resolveEntry,
 } from "./knowledge/resolve.js";
 export { classifyConfidence, isAuthorized, retrieve } from "./knowledge/retrieval.js";
+export { MissingPeerDependencyError } from "./peerDependency.js";
 export type * from "./types/knowledge.js";

@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { KnowledgeCompileError } from "../files/errors.js";
 import { KNOWLEDGE_PRESET_NAMES } from "../knowledge/presets.js";
+import { MissingPeerDependencyError } from "../peerDependency.js";
 import { CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
 
@@ -209,7 +210,7 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
         "lexground mcp --kb kb.json --integrations shopify   # calls may narrow to shopify, never add others",
         'claude mcp add kb -- npx lexground mcp --kb "$PWD/manifest.json"',
       ]) +
-        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. Tool get_entry({id}) returns one entry's full text and\ncitation. Resources lexground://entries/<id> list and read the entries. All are read-only. Requires\n@modelcontextprotocol/sdk (an optional dependency of lexground).\n" +
+        "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. Tool get_entry({id}) returns one entry's full text and\ncitation. Resources lexground://entries/<id> list and read the entries. All are read-only. Requires\n@modelcontextprotocol/sdk (an optional peer dependency: npm install @modelcontextprotocol/sdk).\n" +
         "\nScope: --integrations (or --all-integrations) and --blocked-domains are the most a client can see. A call's\nintegrations only narrow them: integrations the server does not enable are ignored, so without\n--integrations every call gets integration-free entries only. No call argument unblocks a domain.\nget_entry and the resources show active entries in that scope only; any other id is not found.\n",
     )
     .action(async (options) => {
@@ -297,6 +298,14 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 function reportFailure(context: CommandContext, error: unknown): number {
+  if (MissingPeerDependencyError.isInstance(error)) {
+    printError(
+      context,
+      `${error.feature} needs the package ${error.packageName}, which is not installed`,
+      `install it next to lexground: ${error.installCommand}`,
+    );
+    return 1;
+  }
   if (error instanceof KnowledgeCompileError || error instanceof CliFailure) {
     printError(context, error.message, error.hint);
     return 1;

@@ -73,11 +73,14 @@ export class ProviderNotConfiguredError extends NeuroLinkError {
   readonly [PROVIDER_NOT_CONFIGURED] = true;
   /** The provider that could not be configured, or `undefined` when no provider could be chosen. */
   readonly provider: string | undefined;
-  /** The missing setting (environment variable or config path), e.g. `OPENAI_API_KEY`. */
+  /**
+   * The missing setting (environment variable or config path), e.g. `OPENAI_API_KEY`; or, when the provider's
+   * package is not installed, that package, e.g. `@ai-sdk/openai` (the `cause` is a `MissingPeerDependencyError`).
+   */
   readonly setting: string;
 
-  constructor(params: { provider: string | undefined; setting: string; message: string }) {
-    super("PROVIDER_NOT_CONFIGURED", params.message);
+  constructor(params: { provider: string | undefined; setting: string; message: string; cause?: unknown }) {
+    super("PROVIDER_NOT_CONFIGURED", params.message, { cause: params.cause });
     this.name = "ProviderNotConfiguredError";
     this.provider = params.provider;
     this.setting = params.setting;

@@ -193,7 +193,7 @@ export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackO
     const started = now();
     let resolved: ResolvedModel;
     try {
-      resolved = run.resolver.resolve(target.request);
+      resolved = await run.resolver.resolve(target.request);
     } catch (error) {
       const described = describeRequest(target.request);
       attempts.push({

@@ -6,6 +6,7 @@
  * @module
  */
 
+export { MissingPeerDependencyError } from "../peerDependency.js";
 export {
   appendKnowledgeGroundingBlockToSystemPrompt,
   cloneOptionsForCallIsolation,
@@ -59,6 +60,7 @@ export {
   type ModelRequest,
   PROVIDER_ALIASES,
   PROVIDER_NAMES,
+  PROVIDER_PACKAGES,
   ProviderResolver,
   type ResolvedModel,
   splitProviderModel,

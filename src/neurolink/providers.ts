@@ -4,13 +4,20 @@
  * A provider that lacks a required setting fails with {@link ProviderNotConfiguredError} naming that setting
  * before any request is made.
  *
+ * Each built-in provider's package (`@ai-sdk/openai`, `@ai-sdk/anthropic`, `@ai-sdk/google`,
+ * `@ai-sdk/openai-compatible`) is an optional peer dependency, loaded the first time the provider is used; when it
+ * is not installed, the provider is not configured either: {@link ProviderNotConfiguredError} with the package as
+ * `setting` and a `MissingPeerDependencyError` as `cause`.
+ *
  * @module
  */
 
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createGoogleGenerativeAI } from "@ai-sdk/google";
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import {
+  importPeerDependency,
+  MissingPeerDependencyError,
+  PEER_DEPENDENCY_RANGES,
+  type PeerDependencyName,
+} from "../peerDependency.js";
 import { ProviderNotConfiguredError, UnknownProviderError } from "./errors.js";
 import type {
   CustomProvider,
@@ -105,6 +112,37 @@ const BASE_URL_VARIABLES: Record<ProviderName, string> = {
   google: "GOOGLE_GENERATIVE_AI_BASE_URL",
   "openai-compatible": "OPENAI_COMPATIBLE_BASE_URL",
 };
+
+/** The package each built-in provider comes from. */
+export const PROVIDER_PACKAGES: Readonly<Record<ProviderName, PeerDependencyName>> = {
+  openai: "@ai-sdk/openai",
+  anthropic: "@ai-sdk/anthropic",
+  google: "@ai-sdk/google",
+  "openai-compatible": "@ai-sdk/openai-compatible",
+};
+
+/** Loads a provider's package (`load` is an `import()` with a literal specifier, so bundlers see it). */
+async function loadProviderPackage<Module>(
+  provider: ProviderName,
+  load: () => Promise<Module>,
+): Promise<Module> {
+  const packageName = PROVIDER_PACKAGES[provider];
+  const versionRange = PEER_DEPENDENCY_RANGES[packageName];
+  try {
+    return await importPeerDependency(
+      { packageName, versionRange, feature: `the "${provider}" provider` },
+      load,
+    );
+  } catch (error) {
+    if (!MissingPeerDependencyError.isInstance(error)) throw error;
+    throw new ProviderNotConfiguredError({
+      provider,
+      setting: packageName,
+      message: `Provider "${provider}" needs the package ${packageName}, which is not installed: ${error.installCommand}`,
+      cause: error,
+    });
+  }
+}
 
 /** A language model ready to call, with the names reported on results. */
 export type ResolvedModel = {
@@ -203,8 +241,11 @@ export class ProviderResolver {
     return splitProviderModel(value, this.customProviderNames);
   }
 
-  /** Resolves a request into a callable model, or throws a typed configuration error. */
-  resolve(request: ModelRequest): ResolvedModel {
+  /**
+   * Resolves a request into a callable model, or rejects with a typed configuration error. The first use of a
+   * built-in provider loads its package.
+   */
+  async resolve(request: ModelRequest): Promise<ResolvedModel> {
     if (isLanguageModelObject(request.model)) {
       return { provider: request.model.provider, model: request.model.modelId, languageModel: request.model };
     }
@@ -260,7 +301,7 @@ export class ProviderResolver {
         message: `Provider "${reportedProvider}" has no model: pass \`model\`, or set ${setting} (or providers["openai-compatible"].model).`,
       });
     }
-    const factory = this.factoryFor(canonical, providerKey, preset, settings);
+    const factory = await this.factoryFor(canonical, providerKey, preset, settings);
     return { provider: reportedProvider, model, languageModel: factory(model) };
   }
 
@@ -284,24 +325,24 @@ export class ProviderResolver {
     });
   }
 
-  private factoryFor(
+  private async factoryFor(
     canonical: ProviderName,
     providerKey: string,
     preset: LocalPreset | undefined,
     settings: ProviderSettings & OpenAICompatibleSettings,
-  ): (modelId: string) => LanguageModelObject {
+  ): Promise<(modelId: string) => LanguageModelObject> {
     const cached = this.factories.get(providerKey);
     if (cached) return cached;
-    const factory = this.createFactory(canonical, preset, settings);
+    const factory = await this.createFactory(canonical, preset, settings);
     this.factories.set(providerKey, factory);
     return factory;
   }
 
-  private createFactory(
+  private async createFactory(
     canonical: ProviderName,
     preset: LocalPreset | undefined,
     settings: ProviderSettings & OpenAICompatibleSettings,
-  ): (modelId: string) => LanguageModelObject {
+  ): Promise<(modelId: string) => LanguageModelObject> {
     const env = this.env;
     const apiKeyVariables = preset ? [preset.apiKeyVariable] : API_KEY_VARIABLES[canonical];
     const apiKey = firstNonEmpty(settings.apiKey, ...apiKeyVariables.map((variable) => env[variable]));
@@ -325,15 +366,24 @@ export class ProviderResolver {
     };
     switch (canonical) {
       case "openai": {
-        const provider = createOpenAI({ apiKey: apiKey ?? missingKey(), ...common });
+        const key = apiKey ?? missingKey();
+        const { createOpenAI } = await loadProviderPackage(canonical, () => import("@ai-sdk/openai"));
+        const provider = createOpenAI({ apiKey: key, ...common });
         return (modelId) => provider(modelId);
       }
       case "anthropic": {
-        const provider = createAnthropic({ apiKey: apiKey ?? missingKey(), ...common });
+        const key = apiKey ?? missingKey();
+        const { createAnthropic } = await loadProviderPackage(canonical, () => import("@ai-sdk/anthropic"));
+        const provider = createAnthropic({ apiKey: key, ...common });
         return (modelId) => provider(modelId);
       }
       case "google": {
-        const provider = createGoogleGenerativeAI({ apiKey: apiKey ?? missingKey(), ...common });
+        const key = apiKey ?? missingKey();
+        const { createGoogleGenerativeAI } = await loadProviderPackage(
+          canonical,
+          () => import("@ai-sdk/google"),
+        );
+        const provider = createGoogleGenerativeAI({ apiKey: key, ...common });
         return (modelId) => provider(modelId);
       }
       case "openai-compatible": {
@@ -345,6 +395,10 @@ export class ProviderResolver {
               'Provider "openai-compatible" has no base URL: set OPENAI_COMPATIBLE_BASE_URL (or providers["openai-compatible"].baseURL), e.g. http://127.0.0.1:11434/v1 for Ollama.',
           });
         }
+        const { createOpenAICompatible } = await loadProviderPackage(
+          canonical,
+          () => import("@ai-sdk/openai-compatible"),
+        );
         const provider = createOpenAICompatible({
           name: settings.name ?? preset?.name ?? "openai-compatible",
           ...common,

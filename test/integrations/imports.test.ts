@@ -11,6 +11,9 @@ import { describe, expect, it } from "vitest";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"']+)["']/g;
+const MODULE_SPECIFIER = /^(?:\.{1,2}\/|node:|@[\w.-]+\/)?[\w.-]+(?:\/[\w.@-]+)*$/;
+/** Static imports and re-exports only (`import x from`, `import "x"`, `export … from`), not `import()`. */
+const STATIC_SPECIFIER = /(?:\bfrom\s*|\bimport\s+)["']([^"']+)["']/g;
 
 const transpiled = new Map<string, string>();
 function transpile(file: string): string {
@@ -29,8 +32,11 @@ function transpile(file: string): string {
   return output;
 }
 
-/** Packages (bare specifiers) loaded at run time by `entry` and every relative module it reaches. */
-function runtimePackages(entry: string): Set<string> {
+/**
+ * Packages (bare specifiers) loaded at run time by `entry` and every relative module it reaches; with
+ * `staticOnly`, only those loaded when the entry is imported (dynamic `import()`s are neither collected nor followed).
+ */
+function runtimePackages(entry: string, staticOnly = false): Set<string> {
   const packages = new Set<string>();
   const seen = new Set<string>();
   const pending = [resolve(root, entry)];
@@ -39,8 +45,10 @@ function runtimePackages(entry: string): Set<string> {
     if (seen.has(file)) continue;
     seen.add(file);
     const output = transpile(file);
-    for (const match of output.matchAll(SPECIFIER)) {
+    for (const match of output.matchAll(staticOnly ? STATIC_SPECIFIER : SPECIFIER)) {
       const specifier = match[1]!;
+      // A string that merely ends in "from " (a message) is not a module specifier.
+      if (!MODULE_SPECIFIER.test(specifier)) continue;
       if (specifier.startsWith(".")) pending.push(resolve(dirname(file), specifier.replace(/\.js$/, ".ts")));
       else packages.add(specifier);
     }
@@ -69,5 +77,57 @@ describe("run-time imports of the entry points", () => {
     const packages = frameworks(runtimePackages("src/integrations/langchain.ts"));
     expect(packages.length).toBeGreaterThan(0);
     expect(packages.every((name) => name.startsWith("@langchain/core/"))).toBe(true);
+  });
+
+  it("lexground/files loads only yaml", () => {
+    expect(frameworks(runtimePackages("src/files/index.ts"))).toEqual(["yaml"]);
+  });
+
+  it("lexground/neurolink needs ai when imported; providers and redis load on first use", () => {
+    expect(frameworks(runtimePackages("src/neurolink/index.ts", true))).toEqual(["ai"]);
+    expect(frameworks(runtimePackages("src/neurolink/index.ts"))).toEqual([
+      "@ai-sdk/anthropic",
+      "@ai-sdk/google",
+      "@ai-sdk/openai",
+      "@ai-sdk/openai-compatible",
+      "ai",
+      "redis",
+    ]);
+  });
+
+  it("lexground/langchain imports @langchain/core only through its typed loader", () => {
+    expect(frameworks(runtimePackages("src/integrations/langchain.ts", true))).toEqual([]);
+  });
+
+  it("every package an entry point or the CLI loads is a dependency or a peer of the package", () => {
+    const manifest = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as {
+      exports: Record<string, string | { import: string }>;
+      bin: Record<string, string>;
+      dependencies: Record<string, string>;
+      peerDependencies: Record<string, string>;
+    };
+    const entries = [
+      ...Object.values(manifest.exports).filter((target) => typeof target === "object"),
+      ...Object.values(manifest.bin),
+    ].map((target) =>
+      (typeof target === "string" ? target : target.import)
+        .replace("./dist/", "src/")
+        .replace(/\.js$/, ".ts"),
+    );
+    const declared = new Set([
+      ...Object.keys(manifest.dependencies),
+      ...Object.keys(manifest.peerDependencies),
+    ]);
+    // The CLI's commands are imported lazily from main; follow them too.
+    const packages = new Set(entries.flatMap((entry) => [...runtimePackages(entry)]));
+    const undeclared = frameworks(packages)
+      .map((specifier) =>
+        specifier
+          .split("/")
+          .slice(0, specifier.startsWith("@") ? 2 : 1)
+          .join("/"),
+      )
+      .filter((name) => !declared.has(name));
+    expect(undeclared).toEqual([]);
   });
 });

@@ -19,9 +19,9 @@ function resolverWith(
   return new ProviderResolver({ env, ...extra });
 }
 
-function missingSetting(action: () => unknown): string | undefined {
+async function missingSetting(action: () => unknown): Promise<string | undefined> {
   try {
-    action();
+    await action();
   } catch (error) {
     if (ProviderNotConfiguredError.isInstance(error)) return error.setting;
     throw error;
@@ -43,8 +43,8 @@ describe("ProviderResolver", () => {
     ],
   ])(
     "%s is detected from the environment with its default model",
-    (_name, env, provider, model, sdkPrefix) => {
-      const resolved = resolverWith(env).resolve({});
+    async (_name, env, provider, model, sdkPrefix) => {
+      const resolved = await resolverWith(env).resolve({});
       expect(resolved.provider).toBe(provider);
       expect(resolved.model).toBe(model);
       expect(resolved.languageModel.provider.startsWith(sdkPrefix)).toBe(true);
@@ -52,22 +52,22 @@ describe("ProviderResolver", () => {
     },
   );
 
-  it("LEXGROUND_PROVIDER wins over detection; *_MODEL variables set the model", () => {
+  it("LEXGROUND_PROVIDER wins over detection; *_MODEL variables set the model", async () => {
     const resolver = resolverWith({
       OPENAI_API_KEY: "k",
       ANTHROPIC_API_KEY: "k",
       LEXGROUND_PROVIDER: "anthropic",
       ANTHROPIC_MODEL: "claude-sonnet-4-5",
     });
-    expect(resolver.resolve({})).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5" });
-    expect(resolver.resolve({ provider: "openai", model: "gpt-4.1" })).toMatchObject({
+    expect(await resolver.resolve({})).toMatchObject({ provider: "anthropic", model: "claude-sonnet-4-5" });
+    expect(await resolver.resolve({ provider: "openai", model: "gpt-4.1" })).toMatchObject({
       provider: "openai",
       model: "gpt-4.1",
     });
   });
 
-  it("nothing configured names LEXGROUND_PROVIDER", () => {
-    expect(missingSetting(() => resolverWith({}).resolve({}))).toBe("LEXGROUND_PROVIDER");
+  it("nothing configured names LEXGROUND_PROVIDER", async () => {
+    expect(await missingSetting(() => resolverWith({}).resolve({}))).toBe("LEXGROUND_PROVIDER");
   });
 
   it.each([
@@ -77,40 +77,40 @@ describe("ProviderResolver", () => {
     ["gemini", "GOOGLE_GENERATIVE_AI_API_KEY"],
     ["openai-compatible", "OPENAI_COMPATIBLE_MODEL"],
     ["ollama", "OLLAMA_MODEL"],
-  ])("provider %s without settings names %s", (provider, setting) => {
-    expect(missingSetting(() => resolverWith({}).resolve({ provider }))).toBe(setting);
+  ])("provider %s without settings names %s", async (provider, setting) => {
+    expect(await missingSetting(() => resolverWith({}).resolve({ provider }))).toBe(setting);
   });
 
-  it("openai-compatible with a model but no base URL names OPENAI_COMPATIBLE_BASE_URL", () => {
+  it("openai-compatible with a model but no base URL names OPENAI_COMPATIBLE_BASE_URL", async () => {
     expect(
-      missingSetting(() => resolverWith({}).resolve({ provider: "openai-compatible", model: "m" })),
+      await missingSetting(() => resolverWith({}).resolve({ provider: "openai-compatible", model: "m" })),
     ).toBe("OPENAI_COMPATIBLE_BASE_URL");
   });
 
-  it("explicit provider settings override the environment", () => {
+  it("explicit provider settings override the environment", async () => {
     const resolver = resolverWith(
       {},
       { providers: { openai: { apiKey: "from-config", model: "gpt-4.1-mini" } } },
     );
-    expect(resolver.resolve({})).toMatchObject({ provider: "openai", model: "gpt-4.1-mini" });
+    expect(await resolver.resolve({})).toMatchObject({ provider: "openai", model: "gpt-4.1-mini" });
   });
 
-  it("local presets have default addresses and report their own name", () => {
-    const resolved = resolverWith({}).resolve({ provider: "ollama", model: "llama3.2" });
+  it("local presets have default addresses and report their own name", async () => {
+    const resolved = await resolverWith({}).resolve({ provider: "ollama", model: "llama3.2" });
     expect(resolved).toMatchObject({ provider: "ollama", model: "llama3.2" });
     expect(resolved.languageModel.provider).toBe("ollama.chat");
-    expect(resolverWith({}).resolve({ provider: "lmstudio", model: "m" }).provider).toBe("lmstudio");
-    expect(resolverWith({}).resolve({ provider: "vllm", model: "m" }).provider).toBe("vllm");
+    expect((await resolverWith({}).resolve({ provider: "lmstudio", model: "m" })).provider).toBe("lmstudio");
+    expect((await resolverWith({}).resolve({ provider: "vllm", model: "m" })).provider).toBe("vllm");
   });
 
   it.each(["mistral", "__proto__", "constructor", "toString"])(
     "unknown provider %s is a typed error",
-    (provider) => {
-      expect(() => resolverWith({}).resolve({ provider })).toThrow(UnknownProviderError);
+    async (provider) => {
+      await expect(resolverWith({}).resolve({ provider })).rejects.toThrow(UnknownProviderError);
     },
   );
 
-  it("'<provider>/<model>' splits only on a known provider prefix", () => {
+  it("'<provider>/<model>' splits only on a known provider prefix", async () => {
     expect(splitProviderModel("anthropic/claude-3-5-haiku-latest")).toEqual({
       provider: "anthropic",
       model: "claude-3-5-haiku-latest",
@@ -118,32 +118,34 @@ describe("ProviderResolver", () => {
     expect(splitProviderModel("ollama/llama3.2:3b")).toEqual({ provider: "ollama", model: "llama3.2:3b" });
     expect(splitProviderModel("meta-llama/Llama-3-8B")).toEqual({ model: "meta-llama/Llama-3-8B" });
     expect(splitProviderModel("constructor/x")).toEqual({ model: "constructor/x" });
-    const resolved = resolverWith({ ANTHROPIC_API_KEY: "k" }).resolve({ model: "anthropic/claude-opus-4-1" });
+    const resolved = await resolverWith({ ANTHROPIC_API_KEY: "k" }).resolve({
+      model: "anthropic/claude-opus-4-1",
+    });
     expect(resolved).toMatchObject({ provider: "anthropic", model: "claude-opus-4-1" });
   });
 
-  it("an AI SDK model object is used as is", () => {
+  it("an AI SDK model object is used as is", async () => {
     const model = answeringModel("x", { modelId: "my-model" });
     expect(isLanguageModelObject(model)).toBe(true);
     expect(isLanguageModelObject("gpt-4o")).toBe(false);
     expect(isLanguageModelObject({ specificationVersion: "v3" })).toBe(false);
-    const resolved = resolverWith({}).resolve({ provider: "openai", model });
+    const resolved = await resolverWith({}).resolve({ provider: "openai", model });
     expect(resolved).toEqual({ provider: "mock", model: "my-model", languageModel: model });
   });
 
-  it("custom providers resolve by name, as functions or AI SDK providers", () => {
+  it("custom providers resolve by name, as functions or AI SDK providers", async () => {
     const model = answeringModel("x", { modelId: "m1" });
     const resolver = resolverWith(
       {},
       { customProviders: { Local: (id) => (id === "m1" ? model : answeringModel(id)) } },
     );
-    expect(resolver.resolve({ provider: "local", model: "m1" })).toEqual({
+    expect(await resolver.resolve({ provider: "local", model: "m1" })).toEqual({
       provider: "local",
       model: "m1",
       languageModel: model,
     });
-    expect(resolver.resolve({ model: "local/m1" }).languageModel).toBe(model);
-    expect(missingSetting(() => resolver.resolve({ provider: "local" }))).toBe("model");
+    expect((await resolver.resolve({ model: "local/m1" })).languageModel).toBe(model);
+    expect(await missingSetting(() => resolver.resolve({ provider: "local" }))).toBe("model");
   });
 });
 

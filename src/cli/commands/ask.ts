@@ -6,6 +6,11 @@
  */
 import { citationMarker } from "../../index.js";
 import type { ProviderNotConfiguredError, UnknownProviderError } from "../../neurolink/errors.js";
+import {
+  importPeerDependency,
+  MissingPeerDependencyError,
+  PEER_DEPENDENCY_RANGES,
+} from "../../peerDependency.js";
 import type { KnowledgeGroundingMetadata } from "../../types/knowledge.js";
 import { CliFailure, CliUsageError } from "../errors.js";
 import { type CommandContext, println } from "../io.js";
@@ -182,6 +187,13 @@ export function providerErrorForCli(error: unknown): CliUsageError | CliFailure 
       "pass --provider <name>, or set LEXGROUND_PROVIDER or a provider key such as OPENAI_API_KEY; --offline answers without a model",
     );
   }
+  const { cause } = error as ProviderNotConfiguredError;
+  if (MissingPeerDependencyError.isInstance(cause)) {
+    return new CliFailure(
+      `provider "${provider}" needs the package ${cause.packageName}, which is not installed`,
+      `install it next to lexground: ${cause.installCommand}`,
+    );
+  }
   if (setting.endsWith("_BASE_URL")) {
     return new CliFailure(
       `provider "${provider}" has no server address`,
@@ -236,7 +248,10 @@ export async function runAsk(
   }
 
   // Only now: the client pulls in the AI SDK and its providers.
-  const { NeuroLink } = await import("../../neurolink/index.js");
+  const { NeuroLink } = await importPeerDependency(
+    { packageName: "ai", versionRange: PEER_DEPENDENCY_RANGES.ai, feature: "lexground ask (with a model)" },
+    () => import("../../neurolink/index.js"),
+  );
   const { enabledIntegrations, blockedDomains } = resolveScope(prepared, scope);
   const { config } = prepared;
   const neurolink = new NeuroLink({

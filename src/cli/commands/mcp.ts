@@ -2,13 +2,14 @@
  * `lexground mcp`: serves a knowledge base over the Model Context Protocol on stdio with two read-only tools,
  * `search_knowledge` and `get_entry`, and the entries as resources (`lexground://entries/<id>`). Every one of them
  * sees only what the server's scope allows: active entries, in the server's integrations, outside its blocked
- * domains. The MCP SDK (an optional dependency, several megabytes) and zod are imported here only, when the
+ * domains. The MCP SDK (an optional peer dependency, several megabytes) and zod are imported here only, when the
  * command runs.
  */
 import type { Readable, Writable } from "node:stream";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { citationMarker, isAuthorized } from "../../index.js";
 import type { SearchKnowledgeToolEntry } from "../../integrations/aiSdkTool.js";
+import { importPeerDependency, PEER_DEPENDENCY_RANGES } from "../../peerDependency.js";
 import type { NormalizedKnowledgeEntry } from "../../types/knowledge.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, parseList } from "../io.js";
@@ -88,15 +89,25 @@ const INSTRUCTIONS =
   "Cite facts with the [KB:id@version] markers they return. Confidence 'low' or 'none' means the answer is " +
   "probably not in the knowledge base.";
 
+/** The MCP SDK, an optional peer dependency of lexground that only this command needs. */
+const MCP_SDK = {
+  packageName: "@modelcontextprotocol/sdk",
+  versionRange: PEER_DEPENDENCY_RANGES["@modelcontextprotocol/sdk"],
+  feature: "lexground mcp",
+};
+
 /** Creates the MCP server for a prepared knowledge base (not yet connected to a transport). */
 export async function createKnowledgeMcpServer(
   prepared: PreparedKnowledgeBase,
   options: KnowledgeMcpOptions = {},
 ): Promise<McpServer> {
   const [{ McpServer: Server, ResourceTemplate }, { McpError, ErrorCode }, { z }] = await Promise.all([
-    import("@modelcontextprotocol/sdk/server/mcp.js"),
-    import("@modelcontextprotocol/sdk/types.js"),
-    import("zod"),
+    importPeerDependency(MCP_SDK, () => import("@modelcontextprotocol/sdk/server/mcp.js")),
+    importPeerDependency(MCP_SDK, () => import("@modelcontextprotocol/sdk/types.js")),
+    importPeerDependency(
+      { packageName: "zod", versionRange: PEER_DEPENDENCY_RANGES.zod, feature: "lexground mcp" },
+      () => import("zod"),
+    ),
   ]);
   const server = new Server(
     { name: "lexground", version: options.version ?? "0.0.0" },
@@ -383,15 +394,10 @@ export async function runMcp(context: CommandContext, flags: McpFlags): Promise<
     throw new CliUsageError(`--limit must be at most ${MCP_MAX_LIMIT}`);
   }
   const prepared = await prepareFromFlags(context, flags);
-  let stdio: typeof import("@modelcontextprotocol/sdk/server/stdio.js");
-  try {
-    stdio = await import("@modelcontextprotocol/sdk/server/stdio.js");
-  } catch {
-    throw new CliUsageError(
-      "the MCP SDK is not installed (@modelcontextprotocol/sdk is an optional dependency)",
-      "install it next to lexground: npm install @modelcontextprotocol/sdk@1",
-    );
-  }
+  const stdio = await importPeerDependency(
+    MCP_SDK,
+    () => import("@modelcontextprotocol/sdk/server/stdio.js"),
+  );
   const { readFileSync } = await import("node:fs");
   let version = "0.0.0";
   try {

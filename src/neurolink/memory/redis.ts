@@ -19,6 +19,7 @@
  * @module
  */
 
+import { importPeerDependency, PEER_DEPENDENCY_RANGES } from "../../peerDependency.js";
 import { ConversationMemoryError, errorMessageOf } from "../errors.js";
 import { durationOption, MAX_TIMER_DELAY_MS } from "../timers.js";
 import type { ChatMessage, RedisMemoryOptions } from "../types.js";
@@ -324,7 +325,24 @@ export class RedisConversationMemoryStore implements ConversationMemoryStore {
   }
 
   private async createClient(): Promise<RedisClientLike> {
-    const { createClient } = await import("redis");
+    let createClient: typeof import("redis").createClient;
+    try {
+      ({ createClient } = await importPeerDependency(
+        {
+          packageName: "redis",
+          versionRange: PEER_DEPENDENCY_RANGES.redis,
+          feature: "Redis conversation memory",
+        },
+        () => import("redis"),
+      ));
+    } catch (error) {
+      throw new ConversationMemoryError({
+        code: "MEMORY_UNAVAILABLE",
+        operation: "connect",
+        message: errorMessageOf(error),
+        cause: error,
+      });
+    }
     const maxDelay = this.maxReconnectDelayMs;
     const client = createClient({
       url: this.url,
