@@ -13,9 +13,9 @@
  * The cache key (see `buildKnowledgeIndexCacheKey`) identifies the content and index parameters the artifact was
  * built from; a loader compares it with the key of the sources it was configured with and refuses a mismatch.
  */
-import { createHash } from "node:crypto";
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { assembleSnapshot, compareCodeUnits, KnowledgeLexicalIndex } from "./knowledgeIndex.js";
+import { createSha256 } from "./sha256.js";
 
 /** Version of the artifact layout; readers refuse other versions. */
 export const INDEX_ARTIFACT_FORMAT_VERSION = 1;
@@ -67,6 +67,12 @@ const decoder = new TextDecoder("utf-8", { fatal: true });
 
 function isLittleEndian(): boolean {
   return new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+}
+
+function bytesEqual(left: Uint8Array, right: Uint8Array): boolean {
+  if (left.length !== right.length) return false;
+  for (let index = 0; index < left.length; index++) if (left[index] !== right[index]) return false;
+  return true;
 }
 
 function bytesOf(array: Int32Array | Float64Array): Uint8Array {
@@ -142,7 +148,7 @@ export function serializeIndexSnapshot(
   output.set(headerBytes, 16);
   for (const section of sections) output.set(section.bytes, payloadStart + table[section.name]!.offset);
   output.set(
-    createHash("sha256")
+    createSha256()
       .update(output.subarray(0, total - DIGEST_BYTES))
       .digest(),
     total - DIGEST_BYTES,
@@ -203,8 +209,8 @@ export function deserializeIndexSnapshot(
     );
   }
   const digestAt = data.byteLength - DIGEST_BYTES;
-  const digest = createHash("sha256").update(data.subarray(0, digestAt)).digest();
-  if (!digest.equals(data.subarray(digestAt)))
+  const digest = createSha256().update(data.subarray(0, digestAt)).digest();
+  if (!bytesEqual(digest, data.subarray(digestAt)))
     throw new KnowledgeArtifactError("corrupt", "index artifact checksum does not match");
   // Typed-array views need 8-byte alignment; a Buffer from a pool may start anywhere.
   const aligned = data.byteOffset % 8 === 0 ? data : data.slice();

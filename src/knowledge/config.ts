@@ -3,7 +3,6 @@
  * number a host can set, so bad values become issues instead of NaN scores.
  */
 
-import { types } from "node:util";
 import type {
   KnowledgeContextConfig,
   KnowledgeEffectiveConfiguration,
@@ -41,6 +40,7 @@ import {
   shapeOf,
   UnreadableValue,
 } from "./resolve.js";
+import { isUint8Array } from "./runtime.js";
 
 const ANALYZERS: ReadonlySet<string> = new Set(["none", "english", "english-extended"]);
 const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
@@ -299,7 +299,7 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
   if (
     record.indexArtifact !== undefined &&
     typeof record.indexArtifact !== "string" &&
-    !types.isUint8Array(record.indexArtifact)
+    !isUint8Array(record.indexArtifact)
   ) {
     fail("indexArtifact", `must be a file path or a Uint8Array, got ${describeType(record.indexArtifact)}`);
   }

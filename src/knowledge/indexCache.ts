@@ -5,8 +5,6 @@
  * effective content gives a new key. Validation failures are cached like successes (they are a pure function of
  * the content); builds that throw are not.
  */
-import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
 import type {
   KnowledgeFieldWeights,
   KnowledgeIndexSnapshot,
@@ -29,6 +27,8 @@ import {
   startIndexBuild,
 } from "./knowledgeIndex.js";
 import { type NormalizedSourceGroup, normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
+import { readFileBytes, yieldToEventLoop } from "./runtime.js";
+import { createSha256 } from "./sha256.js";
 
 export { KNOWLEDGE_INDEX_CACHE_LIMIT } from "./defaults.js";
 
@@ -44,7 +44,10 @@ export type KnowledgeIndexBuildResult = {
   notes: string[];
 };
 
-/** Where to find a prebuilt index artifact: a file path, or its bytes. */
+/**
+ * Where to find a prebuilt index artifact: its bytes (any runtime), or a file path (read only in Node; elsewhere the
+ * artifact is reported as not used and the index is built from the sources).
+ */
 export type KnowledgeIndexArtifactSource = string | Uint8Array;
 
 const cache = new Map<string, Promise<KnowledgeIndexBuildResult>>();
@@ -123,7 +126,7 @@ export async function buildKnowledgeIndexCacheKeyAsync(
   let step = steps.next();
   while (!step.done) {
     if (performance.now() - sliceStart >= sliceMs) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      await yieldToEventLoop();
       sliceStart = performance.now();
     }
     step = steps.next();
@@ -150,7 +153,7 @@ function* cacheKeySteps(
     parts.push(`params=k1=${k1},b=${b},analyzer=${analyzer},scoring=${scoring}`);
   }
   for (const group of groups) {
-    const hash = createHash("sha256");
+    const hash = createSha256();
     hash.update(stableStringify({ id: group.id, version: group.version }));
     const sorted = group.entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
     for (let index = 0; index < sorted.length; index++) {
@@ -163,7 +166,7 @@ function* cacheKeySteps(
         encodeURIComponent(group.id),
         encodeURIComponent(group.version),
         String(group.entries.length),
-        hash.digest("hex"),
+        hash.digestHex(),
       ].join(":"),
     );
   }
@@ -205,7 +208,7 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     const notes: string[] = [];
     if (artifact !== undefined) {
       try {
-        const data = typeof artifact === "string" ? await readFile(artifact) : artifact;
+        const data = typeof artifact === "string" ? await readFileBytes(artifact) : artifact;
         const { snapshot } = deserializeIndexSnapshot(data, cacheKey, normalized.entries);
         return { snapshot, validation: normalized.validation, cacheKey, origin: "artifact", notes };
       } catch (caught) {
@@ -214,7 +217,7 @@ export async function getOrBuildKnowledgeIndexSnapshot(
       }
     }
     const build = startIndexBuild(normalized.entries, normalizeOptions(options));
-    while (!build.step(BUILD_SLICE_MS)) await new Promise<void>((resolve) => setImmediate(resolve));
+    while (!build.step(BUILD_SLICE_MS)) await yieldToEventLoop();
     return { snapshot: build.finish(), validation: normalized.validation, cacheKey, origin: "built", notes };
   })();
   cache.set(cacheKey, promise);

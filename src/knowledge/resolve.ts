@@ -25,6 +25,7 @@ import {
   MAX_RELATIONS_PER_ENTRY,
 } from "./defaults.js";
 import { phraseKey } from "./normalize.js";
+import { yieldToEventLoop } from "./runtime.js";
 
 /** Entry kinds accepted by validation. */
 export const KNOWLEDGE_ENTRY_KINDS: readonly KnowledgeEntryKind[] = Object.freeze([
@@ -497,7 +498,7 @@ export async function normalizeSourcesAsync(
     let sliceStart = performance.now();
     for (const _ of collectEntries(sources, options, issues, entries, groups)) {
       if (performance.now() - sliceStart >= sliceMs) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        await yieldToEventLoop();
         sliceStart = performance.now();
       }
     }

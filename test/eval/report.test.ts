@@ -1,22 +1,11 @@
-import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { loadEvalCollection } from "../../src/eval/collection.js";
 import { escapeHtml, renderHtmlReport } from "../../src/eval/report.js";
 import { diffConfigurations, evaluateConfigurations } from "../../src/eval/run.js";
+import { chromiumAvailable, withChromium } from "../support/chromium.js";
 import { withTemporaryDirectory, writeTinyBeir } from "./helpers.js";
-
-/**
- * Debian's chromium; `LEXGROUND_CHROMIUM` points elsewhere. Without it the rendering test is skipped with a notice,
- * unless `LEXGROUND_REQUIRE_CHROMIUM=1` (CI: `.ci/run` installs it), in which case the absence is a failure.
- */
-const CHROMIUM = process.env.LEXGROUND_CHROMIUM || "/usr/bin/chromium";
-const CHROMIUM_REQUIRED = process.env.LEXGROUND_REQUIRE_CHROMIUM === "1";
-const run = promisify(execFile);
 
 async function tinyReport(directory: string, names: [string, string]) {
   const folder = await writeTinyBeir(directory);
@@ -79,58 +68,26 @@ describe("HTML report", () => {
   });
 
   it("renders in headless Chromium", async (context) => {
-    if (!existsSync(CHROMIUM)) {
-      if (CHROMIUM_REQUIRED) {
-        throw new Error(
-          `${CHROMIUM} is required (LEXGROUND_REQUIRE_CHROMIUM=1) but was not found: apt-get install chromium, or set LEXGROUND_CHROMIUM`,
-        );
-      }
-      console.warn(
-        `[report] SKIPPED: ${CHROMIUM} is absent, so the headless rendering check did not run (apt-get install chromium, or set LEXGROUND_CHROMIUM)`,
-      );
-      context.skip();
-    }
+    if (!chromiumAvailable("report", "the headless rendering check")) context.skip();
     await withTemporaryDirectory(async (directory) => {
       const { html } = await tinyReport(directory, ["default", "titles only"]);
       const file = join(directory, "report.html");
       await writeFile(file, html);
-      const profile = await mkdtemp(join(tmpdir(), "lexground-chromium-"));
-      const flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        `--user-data-dir=${profile}`,
-      ];
-      try {
+      await withChromium(async (runChromium) => {
         // The DOM Chromium built: the plots are there as SVG elements with their bars and curves.
-        const { stdout: dom } = await run(CHROMIUM, [...flags, "--dump-dom", `file://${file}`], {
-          timeout: 60_000,
-          maxBuffer: 16 * 1024 * 1024,
-        });
+        const dom = await runChromium(["--dump-dom", `file://${file}`]);
         expect(dom.match(/<svg viewBox/g)?.length).toBe(4);
         expect(dom).toContain("<polyline");
         expect(dom.match(/<rect x=/g)?.length).toBeGreaterThanOrEqual(8);
         // And a screenshot of the page: a real PNG of the requested size, not a blank page.
         const screenshot = join(directory, "report.png");
-        await run(
-          CHROMIUM,
-          [...flags, `--screenshot=${screenshot}`, "--window-size=1000,1400", `file://${file}`],
-          {
-            timeout: 60_000,
-          },
-        );
+        await runChromium([`--screenshot=${screenshot}`, "--window-size=1000,1400", `file://${file}`]);
         const png = await readFile(screenshot);
         expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
         expect(png.readUInt32BE(16)).toBe(1000);
         expect(png.readUInt32BE(20)).toBe(1400);
         expect((await stat(screenshot)).size).toBeGreaterThan(20_000);
-      } finally {
-        await rm(profile, { recursive: true, force: true });
-      }
+      });
     });
   });
 });

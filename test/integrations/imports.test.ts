@@ -69,6 +69,12 @@ describe("run-time imports of the entry points", () => {
     expect(frameworks(runtimePackages("src/index.ts"))).toEqual([]);
   });
 
+  it("lexground (the root) imports no node: built-in, so it runs in browsers and edge runtimes unchanged", () => {
+    expect([...runtimePackages("src/index.ts")].filter((name) => name.startsWith("node:"))).toEqual([]);
+    // Bare built-in names too ("crypto", "fs"): nothing at all is imported by the root.
+    expect([...runtimePackages("src/index.ts")]).toEqual([]);
+  });
+
   it("lexground/ai-sdk loads neither ai nor @ai-sdk/provider (types only)", () => {
     expect(frameworks(runtimePackages("src/integrations/aiSdk.ts"))).toEqual([]);
   });
