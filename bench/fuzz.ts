@@ -48,6 +48,7 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   { path: "src/knowledge/context.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/normalize.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/resolve.test.ts", runs: 5_000, note: "" },
+  { path: "src/knowledge/citation.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/artifact.test.ts", runs: 1_000, note: "" },
   { path: "src/knowledge/analyzer.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/termDictionary.test.ts", runs: 2_000, note: "up to 200 terms per run" },

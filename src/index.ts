@@ -16,6 +16,11 @@ export {
   serializeIndexSnapshot,
 } from "./knowledge/artifact.js";
 export {
+  encodeCitationPart,
+  formatKnowledgeCitation,
+  parseKnowledgeCitation,
+} from "./knowledge/citation.js";
+export {
   type KnowledgeGroundingConfigRead,
   readGroundingConfig,
   resolveContext,

@@ -17,6 +17,7 @@ import type {
   KnowledgeSelection,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { formatKnowledgeCitation } from "./citation.js";
 import {
   DEFAULT_LONG_BODY_TOKENS,
   DEFAULT_MAX_CONTEXT_TOKENS,
@@ -41,9 +42,12 @@ const CITATION_INSTRUCTION =
   "- Support each internal fact you state with the [KB:...] reference of the entry it comes from.";
 const CONFLICT_INSTRUCTION = "- If entries disagree, say so plainly instead of silently picking one.";
 
-/** The citation marker of an entry version, as the block renders it: `[KB:<id>@<version>]`. */
+/**
+ * The citation marker of an entry version, as the block renders it: `[KB:<id>@<version>]`, with the characters
+ * that would make it ambiguous percent-encoded (see {@link formatKnowledgeCitation}).
+ */
 export function citationMarker(id: string, version: string): string {
-  return `[KB:${id}@${version}]`;
+  return formatKnowledgeCitation({ id, version });
 }
 
 /** Estimates tokens as `ceil(length / 4)` (NeuroLink's estimate); `""` is 0. */
@@ -151,7 +155,7 @@ type RenderedEntry = { full: string; summaryOnly: string };
 
 /** The entry's citation marker line (with its line break) when citations are on, else `""`. */
 function markerLine(entry: NormalizedKnowledgeEntry, includeCitations: boolean): string {
-  return includeCitations ? `${citationMarker(entry.id, entry.version).toWellFormed()}\n` : "";
+  return includeCitations ? `${citationMarker(entry.id, entry.version)}\n` : "";
 }
 const renderCache = new WeakMap<
   NormalizedKnowledgeEntry,

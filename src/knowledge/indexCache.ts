@@ -8,6 +8,7 @@
 import type {
   KnowledgeFieldWeights,
   KnowledgeIndexSnapshot,
+  KnowledgeSource,
   KnowledgeValidationResult,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
@@ -26,7 +27,12 @@ import {
   resolveFieldWeights,
   startIndexBuild,
 } from "./knowledgeIndex.js";
-import { type NormalizedSourceGroup, normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
+import {
+  type NormalizedSourceGroup,
+  normalizeSources,
+  normalizeSourcesAsync,
+  snapshotSourceArrays,
+} from "./resolve.js";
 import { readFileBytes, yieldToEventLoop } from "./runtime.js";
 import { createSha256 } from "./sha256.js";
 
@@ -91,28 +97,56 @@ export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
 
 export { stableStringify as stableStringifyForTests };
 
-function normalizeOptions(
-  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
-): KnowledgeIndexBuildOptions {
-  if (options && ["fieldWeights", "k1", "b", "analyzer", "scoring"].some((key) => key in options)) {
+function normalizeOptions(options?: unknown): KnowledgeIndexBuildOptions {
+  if (typeof options !== "object" || options === null) return {};
+  if (["fieldWeights", "k1", "b", "analyzer", "scoring"].some((key) => key in options)) {
     return options as KnowledgeIndexBuildOptions;
   }
-  return { fieldWeights: options as Partial<KnowledgeFieldWeights> | undefined };
+  return { fieldWeights: options as Partial<KnowledgeFieldWeights> };
 }
 
 /**
  * The cache key of a normalized source set: schema version, resolved weights, non-default index parameters, then
  * per source (in the given order) its percent-encoded id and version, entry count and a SHA-256 over its entries
  * sorted by id in code-unit order (so entry order does not matter, and no locale can change the key).
+ *
+ * Two forms: lexground's `(groups, options)`, with the groups of `normalizeSources`, and NeuroLink's positional
+ * `(sources, fallbackVersion, fieldWeights)`, with the sources as a host passes them (each source's version is
+ * `source.version ?? fallbackVersion`). Both give the same key for the same content. Never throws.
  */
 export function buildKnowledgeIndexCacheKey(
   groups: readonly NormalizedSourceGroup[],
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): string;
+export function buildKnowledgeIndexCacheKey(
+  sources: readonly KnowledgeSource[],
+  fallbackVersion: string,
+  fieldWeights?: Partial<KnowledgeFieldWeights>,
+): string;
+export function buildKnowledgeIndexCacheKey(
+  sourcesOrGroups: readonly NormalizedSourceGroup[] | readonly KnowledgeSource[],
+  optionsOrFallbackVersion?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions | string,
+  fieldWeights?: Partial<KnowledgeFieldWeights>,
 ): string {
+  const [groups, options] = keyArguments(sourcesOrGroups, optionsOrFallbackVersion, fieldWeights);
   const steps = cacheKeySteps(groups, options);
   let step = steps.next();
   while (!step.done) step = steps.next();
   return step.value;
+}
+
+/** Reads both forms of {@link buildKnowledgeIndexCacheKey}'s arguments as groups and options. */
+function keyArguments(
+  sourcesOrGroups: unknown,
+  optionsOrFallbackVersion: unknown,
+  fieldWeights: unknown,
+): [readonly NormalizedSourceGroup[], unknown] {
+  if (typeof optionsOrFallbackVersion === "string") {
+    // NeuroLink's positional form: host sources, validated here as the engine would.
+    const { groups } = normalizeSources(sourcesOrGroups, { manifestVersion: optionsOrFallbackVersion });
+    return [groups, fieldWeights];
+  }
+  return [Array.isArray(sourcesOrGroups) ? sourcesOrGroups : [], optionsOrFallbackVersion];
 }
 
 /** {@link buildKnowledgeIndexCacheKey} that yields to the event loop every `sliceMs` of hashing. */
@@ -137,7 +171,7 @@ export async function buildKnowledgeIndexCacheKeyAsync(
 /** Hashing entries is the main cost of a key; a generator lets a caller pause between entries. */
 function* cacheKeySteps(
   groups: readonly NormalizedSourceGroup[],
-  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+  options?: unknown,
 ): Generator<void, string, void> {
   const resolvedOptions = normalizeOptions(options);
   const weights = resolveFieldWeights(resolvedOptions.fieldWeights);

@@ -165,14 +165,59 @@ describe("duplicate and unsafe ids (RELIABILITY 2, 5)", () => {
     expect(result.entries.map((entry) => entry.id)).toEqual(["café", "CAFÉ"]);
   });
 
-  it("ids and versions that would break [KB:id@version] are rejected", () => {
-    for (const id of ["a]b", "a[b", "a b", "a\nb", "a\u2028b"]) {
-      expect(issueAt(validate([{ ...base, id }]), "sources[0].entries[0].id")?.code).toBe("bad-entry-id");
+  it("accepts every id and version NeuroLink accepts, warning where the marker encodes characters", () => {
+    // NeuroLink refuses only falsy ids (SPEC section 10); these registries used to be refused whole.
+    for (const id of [
+      "payments settings",
+      "Ünïcode id",
+      "a[1]",
+      "a]b",
+      "a\nb",
+      "a\u2028b",
+      "   ",
+      "a\uD800",
+    ]) {
+      const result = validate([{ ...base, id }]);
+      expect(result.validation.ok, JSON.stringify(id)).toBe(true);
+      expect(result.entries[0]?.id).toBe(id);
+      expect(issueAt(result, "sources[0].entries[0].id")).toMatchObject({
+        level: "warning",
+        code: "encoded-in-citation",
+        entryId: id,
+      });
     }
-    for (const version of ["1]", "1@2", "", "1 2", "v\n1"]) {
-      expect(issueAt(validate([base], { version }), "sources[0].version")?.code).toBe("bad-version");
+    for (const version of ["", "v1 beta", "1.0@rc", "1]", "v\n1"]) {
+      const result = validate([base], { version });
+      expect(result.validation.ok, JSON.stringify(version)).toBe(true);
+      expect(result.entries[0]?.version).toBe(version);
+      const issue = issueAt(result, "sources[0].version");
+      if (version === "") expect(issue).toBeUndefined();
+      else expect(issue).toMatchObject({ level: "warning", code: "encoded-in-citation", sourceId: "s" });
     }
-    expect(validate([{ ...base, id: 'quote"and@at<lt' }]).validation.ok).toBe(true);
+    for (const id of ["Ünïcode", "settings.multi-step-flow", 'quote"and@at', "日本"]) {
+      expect(validate([{ ...base, id }]).validation.issues).toEqual([]);
+    }
+    expect(issueAt(validate([{ ...base, id: "" }]), "sources[0].entries[0].id")?.code).toBe(
+      "missing-entry-id",
+    );
+  });
+});
+
+describe("duplicate aliases (SPEC section 10; deduplicated on purpose, README)", () => {
+  it("warns once per entry and alias, naming the first owner, however often the entry lists it", () => {
+    const result = validate([
+      { ...base, id: "first", aliases: ["Instant Payout", "instant payout"] },
+      { ...base, id: "second", aliases: ["instant-payout", "INSTANT PAYOUT", "other"] },
+    ]);
+    const warnings = result.validation.issues.filter((issue) => issue.code === "duplicate-alias");
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        level: "warning",
+        entryId: "second",
+        path: "sources[0].entries[1].aliases[0]",
+        message: expect.stringContaining('"first"'),
+      }),
+    ]);
   });
 });
 

@@ -14,7 +14,7 @@ import type {
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { neutralizeDelimiters } from "./context.js";
+import { encodeCitationPart } from "./citation.js";
 import {
   FALLBACK_VERSION,
   MAX_ALIASES_PER_ENTRY,
@@ -60,19 +60,6 @@ const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set([
   "relatedEntryIds",
   "parentEntryId",
 ]);
-// Characters that would make a `[KB:id@version]` marker ambiguous or span lines.
-const FORBIDDEN_ID_CHARACTERS = /[[\]\p{Cc}\p{Zl}\p{Zp}]|\s/u;
-const FORBIDDEN_VERSION_CHARACTERS = /[[\]@\p{Cc}\p{Zl}\p{Zp}]|\s/u;
-
-/**
- * Whether text survives rendering unchanged inside a `[KB:id@version]` marker: the block substitutes unpaired
- * surrogates and neutralizes anything that reads as a `knowledge_context` tag, which would make the marker
- * differ from the citation (a counterexample of the RELIABILITY 5 property test).
- */
-function rendersUnchanged(text: string): boolean {
-  return text.isWellFormed() && neutralizeDelimiters(text) === text;
-}
-
 /** Freezes an array after copying it, so no caller can change a snapshot through it. */
 function frozenCopy(values: readonly string[] | undefined): string[] {
   return Object.freeze(values ? values.slice() : []) as string[];
@@ -437,11 +424,13 @@ function optionalStringList(
 /**
  * Normalizes and validates sources. Never throws, whatever it is given. Each source's version is
  * `source.version ?? manifestVersion` and every entry inherits it. Issue codes (errors unless noted):
- * `bad-sources`, `bad-field-type`, `missing-source-id`, `bad-version`, `missing-entry-id`, `bad-entry-id`,
+ * `bad-sources`, `bad-field-type`, `missing-source-id`, `missing-entry-id`,
  * `duplicate-entry-id`, `missing-title`, `missing-summary`, `missing-domain`, `missing-integrations`,
  * `bad-integrations`, `bad-kind`, `bad-status`, `limit-exceeded`, `unreadable-input` (a getter or proxy threw);
  * warnings `ambiguous-entry-id`, `unknown-field`, `empty-alias`, `duplicate-alias`, `broken-relation`,
- * `broken-parent`.
+ * `broken-parent`, `encoded-in-citation` (an id or version holds characters that are percent-encoded in its
+ * `[KB:id@version]` marker; see `formatKnowledgeCitation`). Like NeuroLink, any non-empty string is an id and any
+ * string a version.
  *
  * Each property of the input is read exactly once (lists are copied item by item), and only what was read is
  * validated and returned, so a getter that answers differently on a second read cannot bypass a check.
@@ -618,20 +607,25 @@ function* collectEntries(
           sourceId,
         },
       );
-    } else if (
-      rawVersion === "" ||
-      rawVersion.length > MAX_FIELD_CHARS ||
-      FORBIDDEN_VERSION_CHARACTERS.test(rawVersion) ||
-      !rendersUnchanged(rawVersion)
-    ) {
+    } else if (rawVersion.length > MAX_FIELD_CHARS) {
       issues.add(
         "error",
-        "bad-version",
-        `version ${quote(rawVersion)} of ${sourcePath} must be non-empty and contain no whitespace, "[", "]", "@", unpaired surrogate or knowledge_context tag (it appears in [KB:id@version] citations)`,
+        "limit-exceeded",
+        `version of ${sourcePath} has ${rawVersion.length} characters; the limit is ${MAX_FIELD_CHARS}`,
         { path: `${sourcePath}.version`, sourceId },
       );
     } else {
+      // Any string is a version, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
       version = rawVersion;
+      const encoded = encodeCitationPart(version, "version");
+      if (encoded !== version) {
+        issues.add(
+          "warning",
+          "encoded-in-citation",
+          `version ${quote(version)} of ${sourcePath} is written ${quote(encoded)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
+          { path: `${sourcePath}.version`, sourceId },
+        );
+      }
     }
 
     const group: NormalizedSourceGroup = { id: sourceId ?? "", version, entries: [] };
@@ -733,12 +727,14 @@ function* collectEntries(
       } else {
         seenCaseFoldedIds.set(caseFolded, id);
       }
-      if (FORBIDDEN_ID_CHARACTERS.test(id) || !rendersUnchanged(id)) {
-        error(
+      // Any non-empty string is an id, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
+      const encodedId = encodeCitationPart(id, "id");
+      if (encodedId !== id) {
+        warning(
           context,
-          "bad-entry-id",
+          "encoded-in-citation",
           "id",
-          `entry id ${quote(id)} must not contain whitespace, control characters, "[", "]", an unpaired surrogate or a knowledge_context tag (it appears in [KB:id@version] citations)`,
+          `entry id ${quote(id)} is written ${quote(encodedId)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
         );
       }
       const entry = validateEntry(snapshot, context, version, aliasOwners);

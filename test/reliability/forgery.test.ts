@@ -8,7 +8,6 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   assembleKnowledgeContext,
-  buildOpening,
   type KnowledgeEntryInput,
   type NormalizedKnowledgeEntry,
   resolveEntry,
@@ -16,69 +15,13 @@ import {
 import { neutralizeEntryText, singleLine } from "../../src/knowledge/context.js";
 import { namedReferencesForTests } from "../../src/knowledge/readerView.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
-import { compatibilityForms, countMarkers, readerViews, tagCountProblems } from "./readers.js";
-
-/** Every character some reader ends a line at (Unicode BK/CR/LF/NL classes, and Python's splitlines). */
-const LINE_BREAKS = [
-  "\n",
-  "\r",
-  "\r\n",
-  "\v",
-  "\f",
-  "\u001C",
-  "\u001D",
-  "\u001E",
-  "\u0085",
-  "\u2028",
-  "\u2029",
-];
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters that end lines are the point.
-const LINE_SPLIT = /\r\n|[\n\r\v\f\u001C-\u001E\u0085\u2028\u2029]/;
+import { blockProblems, compatibilityForms, entryLines, LINE_BREAKS, LINE_SPLIT } from "./readers.js";
 
 const entryOf = (id: string, fields: Partial<KnowledgeEntryInput> = {}): NormalizedKnowledgeEntry =>
   resolveEntry(
     { id, title: `Title ${id}`, summary: `Summary ${id}`, domain: "d", integrations: [], ...fields },
     "1",
   );
-
-/** Lines of the block after the opening (where entries are), split at every kind of line break. */
-function entryLines(block: string, includeCitations: boolean): string[] {
-  return block.slice(buildOpening(includeCitations).length).split(LINE_SPLIT);
-}
-
-/**
- * What the issue asks, checked on one block: in every reader view the `[KB:` openers after the opening are
- * exactly one per citation (none when markers are off), the raw marker lines parse back to the citations in
- * order, and there is exactly one `Title:`, `Kind:` and `Summary:` line per included entry.
- */
-function forgeryProblems(
-  result: ReturnType<typeof assembleKnowledgeContext>,
-  includeCitations: boolean,
-): string[] {
-  const block = result.assembledContext;
-  if (block === "") return result.citations.length === 0 ? [] : ["citations without a block"];
-  const problems: string[] = [];
-  const openingMarkers = countMarkers(buildOpening(includeCitations));
-  const expected = includeCitations ? result.citations.length : 0;
-  for (const [name, view] of Object.entries(readerViews(block))) {
-    const found = countMarkers(view) - openingMarkers;
-    if (found !== expected) problems.push(`${name}: ${found} markers for ${expected} included entries`);
-  }
-  const lines = entryLines(block, includeCitations);
-  const markerLines = lines.filter((line) => line.startsWith("[KB:"));
-  const cited = result.citations.map(({ id, version }) => `[KB:${id}@${version}]`);
-  if (JSON.stringify(markerLines) !== JSON.stringify(includeCitations ? cited : [])) {
-    problems.push(
-      `marker lines ${JSON.stringify(markerLines)} are not the citations ${JSON.stringify(cited)}`,
-    );
-  }
-  for (const header of ["Title: ", "Kind: ", "Summary: "]) {
-    const count = lines.filter((line) => line.startsWith(header)).length;
-    if (count !== result.citations.length)
-      problems.push(`${count} "${header}" lines for ${result.citations.length} entries`);
-  }
-  return [...problems, ...tagCountProblems(block)];
-}
 
 describe("citation markers cannot be forged by entry text (issue 11, item 6)", () => {
   it("renders the issue's body with its marker neutralized, legibly", () => {
@@ -111,7 +54,7 @@ describe("citation markers cannot be forged by entry text (issue 11, item 6)", (
               primary: [entryOf("a", { [field]: `before ${forged} after` })],
               expanded: [],
             });
-            const problems = forgeryProblems(result, true);
+            const problems = blockProblems(result, true);
             if (problems.length > 0 && failures.length < 20)
               failures.push(`${JSON.stringify(forged)}: ${problems}`);
           }
@@ -139,7 +82,7 @@ describe("citation markers cannot be forged by entry text (issue 11, item 6)", (
         "1",
       );
       const result = assembleKnowledgeContext({ primary: [entry], expanded: [] });
-      expect(forgeryProblems(result, true), JSON.stringify(lineBreak)).toEqual([]);
+      expect(blockProblems(result, true), JSON.stringify(lineBreak)).toEqual([]);
       // "" after the opening, the marker, Title, Kind, Summary, Also called, the closing tag.
       expect(entryLines(result.assembledContext, true)).toHaveLength(7);
       expect(singleLine(forged)).not.toMatch(LINE_SPLIT);
@@ -197,7 +140,7 @@ describe("citation forging property (issue 11, item 6)", () => {
             entryOf(`e${index}`, { ...fields, title: `${fields.title}t`, summary: `${fields.summary}s` }),
           );
           const result = assembleKnowledgeContext({ primary, expanded: [] }, { maxTokens, includeCitations });
-          expect(forgeryProblems(result, includeCitations)).toEqual([]);
+          expect(blockProblems(result, includeCitations)).toEqual([]);
         },
       ),
       { seed: propertySeed("citation forging"), numRuns: propertyRuns(300) },

@@ -6,6 +6,7 @@
  * Written apart from `src/knowledge/readerView.ts` (which folds per code point and maps back to the original):
  * here every view is a whole-string transformation, and the counting is done with its own, looser patterns.
  */
+import { type assembleKnowledgeContext, buildOpening, parseKnowledgeCitation } from "../../src/index.js";
 import { namedReferencesForTests } from "../../src/knowledge/readerView.js";
 
 const NAMED = namedReferencesForTests();
@@ -124,4 +125,63 @@ export function compatibilityForms(characters: string): Map<string, string[]> {
     }
   }
   return forms;
+}
+
+/** Every character some reader ends a line at (Unicode BK/CR/LF/NL classes, and Python's splitlines). */
+export const LINE_BREAKS = [
+  "\n",
+  "\r",
+  "\r\n",
+  "\v",
+  "\f",
+  "\u001C",
+  "\u001D",
+  "\u001E",
+  "\u0085",
+  "\u2028",
+  "\u2029",
+];
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters that end lines are the point.
+export const LINE_SPLIT = /\r\n|[\n\r\v\f\u001C-\u001E\u0085\u2028\u2029]/;
+
+/** Lines of the block after the opening (where entries are), split at every kind of line break. */
+export function entryLines(block: string, includeCitations: boolean): string[] {
+  return block.slice(buildOpening(includeCitations).length).split(LINE_SPLIT);
+}
+
+/**
+ * What issue 11 asks of a block, checked on one: in every reader view the `[KB:` openers after the opening are
+ * exactly one per citation (none when markers are off); the raw marker lines parse back (parseKnowledgeCitation)
+ * to the citations in order; there is exactly one `Title:`, `Kind:` and `Summary:` line per included entry (for
+ * blocks whose bodies hold no such line); and every view has one opening and one closing tag.
+ */
+export function blockProblems(
+  result: ReturnType<typeof assembleKnowledgeContext>,
+  includeCitations: boolean,
+): string[] {
+  const block = result.assembledContext;
+  if (block === "") return result.citations.length === 0 ? [] : ["citations without a block"];
+  const problems: string[] = [];
+  const openingMarkers = countMarkers(buildOpening(includeCitations));
+  const expected = includeCitations ? result.citations.length : 0;
+  for (const [name, view] of Object.entries(readerViews(block))) {
+    const found = countMarkers(view) - openingMarkers;
+    if (found !== expected) problems.push(`${name}: ${found} markers for ${expected} included entries`);
+  }
+  const lines = entryLines(block, includeCitations);
+  const markerLines = lines.filter((line) => line.startsWith("[KB:"));
+  const parsed = markerLines.map(parseKnowledgeCitation);
+  const cited = includeCitations ? result.citations : [];
+  if (JSON.stringify(parsed) !== JSON.stringify(cited)) {
+    problems.push(
+      `marker lines ${JSON.stringify(markerLines)} parse to ${JSON.stringify(parsed)}, not ${JSON.stringify(cited)}`,
+    );
+  }
+  for (const header of ["Title: ", "Kind: ", "Summary: "]) {
+    const count = lines.filter((line) => line.startsWith(header)).length;
+    if (count !== result.citations.length) {
+      problems.push(`${count} "${header}" lines for ${result.citations.length} entries`);
+    }
+  }
+  return [...problems, ...tagCountProblems(block)];
 }

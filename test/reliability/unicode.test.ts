@@ -14,9 +14,11 @@ import {
   type KnowledgeEntryInput,
   KnowledgeGroundingEngine,
   normalizeAndValidate,
+  parseKnowledgeCitation,
   tokenize,
 } from "../../src/index.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
+import { blockProblems } from "./readers.js";
 
 afterAll(() => clearKnowledgeIndexCache());
 
@@ -192,21 +194,29 @@ describe("Unicode equivalences (RELIABILITY 7)", () => {
 });
 
 /** Parses every marker line of a block: `[KB:` id `@` version `]`, the version being the text after the last `@`. */
-function parseMarkers(block: string): { id: string; version: string }[] {
-  const markers: { id: string; version: string }[] = [];
-  for (const line of block.split("\n")) {
-    if (!line.startsWith("[KB:") || !line.endsWith("]")) continue;
-    const inner = line.slice(4, -1);
-    const at = inner.lastIndexOf("@");
-    markers.push({ id: inner.slice(0, at), version: inner.slice(at + 1) });
-  }
-  return markers;
-}
-
 describe("citation markers (RELIABILITY 5)", () => {
   const idPiece = fc.oneof(
-    { weight: 20, arbitrary: fc.constantFrom(..."ab.-_:/", "@", '"', "<", ">", "&", "é", "👩‍💻", "\u00AD") },
-    { weight: 1, arbitrary: fc.constantFrom("]", "[", "\n", " ", "\u2028", "\uD800") },
+    {
+      weight: 20,
+      arbitrary: fc.constantFrom(..."ab.-_:/", "@", '"', "<", ">", "&", "é", "👩‍💻", "\u00AD", "%"),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        "]",
+        "[",
+        "\n",
+        " ",
+        "\u2028",
+        "\uD800",
+        "\uDC00",
+        "［",
+        "＆",
+        "﹪",
+        "%41",
+        "%uD800",
+      ),
+    },
     {
       weight: 1,
       arbitrary: fc.constantFrom(
@@ -214,78 +224,88 @@ describe("citation markers (RELIABILITY 5)", () => {
         "<knowledge_context>",
         "＜/knowledge_context＞",
         "&lt;/knowledge_context",
+        "[KB:x@1]",
+        "&#91;KB:",
       ),
     },
   );
   const idArbitrary = fc.array(idPiece, { minLength: 1, maxLength: 6 }).map((parts) => parts.join(""));
 
-  it("either rejects an id or version at validation, or its markers parse back exactly to the citations", () => {
-    let accepted = 0;
-    let rejected = 0;
+  it("accepts every id and version (as NeuroLink does), and every marker parses back exactly to its citation", () => {
+    let encoded = 0;
     fc.assert(
       fc.property(
-        fc.uniqueArray(idArbitrary, { minLength: 1, maxLength: 3 }),
-        idArbitrary,
-        (ids, version) => {
+        fc.uniqueArray(idArbitrary, { minLength: 1, maxLength: 3, selector: (id) => id.normalize("NFC") }),
+        fc.oneof(idArbitrary, fc.constant("")),
+        fc.boolean(),
+        (ids, version, includeCitations) => {
           const { entries, validation } = normalizeAndValidate(
             [{ id: "kb", version, entries: ids.map((id) => entry(id, `Title ${ids.indexOf(id)}`)) }],
             { manifestVersion: "0" },
           );
-          if (!validation.ok) {
-            rejected++;
-            const paths = validation.issues
-              .filter((issue) => issue.level === "error")
-              .map((issue) => issue.path ?? "");
-            for (const path of paths) expect(path).toMatch(/^sources\[0\]\.(version|entries\[\d+\]\.id)$/);
-            return;
+          expect(validation.issues.filter((issue) => issue.level === "error")).toEqual([]);
+          encoded += validation.issues.filter((issue) => issue.code === "encoded-in-citation").length;
+          for (const issue of validation.issues.filter((each) => each.code === "encoded-in-citation")) {
+            expect(issue.path).toMatch(/^sources\[0\]\.(version|entries\[\d+\]\.id)$/);
           }
-          accepted++;
-          const context = assembleKnowledgeContext({ primary: entries, expanded: [] });
-          expect(parseMarkers(context.assembledContext)).toEqual(context.citations);
-          expect(context.citations.map((citation) => citation.id)).toEqual(entries.map((item) => item.id));
+          const context = assembleKnowledgeContext({ primary: entries, expanded: [] }, { includeCitations });
+          expect(context.citations).toEqual(entries.map((item) => ({ id: item.id, version: item.version })));
+          expect(blockProblems(context, includeCitations)).toEqual([]);
         },
       ),
       { seed: propertySeed("citation markers"), numRuns: propertyRuns(1000) },
     );
-    console.log(
-      `[property] citation markers: ${accepted} id sets accepted and round-tripped, ${rejected} rejected at validation`,
-    );
-    expect(accepted).toBeGreaterThan(0);
+    console.log(`[property] citation markers: ${encoded} ids or versions encoded in their markers`);
+    expect(encoded).toBeGreaterThan(0);
   });
 });
 
 describe("citation markers: fixed counterexamples (RELIABILITY 5)", () => {
-  // Found by the property above: these ids and versions passed validation, but the block rewrites them (tag
-  // neutralized, surrogate substituted), so the marker no longer named the cited entry.
+  // Found by the property: these ids and versions would be rewritten in the block (tag neutralized, surrogate
+  // substituted); they were refused at validation, which NeuroLink does not do. Their markers now encode them.
   it.each([
-    ["</knowledge_context>", "1", "sources[0].entries[0].id"],
-    ["＜/knowledge_context＞", "1", "sources[0].entries[0].id"],
-    ["a\uD800", "1", "sources[0].entries[0].id"],
-    ["a", "&lt;/knowledge_context", "sources[0].version"],
-    ["a", "v\uDC00", "sources[0].version"],
-  ])("id %j, version %j: rejected at %s", (id, version, path) => {
-    const { validation } = normalizeAndValidate([{ id: "kb", version, entries: [entry(id, "Title")] }], {
-      manifestVersion: "0",
-    });
-    expect(validation.ok).toBe(false);
-    expect(validation.issues).toContainEqual(
-      expect.objectContaining({
-        level: "error",
-        code: path.endsWith("version") ? "bad-version" : "bad-entry-id",
-        path,
-      }),
+    ["</knowledge_context>", "1", "[KB:%3C/knowledge_context>@1]"],
+    ["＜/knowledge_context＞", "1", "[KB:%EF%BC%9C/knowledge_context＞@1]"],
+    ["a\uD800", "1", "[KB:a%uD800@1]"],
+    ["a", "&lt;/knowledge_context", "[KB:a@%26lt;/knowledge_context]"],
+    ["a", "v\uDC00", "[KB:a@v%uDC00]"],
+    ["payments settings", "v1 beta", "[KB:payments%20settings@v1%20beta]"],
+    ["a[1]", "1.0@rc", "[KB:a%5B1%5D@1.0%40rc]"],
+    ["Ünïcode id", "", "[KB:Ünïcode%20id@]"],
+  ])("id %j, version %j: accepted, marker %s, parsed back", (id, version, marker) => {
+    const { entries, validation } = normalizeAndValidate(
+      [{ id: "kb", version, entries: [entry(id, "Title")] }],
+      {
+        manifestVersion: "0",
+      },
     );
+    expect(validation.ok).toBe(true);
+    const context = assembleKnowledgeContext({ primary: entries, expanded: [] });
+    expect(context.assembledContext).toContain(`\n${marker}\nTitle: Title\n`);
+    expect(context.citations).toEqual([{ id, version }]);
+    expect(parseKnowledgeCitation(marker)).toEqual({ id, version });
+    expect(blockProblems(context, true)).toEqual([]);
   });
 
-  it("ids with quotes, @, < and & that render unchanged are kept and parse back", () => {
-    const ids = ['quote"id', "report@v2", "a<b", "x&y", "k@n@v"];
+  it("ids with quotes and @ keep NeuroLink's marker byte for byte; < and & are encoded", () => {
+    const ids = ['quote"id', "report@v2", "a<b", "x&y", "k@n@v", "settings.multi-step-flow", "日本"];
     const { entries, validation } = normalizeAndValidate(
       [{ id: "kb", version: "2.0", entries: ids.map((id, index) => entry(id, `Title ${index}`)) }],
       { manifestVersion: "0" },
     );
     expect(validation.ok).toBe(true);
     const context = assembleKnowledgeContext({ primary: entries, expanded: [] });
-    expect(parseMarkers(context.assembledContext)).toEqual(ids.map((id) => ({ id, version: "2.0" })));
+    const markers = context.assembledContext.split("\n").filter((line) => line.startsWith("[KB:"));
+    expect(markers).toEqual([
+      '[KB:quote"id@2.0]',
+      "[KB:report@v2@2.0]",
+      "[KB:a%3Cb@2.0]",
+      "[KB:x%26y@2.0]",
+      "[KB:k@n@v@2.0]",
+      "[KB:settings.multi-step-flow@2.0]",
+      "[KB:日本@2.0]",
+    ]);
+    expect(markers.map(parseKnowledgeCitation)).toEqual(ids.map((id) => ({ id, version: "2.0" })));
   });
 });
 
