@@ -1103,6 +1103,7 @@ class SnapshotMaps {
       lexical,
       entryCount: this.entriesById.size,
     };
+    this.phraseTrie.trimToSize();
     compiledSnapshots.set(snapshot, compileSnapshot(lexical, entries, this.phraseTrie));
     return Object.freeze(snapshot);
   }

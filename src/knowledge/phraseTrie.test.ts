@@ -70,9 +70,13 @@ describe("PhraseTrie", () => {
     expect(trieOf(["u tut", "u a"]).match(["u", "t", "t", "u", "tut"])).toEqual(["u tut"]);
   });
 
-  it("keeps working past many table growths", () => {
+  it("keeps working past many table growths and after trimming", () => {
     const keys = Array.from({ length: 20_000 }, (_, index) => `k${index % 97} w${index} z`);
-    const trie = trieOf(keys);
+    const trie = trieOf(keys.slice(0, 5_000));
+    // Trimming releases spare capacity only: keys added afterwards are found as before.
+    trie.trimToSize();
+    for (const key of keys.slice(5_000)) trie.add(key);
+    trie.trimToSize();
     expect(trie.size).toBe(20_000);
     expect(trie.match(["k5", "w5", "z", "k2", "w19984", "z", "k2", "w5"])).toEqual([
       "k5 w5 z",

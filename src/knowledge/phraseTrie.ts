@@ -53,7 +53,7 @@ function tokenAt(key: string, offset: number, text: string, start: number, end: 
  */
 export class PhraseTrie {
   /** The keys by index, in insertion order. */
-  private readonly keys: string[] = [];
+  private keys: string[] = [];
   /** Per node: characters of its prefix including the separating space after it (0 for the root). */
   private nodePrefixLength: Int32Array = new Int32Array(64);
   /** Per node: index of the key equal to its prefix, or -1. */
@@ -202,6 +202,14 @@ export class PhraseTrie {
     const order = hitKeys.map((_, index) => index);
     order.sort((left, right) => hitOrders[left]! - hitOrders[right]!);
     return order.map((index) => this.keys[hitKeys[index]!]!);
+  }
+
+  /** Releases the spare capacity of the key list and node arrays once every key is added (the table stays). */
+  trimToSize(): void {
+    this.keys = this.keys.slice();
+    this.nodePrefixLength = this.nodePrefixLength.slice(0, this.nodeCount);
+    this.nodeKey = this.nodeKey.slice(0, this.nodeCount);
+    this.nodeSample = this.nodeSample.slice(0, this.nodeCount);
   }
 
   /** A key under an edge's target, from which the edge's token is read. */

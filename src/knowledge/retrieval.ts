@@ -146,6 +146,7 @@ function phraseTrieOf(snapshot: KnowledgeIndexSnapshot, compiled: CompiledSnapsh
     trie = new PhraseTrie();
     for (const key of snapshot.exactIndex.keys()) trie.add(key);
     for (const key of snapshot.aliasIndex.keys()) if (!snapshot.exactIndex.has(key)) trie.add(key);
+    trie.trimToSize();
     fallbackPhraseTries.set(snapshot, trie);
   }
   return trie;

@@ -75,7 +75,7 @@ export function phraseStressCases(scale: "test" | "full"): PhraseStressCase[] {
       longestAliasWords: 1425,
     },
     {
-      name: `${entryCount} × ${aliasCount} aliases of ${MAX_FIELD_CHARS.toLocaleString("en-US")} characters sharing "t0" prefixes, query "t0 " × 1,024`,
+      name: `${entryCount} × ${aliasCount.toLocaleString("en-US")} aliases of ${MAX_FIELD_CHARS.toLocaleString("en-US")} characters sharing "t0" prefixes, query "t0 " × 1,024`,
       sources: [{ id: "limits", entries: limitEntries }],
       query: query("t0"),
       longestAliasWords: Math.ceil(MAX_FIELD_CHARS / 3),
