@@ -39,6 +39,11 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   { path: "test/reliability/concurrency.test.ts", runs: 120, note: "3-10 scheduled operations per run" },
   { path: "test/reliability/rebuild.test.ts", runs: 1_000, note: "1-6 overlapping rebuilds per run" },
   { path: "test/reliability/redos.test.ts", runs: 1, note: "not randomized: every regex once" },
+  {
+    path: "test/reliability/phrases.test.ts",
+    runs: 200,
+    note: "lookup vs the straightforward one (1-4 queries per registry); 1,024-token lookup time on registries of up to 36 aliases of up to 10,000 characters",
+  },
   { path: "test/property/engine-vs-plain.test.ts", runs: 3_000, note: "" },
   {
     path: "test/neurolink/memoryIsolation.test.ts",
@@ -52,6 +57,11 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   { path: "src/knowledge/artifact.test.ts", runs: 1_000, note: "" },
   { path: "src/knowledge/analyzer.test.ts", runs: 5_000, note: "" },
   { path: "src/knowledge/termDictionary.test.ts", runs: 2_000, note: "up to 200 terms per run" },
+  {
+    path: "src/knowledge/phraseTrie.test.ts",
+    runs: 5_000,
+    note: "up to 25 keys and 50 query tokens per run",
+  },
 ];
 
 type Outcome = {

@@ -13,10 +13,13 @@
  * (e) ReDoS timing: every regular expression in src/ on its adversarial corpus (50,000 repeats + mismatching
  *     tails), the slowest input per expression (fastest of three runs each) against 50 ms.
  * (f) Oversized input: 1 MB base64 bodies and 1 M-character tokens (heap retained by the index), a 1 MB query.
+ * (g) Phrase lookup on adversarial registries (issue 11, item 3): keys of up to MAX_FIELD_CHARS characters sharing
+ *     long prefixes and 1,024-token queries of one repeated word; ground() latency against 50 ms.
  *
  * Every number is measured in this run on this machine; nothing is scaled. Prints a figures table and writes the
  * raw numbers to bench/results/soak-<timestamp>.json. Flags: --entries N (registry of (d), default 100000),
- * --turns N (turns of (b), default 100000), --quick (10k entries, 20k turns).
+ * --turns N (turns of (b), default 100000), --quick (10k entries, 20k turns), --only <letters> (run only those
+ * sections, e.g. `--only g` or `--only e,g`).
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -37,6 +40,7 @@ import {
   MAX_ENTRIES,
   normalizeAndValidate,
 } from "../src/index.js";
+import { phraseStressCases } from "../test/reliability/phrases.js";
 import { findSourceRegexes, MISMATCH_TAILS, redosCorpus, runRegex } from "../test/reliability/redos.js";
 import { latencyStats, measureBuild, percentile, requireGc, settle, usedMemory } from "./measure.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
@@ -45,10 +49,12 @@ import type { BenchQuery } from "./workload.js";
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(HERE, "..");
 
-type Options = { entries: number; turns: number; output: string | null };
+const SECTIONS = ["a", "b", "c", "d", "e", "f", "g"];
+
+type Options = { entries: number; turns: number; output: string | null; only: Set<string> | null };
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { entries: 100_000, turns: 100_000, output: join(HERE, "results") };
+  const options: Options = { entries: 100_000, turns: 100_000, output: join(HERE, "results"), only: null };
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
     const value = () => {
@@ -60,14 +66,23 @@ function parseOptions(argv: readonly string[]): Options {
     else if (flag === "--turns") options.turns = Number(value());
     else if (flag === "--quick") Object.assign(options, { entries: 10_000, turns: 20_000 });
     else if (flag === "--out") options.output = value() === "none" ? null : argv[index]!;
+    else if (flag === "--only")
+      options.only = new Set(
+        value()
+          .split(",")
+          .map((letter) => letter.trim()),
+      );
     else
       throw new Error(
-        `unknown flag ${flag}; usage: npm run soak -- [--entries N] [--turns N] [--quick] [--out dir|none]`,
+        `unknown flag ${flag}; usage: npm run soak -- [--entries N] [--turns N] [--quick] [--out dir|none] [--only a,b,…]`,
       );
   }
   if (!(options.entries > 0 && options.entries <= MAX_ENTRIES))
     throw new Error(`--entries must be in 1..${MAX_ENTRIES}`);
   if (!(options.turns >= 10_000)) throw new Error("--turns must be at least 10000");
+  for (const letter of options.only ?? [])
+    if (!SECTIONS.includes(letter))
+      throw new Error(`--only takes section letters among ${SECTIONS.join(", ")}`);
   return options;
 }
 
@@ -522,6 +537,48 @@ async function oversizedInput(gc: () => void): Promise<void> {
   }
 }
 
+/** (g) Issue 11, item 3: phrase lookup bounded by what matches. */
+async function phraseLookup(gc: () => void): Promise<void> {
+  console.error("(g) phrase lookup on adversarial registries");
+  for (const stress of phraseStressCases("full")) {
+    clearKnowledgeIndexCache();
+    settle(gc);
+    const engine = new KnowledgeGroundingEngine({ enabled: true, sources: stress.sources });
+    await engine.ready();
+    // Warm-up, then 20 measured turns. CPU time is reported beside wall time: on a shared machine the wall time
+    // includes waiting for a core, the CPU time is what the turn itself costs.
+    await engine.ground({ query: stress.query });
+    const latencies: number[] = [];
+    const cpuTimes: number[] = [];
+    let failure: string | undefined;
+    for (let run = 0; run < 20; run++) {
+      const cpuBefore = process.cpuUsage();
+      const started = performance.now();
+      const outcome = await engine.ground({ query: stress.query });
+      latencies.push(performance.now() - started);
+      const cpu = process.cpuUsage(cpuBefore);
+      cpuTimes.push((cpu.user + cpu.system) / 1000);
+      failure ??= outcome.metadata.failureReason;
+    }
+    const sorted = latencies.sort((left, right) => left - right);
+    const sortedCpu = cpuTimes.sort((left, right) => left - right);
+    raw[`phrase lookup ${stress.name}`] = {
+      latencies: sorted,
+      cpuTimes: sortedCpu,
+      failure: failure ?? null,
+    };
+    const cpuP50 = percentile(sortedCpu, 0.5);
+    figure(
+      "11.3",
+      `${stress.name}: ground() of 20 turns, wall p50 / max (CPU p50)`,
+      `${ms(percentile(sorted, 0.5))} / ${ms(sorted[sorted.length - 1]!)} (${ms(cpuP50)})${failure ? ` (${failure})` : ""}`,
+      "CPU p50 < 50 ms",
+      !failure && cpuP50 < 50,
+    );
+  }
+  clearKnowledgeIndexCache();
+}
+
 function machine() {
   return {
     node: process.version,
@@ -543,12 +600,14 @@ async function main(): Promise<void> {
     `lexground soak — node ${before.node}, ${before.parallelism} cores (${before.cpus}), load ${before.loadAverage}`,
   );
   // First, while the process is cold: a host builds its registry at start-up, before any JIT warm-up.
-  await eventLoopDuringBuild(gc, options.entries);
-  await concurrentTurns(gc);
-  await longSoak(gc, options.turns);
-  await cacheChurn(gc);
-  await oversizedInput(gc);
-  redosTiming();
+  const runs = (section: string) => options.only === null || options.only.has(section);
+  if (runs("d")) await eventLoopDuringBuild(gc, options.entries);
+  if (runs("a")) await concurrentTurns(gc);
+  if (runs("b")) await longSoak(gc, options.turns);
+  if (runs("c")) await cacheChurn(gc);
+  if (runs("f")) await oversizedInput(gc);
+  if (runs("e")) redosTiming();
+  if (runs("g")) await phraseLookup(gc);
   clearKnowledgeIndexCache();
   const totalMs = performance.now() - started;
   const after = machine();

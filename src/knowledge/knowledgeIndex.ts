@@ -27,14 +27,8 @@ import {
   MAX_QUERY_TOKENS,
   MAX_TOKEN_LENGTH,
 } from "./defaults.js";
-import {
-  forEachSegment,
-  isAscii,
-  normalizePhrases,
-  phraseKey,
-  phraseWordCount,
-  tokenize,
-} from "./normalize.js";
+import { forEachSegment, isAscii, normalizePhrases, phraseKey, tokenize } from "./normalize.js";
+import { PhraseTrie } from "./phraseTrie.js";
 import { finishHash, foldWord, PACKED_HASH_START, TermDictionary } from "./termDictionary.js";
 
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
@@ -953,8 +947,8 @@ export type CompiledSnapshot = {
   activeByIntegration: Map<string, Int32Array>;
   /** Domain → dense ids. */
   byDomain: Map<string, Int32Array>;
-  /** First token of any exact or alias phrase → the longest such phrase's word count. */
-  phraseLengthByFirstToken: Map<string, number>;
+  /** The exact and alias phrase keys as a token trie (phrase lookup). */
+  phraseTrie: PhraseTrie;
   /** Scope key → eligibility mask (bounded LRU). */
   eligibilityCache: Map<string, Uint8Array>;
 };
@@ -1064,14 +1058,14 @@ class SnapshotMaps {
   private readonly exactIndex = new Map<string, Set<string>>();
   private readonly aliasIndex = new Map<string, Set<string>>();
   private readonly relationIndex = new Map<string, string[]>();
-  private readonly phraseLengthByFirstToken = new Map<string, number>();
+  private readonly phraseTrie = new PhraseTrie();
 
   add(entry: NormalizedKnowledgeEntry, exactKeys: readonly string[]): void {
     this.entriesById.set(entry.id, entry);
-    for (const key of exactKeys) this.addKey(this.exactIndex, key, entry.id);
+    for (const key of exactKeys) this.addKey(this.exactIndex, this.aliasIndex, key, entry.id);
     for (const alias of entry.aliases) {
       const key = phraseKey(alias);
-      if (key !== "") this.addKey(this.aliasIndex, key, entry.id);
+      if (key !== "") this.addKey(this.aliasIndex, this.exactIndex, key, entry.id);
     }
     const relations =
       entry.parentEntryId !== undefined
@@ -1080,16 +1074,18 @@ class SnapshotMaps {
     if (relations.length > 0) this.relationIndex.set(entry.id, relations);
   }
 
-  private addKey(map: Map<string, Set<string>>, key: string, id: string): void {
+  private addKey(
+    map: Map<string, Set<string>>,
+    otherMap: Map<string, Set<string>>,
+    key: string,
+    id: string,
+  ): void {
     let ids = map.get(key);
     if (!ids) {
       ids = new Set();
       map.set(key, ids);
-      const space = key.indexOf(" ");
-      const first = space < 0 ? key : key.slice(0, space);
-      const words = space < 0 ? 1 : phraseWordCount(key);
-      if ((this.phraseLengthByFirstToken.get(first) ?? 0) < words)
-        this.phraseLengthByFirstToken.set(first, words);
+      // The trie holds each distinct key once, whichever map it is in.
+      if (!otherMap.has(key)) this.phraseTrie.add(key);
     }
     ids.add(id);
   }
@@ -1107,7 +1103,8 @@ class SnapshotMaps {
       lexical,
       entryCount: this.entriesById.size,
     };
-    compiledSnapshots.set(snapshot, compileSnapshot(lexical, entries, this.phraseLengthByFirstToken));
+    this.phraseTrie.trimToSize();
+    compiledSnapshots.set(snapshot, compileSnapshot(lexical, entries, this.phraseTrie));
     return Object.freeze(snapshot);
   }
 }
@@ -1134,7 +1131,7 @@ export function assembleSnapshot(
 export function compileSnapshot(
   lexical: KnowledgeLexicalIndex,
   entries: readonly NormalizedKnowledgeEntry[],
-  phraseLengthByFirstToken: Map<string, number>,
+  phraseTrie: PhraseTrie,
 ): CompiledSnapshot {
   const count = entries.length;
   const denseEntries: NormalizedKnowledgeEntry[] = new Array(count);
@@ -1179,7 +1176,7 @@ export function compileSnapshot(
     universalMask,
     activeByIntegration: toTyped(integrationLists),
     byDomain: toTyped(domainLists),
-    phraseLengthByFirstToken,
+    phraseTrie,
     eligibilityCache: new Map(),
   };
 }

@@ -31,6 +31,7 @@ import {
   KnowledgeLexicalIndex,
 } from "./knowledgeIndex.js";
 import { phraseWordCount, tokenize } from "./normalize.js";
+import { PhraseTrie } from "./phraseTrie.js";
 
 /** Phrase hits of one query: entry id → matched phrases, for exact (id/title) and alias keys. */
 export type KnowledgePhraseHits = {
@@ -53,27 +54,15 @@ export function queryTokens(query: unknown): string[] {
 /**
  * Finds every contiguous query phrase (1 word up to the longest indexed phrase) that is an exact or alias key.
  * Phrases are reported in NeuroLink's generation order: by length, then by start, each distinct phrase once.
- * The walk from each start stops at the longest key beginning with that start's token.
+ * The walk from each start follows the phrase trie and stops as soon as no key continues the n-gram.
  */
 export function lookupPhrases(
   tokens: readonly string[],
   snapshot: KnowledgeIndexSnapshot,
-  phraseLengthByFirstToken: ReadonlyMap<string, number>,
+  phraseTrie: PhraseTrie,
 ): KnowledgePhraseHits {
-  const hits: { size: number; start: number; phrase: string }[] = [];
-  for (let start = 0; start < tokens.length; start++) {
-    const longest = Math.min(phraseLengthByFirstToken.get(tokens[start]!) ?? 0, tokens.length - start);
-    let phrase = "";
-    for (let size = 1; size <= longest; size++) {
-      phrase = size === 1 ? tokens[start]! : `${phrase} ${tokens[start + size - 1]}`;
-      if (snapshot.exactIndex.has(phrase) || snapshot.aliasIndex.has(phrase))
-        hits.push({ size, start, phrase });
-    }
-  }
-  hits.sort((left, right) => left.size - right.size || left.start - right.start);
   const exact = new Map<string, string[]>();
   const alias = new Map<string, string[]>();
-  const seen = new Set<string>();
   const record = (target: Map<string, string[]>, ids: Set<string> | undefined, phrase: string): void => {
     if (!ids) return;
     for (const id of ids) {
@@ -82,11 +71,9 @@ export function lookupPhrases(
       else target.set(id, [phrase]);
     }
   };
-  for (const hit of hits) {
-    if (seen.has(hit.phrase)) continue;
-    seen.add(hit.phrase);
-    record(exact, snapshot.exactIndex.get(hit.phrase), hit.phrase);
-    record(alias, snapshot.aliasIndex.get(hit.phrase), hit.phrase);
+  for (const phrase of phraseTrie.match(tokens)) {
+    record(exact, snapshot.exactIndex.get(phrase), phrase);
+    record(alias, snapshot.aliasIndex.get(phrase), phrase);
   }
   return { exact, alias };
 }
@@ -150,26 +137,19 @@ function eligibilityMask(
   return mask;
 }
 
-/** Phrase-length table for snapshots built elsewhere (computed once per snapshot). */
-const fallbackPhraseTables = new WeakMap<KnowledgeIndexSnapshot, Map<string, number>>();
-function phraseTable(
-  snapshot: KnowledgeIndexSnapshot,
-  compiled: CompiledSnapshot | undefined,
-): ReadonlyMap<string, number> {
-  if (compiled) return compiled.phraseLengthByFirstToken;
-  let table = fallbackPhraseTables.get(snapshot);
-  if (!table) {
-    table = new Map();
-    for (const map of [snapshot.exactIndex, snapshot.aliasIndex]) {
-      for (const key of map.keys()) {
-        const first = key.split(" ")[0]!;
-        const words = phraseWordCount(key);
-        if ((table.get(first) ?? 0) < words) table.set(first, words);
-      }
-    }
-    fallbackPhraseTables.set(snapshot, table);
+/** Phrase tries of snapshots built elsewhere (built once per snapshot, from its maps). */
+const fallbackPhraseTries = new WeakMap<KnowledgeIndexSnapshot, PhraseTrie>();
+function phraseTrieOf(snapshot: KnowledgeIndexSnapshot, compiled: CompiledSnapshot | undefined): PhraseTrie {
+  if (compiled) return compiled.phraseTrie;
+  let trie = fallbackPhraseTries.get(snapshot);
+  if (!trie) {
+    trie = new PhraseTrie();
+    for (const key of snapshot.exactIndex.keys()) trie.add(key);
+    for (const key of snapshot.aliasIndex.keys()) if (!snapshot.exactIndex.has(key)) trie.add(key);
+    trie.trimToSize();
+    fallbackPhraseTries.set(snapshot, trie);
   }
-  return table;
+  return trie;
 }
 
 /** Lexical tokens of a request: the query's, then the first 400 code units of each recent turn's. */
@@ -258,7 +238,7 @@ export function retrieve(
 ): KnowledgeSelection {
   const compiled = getCompiledSnapshot(snapshot);
   const tokens = queryTokens(request?.query);
-  const hits = lookupPhrases(tokens, snapshot, phraseTable(snapshot, compiled));
+  const hits = lookupPhrases(tokens, snapshot, phraseTrieOf(snapshot, compiled));
   const enabled = enabledSet(request?.enabledIntegrations);
   const blocked = new Set<string>();
   if (Array.isArray(blockedDomains))

@@ -1,0 +1,113 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { PhraseTrie } from "./phraseTrie.js";
+
+function trieOf(keys: readonly string[]): PhraseTrie {
+  const trie = new PhraseTrie();
+  for (const key of new Set(keys)) trie.add(key);
+  return trie;
+}
+
+/** SPEC §5 read literally: every n-gram by size, then start; each distinct one once; kept if it is a key. */
+function bruteForce(keys: readonly string[], tokens: readonly string[]): string[] {
+  const keySet = new Set(keys);
+  const seen = new Set<string>();
+  const found: string[] = [];
+  for (let size = 1; size <= tokens.length; size++) {
+    for (let start = 0; start + size <= tokens.length; start++) {
+      const ngram = tokens.slice(start, start + size).join(" ");
+      if (seen.has(ngram)) continue;
+      seen.add(ngram);
+      if (keySet.has(ngram)) found.push(ngram);
+    }
+  }
+  return found;
+}
+
+const repeat = (word: string, count: number) => Array.from({ length: count }, () => word).join(" ");
+
+describe("PhraseTrie", () => {
+  it("finds keys that are prefixes of one another, in size-then-start order, each once", () => {
+    const keys = ["a b c", "a", "a b", "b", "a b c d", "c d", "x y"];
+    const tokens = ["c", "d", "a", "b", "c", "d", "a", "b", "x"];
+    expect(trieOf(keys).match(tokens)).toEqual(["a", "b", "c d", "a b", "a b c", "a b c d"]);
+    expect(trieOf(keys).match(tokens)).toEqual(bruteForce(keys, tokens));
+  });
+
+  it("gives the same result whatever the insertion order (leaves split at every depth)", () => {
+    const keys = [
+      repeat("t", 1),
+      repeat("t", 5),
+      repeat("t", 3),
+      `${repeat("t", 3)} u`,
+      repeat("t", 40),
+      "t u",
+    ];
+    const tokens = [...repeat("t", 45).split(" "), "u", "t", "t", "t", "u"];
+    const expected = bruteForce(keys, tokens);
+    expect(expected.length).toBeGreaterThan(3);
+    for (const order of [keys, keys.slice().reverse(), keys.slice().sort()])
+      expect(trieOf(order).match(tokens)).toEqual(expected);
+  });
+
+  it("never matches keys that no query n-gram can equal, and they do not hide the others", () => {
+    // Hand-assembled snapshots may hold keys that tokenization never produces.
+    const keys = [" a", "a ", "a  b", "a\tb", "", "a b", "b\u0000", "a"];
+    const trie = trieOf(keys);
+    expect(trie.match(["a", "b"])).toEqual(["a", "a b"]);
+    expect(trie.match(["b"])).toEqual([]);
+    expect(trie.match([])).toEqual([]);
+    expect(trieOf([]).match(["a"])).toEqual([]);
+  });
+
+  it("tokens are compared whole: a key token is not matched by its prefix or extension", () => {
+    const trie = trieOf(["the end", "there", "th"]);
+    expect(trie.match(["the", "ending", "there", "th", "e"])).toEqual(["there", "th"]);
+    expect(trie.match(["the", "end"])).toEqual(["the end"]);
+    // On a collapsed leaf the key is read character by character: "t" must not match the start of "tut".
+    expect(trieOf(["u tut"]).match(["u", "t", "t"])).toEqual([]);
+    expect(trieOf(["u tut", "u a"]).match(["u", "t", "t", "u", "tut"])).toEqual(["u tut"]);
+  });
+
+  it("keeps working past many table growths and after trimming", () => {
+    const keys = Array.from({ length: 20_000 }, (_, index) => `k${index % 97} w${index} z`);
+    const trie = trieOf(keys.slice(0, 5_000));
+    // Trimming releases spare capacity only: keys added afterwards are found as before.
+    trie.trimToSize();
+    for (const key of keys.slice(5_000)) trie.add(key);
+    trie.trimToSize();
+    expect(trie.size).toBe(20_000);
+    expect(trie.match(["k5", "w5", "z", "k2", "w19984", "z", "k2", "w5"])).toEqual([
+      "k5 w5 z",
+      "k2 w19984 z",
+    ]);
+  });
+
+  it("equals the literal reading of SPEC §5 on random keys and queries (property)", () => {
+    const seed = propertySeed("phrase trie vs brute force");
+    // "tut" is "t" + one character + "t": a walk that skipped a key character where a space should be would match it.
+    const word = fc.constantFrom("t", "t", "u", "the", "th", "e", "tut", "日本", "");
+    const stem = fc.array(word, { maxLength: 12 });
+    const keysArbitrary = stem.chain((shared) =>
+      fc.array(
+        fc.oneof(
+          fc.array(word, { minLength: 1, maxLength: 6 }).map((words) => words.join(" ")),
+          fc
+            .tuple(fc.nat(shared.length), fc.array(word, { maxLength: 4 }))
+            .map(([cut, tail]) => [...shared.slice(0, cut), ...tail].join(" ")),
+          fc.tuple(word, fc.integer({ min: 1, max: 30 })).map(([w, count]) => repeat(w, count)),
+        ),
+        { maxLength: 25 },
+      ),
+    );
+    const tokens = fc.array(fc.constantFrom("t", "u", "the", "th", "e", "日本"), { maxLength: 50 });
+    fc.assert(
+      fc.property(keysArbitrary, tokens, fc.boolean(), (keys, query, reversed) => {
+        const trie = trieOf(reversed ? keys.slice().reverse() : keys);
+        expect(trie.match(query)).toEqual(bruteForce(keys, query));
+      }),
+      { seed, numRuns: propertyRuns(300) },
+    );
+  });
+});

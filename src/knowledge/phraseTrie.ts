@@ -1,0 +1,283 @@
+/**
+ * The exact and alias phrase keys of a snapshot as a trie over their tokens, so that phrase lookup stops
+ * extending a query n-gram as soon as no key starts with it: the work is bounded by the prefixes that actually
+ * match, never by the length of the longest key (SPEC §5; the straightforward lookup built and hashed every n-gram
+ * up to that length, quadratic in the query).
+ *
+ * Layout (compact at 100k entries, where about 300k keys have about 900k distinct token prefixes but only about
+ * 40k of those prefixes are shared by two or more keys): a node exists only for a prefix shared by at least two
+ * keys (the root is the empty prefix). Below a node, the next tokens are edges in one open-addressing table of
+ * Int32 triples. An edge leads either to the node of a longer shared prefix or, when a single key continues that
+ * way, straight to that key ("collapsed leaf"): the rest of the path is read from the key string itself. Tokens
+ * are never stored: an edge's token is read from a key under it, at the character offset of its parent's prefix.
+ */
+
+/** Int32s per edge slot: token hash, parent node + 1 (0 = empty slot), target (node id, or `~keyIndex` for a leaf). */
+const SLOT = 3;
+const SPACE = 32;
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const GOLDEN = 0x9e3779b1;
+
+/** Hash of the characters `text[start, end)` (FNV-1a, then Murmur3's finalizer for well-mixed low bits). */
+function hashRange(text: string, start: number, end: number): number {
+  let hash = FNV_OFFSET;
+  for (let index = start; index < end; index++) hash = Math.imul(hash ^ text.charCodeAt(index), FNV_PRIME);
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  return hash ^ (hash >>> 16);
+}
+
+/** First slot of the edge (parent, token hash). */
+function slotOf(tokenHash: number, parent: number, mask: number): number {
+  let mixed = Math.imul(tokenHash ^ Math.imul(parent + 1, GOLDEN), 0x85ebca6b);
+  mixed ^= mixed >>> 15;
+  return mixed & mask;
+}
+
+/** Whether `key[offset…]` starts with `text[start, end)` followed by a space or the end of the key. */
+function tokenAt(key: string, offset: number, text: string, start: number, end: number): boolean {
+  const length = end - start;
+  if (key.length < offset + length) return false;
+  if (key.length > offset + length && key.charCodeAt(offset + length) !== SPACE) return false;
+  for (let index = 0; index < length; index++)
+    if (key.charCodeAt(offset + index) !== text.charCodeAt(start + index)) return false;
+  return true;
+}
+
+/**
+ * Phrase keys (strings of tokens joined by single spaces) in a token trie; see the module comment. Keys are
+ * added one by one, each distinct key once; a query's matching phrases come from {@link PhraseTrie.match}.
+ */
+export class PhraseTrie {
+  /** The keys by index, in insertion order. */
+  private keys: string[] = [];
+  /** Per node: characters of its prefix including the separating space after it (0 for the root). */
+  private nodePrefixLength: Int32Array = new Int32Array(64);
+  /** Per node: index of the key equal to its prefix, or -1. */
+  private nodeKey: Int32Array = new Int32Array(64).fill(-1);
+  /** Per node: index of some key under it (its edge token is read from that key). */
+  private nodeSample: Int32Array = new Int32Array(64);
+  private nodeCount = 1;
+  private table = new Int32Array(SLOT << 10);
+  private mask = (1 << 10) - 1;
+  private edgeCount = 0;
+
+  /** Number of keys. */
+  get size(): number {
+    return this.keys.length;
+  }
+
+  /** Adds a key (callers add each distinct key once; `""` is ignored: it is no query n-gram). */
+  add(key: string): void {
+    if (key === "") return;
+    const keyIndex = this.keys.length;
+    this.keys.push(key);
+    let node = 0;
+    let start = 0;
+    for (;;) {
+      let end = key.indexOf(" ", start);
+      if (end < 0) end = key.length;
+      const tokenHash = hashRange(key, start, end);
+      const slot = this.findSlot(node, tokenHash, key, start, end);
+      const table = this.table;
+      if (table[slot + 1] === 0) {
+        this.insertEdge(slot, node, tokenHash, ~keyIndex);
+        return;
+      }
+      let target = table[slot + 2]!;
+      if (target < 0) {
+        // A single key continued this way: the prefix up to this token is now shared, so it becomes a node
+        // and that key hangs below it.
+        const other = ~target;
+        target = this.addNode(end + 1, other);
+        this.table[slot + 2] = target;
+        const otherKey = this.keys[other]!;
+        if (otherKey.length === end) this.nodeKey[target] = other;
+        else {
+          let otherEnd = otherKey.indexOf(" ", end + 1);
+          if (otherEnd < 0) otherEnd = otherKey.length;
+          const otherHash = hashRange(otherKey, end + 1, otherEnd);
+          this.insertEdge(
+            this.findSlot(target, otherHash, otherKey, end + 1, otherEnd),
+            target,
+            otherHash,
+            ~other,
+          );
+        }
+      }
+      if (end === key.length) {
+        this.nodeKey[target] = keyIndex;
+        return;
+      }
+      node = target;
+      start = end + 1;
+    }
+  }
+
+  /**
+   * The keys that occur in `tokens` as contiguous n-grams, each once, in NeuroLink's generation order: by word
+   * count, then by the position of the first occurrence. The walk from each start follows the trie and stops
+   * where no key continues, so the work is bounded by the query's matching prefixes.
+   */
+  match(tokens: readonly string[]): string[] {
+    const count = tokens.length;
+    if (count === 0 || this.keys.length === 0) return [];
+    const hashes = new Int32Array(count);
+    for (let index = 0; index < count; index++) {
+      const token = tokens[index]!;
+      hashes[index] = hashRange(token, 0, token.length);
+    }
+    // Hit order key: size × (count + 1) + start, for each key at its first occurrence (the smallest start,
+    // since a key's size is fixed and starts are visited in ascending order).
+    const seen = new Set<number>();
+    const hitOrders: number[] = [];
+    const hitKeys: number[] = [];
+    const hit = (keyIndex: number, size: number, start: number): void => {
+      if (seen.has(keyIndex)) return;
+      seen.add(keyIndex);
+      hitOrders.push(size * (count + 1) + start);
+      hitKeys.push(keyIndex);
+    };
+    const table = this.table;
+    const mask = this.mask;
+    const keys = this.keys;
+    const nodePrefixLength = this.nodePrefixLength;
+    const nodeKey = this.nodeKey;
+    for (let start = 0; start < count; start++) {
+      let node = 0;
+      // Once on a collapsed leaf: its key and the offset of the key's next token.
+      let leafKey = "";
+      let leaf = -1;
+      let offset = 0;
+      for (let end = start; end < count; end++) {
+        const token = tokens[end]!;
+        if (leaf >= 0) {
+          if (!tokenAt(leafKey, offset, token, 0, token.length)) break;
+          offset += token.length;
+          if (offset === leafKey.length) {
+            hit(leaf, end - start + 1, start);
+            break;
+          }
+          offset++;
+          continue;
+        }
+        const tokenHash = hashes[end]!;
+        const prefixLength = nodePrefixLength[node]!;
+        let slot = slotOf(tokenHash, node, mask) * SLOT;
+        let target = 0;
+        let found = false;
+        for (;;) {
+          const parent = table[slot + 1]!;
+          if (parent === 0) break;
+          if (parent === node + 1 && table[slot] === tokenHash) {
+            target = table[slot + 2]!;
+            if (tokenAt(this.referenceKey(target), prefixLength, token, 0, token.length)) {
+              found = true;
+              break;
+            }
+          }
+          slot += SLOT;
+          if (slot === table.length) slot = 0;
+        }
+        if (!found) break;
+        if (target >= 0) {
+          const keyIndex = nodeKey[target]!;
+          if (keyIndex >= 0) hit(keyIndex, end - start + 1, start);
+          node = target;
+          continue;
+        }
+        leaf = ~target;
+        leafKey = keys[leaf]!;
+        offset = prefixLength + token.length;
+        if (offset === leafKey.length) {
+          hit(leaf, end - start + 1, start);
+          break;
+        }
+        offset++;
+      }
+    }
+    const order = hitKeys.map((_, index) => index);
+    order.sort((left, right) => hitOrders[left]! - hitOrders[right]!);
+    return order.map((index) => this.keys[hitKeys[index]!]!);
+  }
+
+  /** Releases the spare capacity of the key list and node arrays once every key is added (the table stays). */
+  trimToSize(): void {
+    this.keys = this.keys.slice();
+    this.nodePrefixLength = this.nodePrefixLength.slice(0, this.nodeCount);
+    this.nodeKey = this.nodeKey.slice(0, this.nodeCount);
+    this.nodeSample = this.nodeSample.slice(0, this.nodeCount);
+  }
+
+  /** A key under an edge's target, from which the edge's token is read. */
+  private referenceKey(target: number): string {
+    return this.keys[target >= 0 ? this.nodeSample[target]! : ~target]!;
+  }
+
+  /** The slot of edge (node, key[start, end)), or the empty slot where it would go. */
+  private findSlot(node: number, tokenHash: number, key: string, start: number, end: number): number {
+    const table = this.table;
+    const prefixLength = this.nodePrefixLength[node]!;
+    let slot = slotOf(tokenHash, node, this.mask) * SLOT;
+    for (;;) {
+      const parent = table[slot + 1]!;
+      if (parent === 0) return slot;
+      if (
+        parent === node + 1 &&
+        table[slot]! === tokenHash &&
+        tokenAt(this.referenceKey(table[slot + 2]!), prefixLength, key, start, end)
+      )
+        return slot;
+      slot = slot + SLOT === table.length ? 0 : slot + SLOT;
+    }
+  }
+
+  private insertEdge(slot: number, node: number, tokenHash: number, target: number): void {
+    this.table[slot] = tokenHash;
+    this.table[slot + 1] = node + 1;
+    this.table[slot + 2] = target;
+    this.edgeCount++;
+    // Linear probing stays short up to three quarters full.
+    if (this.edgeCount * 4 > (this.mask + 1) * 3) this.grow();
+  }
+
+  private grow(): void {
+    const previous = this.table;
+    const capacity = (this.mask + 1) * 2;
+    const table = new Int32Array(capacity * SLOT);
+    const mask = capacity - 1;
+    for (let slot = 0; slot < previous.length; slot += SLOT) {
+      const parent = previous[slot + 1]!;
+      if (parent === 0) continue;
+      let next = slotOf(previous[slot]!, parent - 1, mask) * SLOT;
+      while (table[next + 1] !== 0) next = next + SLOT === table.length ? 0 : next + SLOT;
+      table[next] = previous[slot]!;
+      table[next + 1] = parent;
+      table[next + 2] = previous[slot + 2]!;
+    }
+    this.table = table;
+    this.mask = mask;
+  }
+
+  private addNode(prefixLength: number, sample: number): number {
+    if (this.nodeCount === this.nodePrefixLength.length) {
+      const capacity = this.nodeCount * 2;
+      const grow = (array: Int32Array, fill: number): Int32Array => {
+        const next = new Int32Array(capacity).fill(fill);
+        next.set(array);
+        return next;
+      };
+      this.nodePrefixLength = grow(this.nodePrefixLength, 0);
+      this.nodeKey = grow(this.nodeKey, -1);
+      this.nodeSample = grow(this.nodeSample, 0);
+    }
+    const node = this.nodeCount++;
+    this.nodePrefixLength[node] = prefixLength;
+    this.nodeKey[node] = -1;
+    this.nodeSample[node] = sample;
+    return node;
+  }
+}
