@@ -33,6 +33,7 @@ import type {
   SharedV3ProviderMetadata,
 } from "@ai-sdk/provider";
 import { DEFAULT_RECENT_TURNS, HISTORY_TURN_CHARS, MAX_QUERY_CHARS } from "../knowledge/defaults.js";
+import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
 import type {
   KnowledgeConversationTurn,
   KnowledgeGroundingConfig,
@@ -40,6 +41,7 @@ import type {
   KnowledgeGroundingOutcome,
   KnowledgeIndexSnapshot,
   KnowledgeRequestScope,
+  KnowledgeShadowEvent,
 } from "../types/knowledge.js";
 import {
   citationMarker,
@@ -67,6 +69,13 @@ export type GroundingCallInfo = {
   scope: KnowledgeRequestScope | undefined;
   /** Whether the call that triggered the retrieval was `generate` or `stream`. */
   type: "generate" | "stream";
+  /** Whether the turn ran in shadow mode (nothing added to the prompt; the would-be block in `report`). */
+  shadow: boolean;
+  /**
+   * For a turn in shadow mode or with shadow alternatives: what each configuration retrieved and the block it
+   * would have added (the same report as the client's `knowledge:shadow` event); otherwise null.
+   */
+  report: KnowledgeShadowEvent | null;
 };
 
 /**
@@ -97,6 +106,12 @@ export type GroundingMiddlewareOptions = (
   recentTurns?: number;
   /** Scope used when a call gives none in `providerOptions`. Default: no scope (integration-free entries only). */
   scope?: KnowledgeRequestScope;
+  /**
+   * Shadow mode (lexground): every turn is grounded and reported (`onGrounding`, `providerMetadata`), but nothing
+   * is added to the prompt, which reaches the model exactly as without the middleware. A call overrides it with
+   * `providerOptions[providerOptionsKey].shadow`. Default: the engine's `shadow` setting (false).
+   */
+  shadow?: boolean;
   /**
    * Called after each retrieval (once per user turn, not on every tool-loop step), including retrievals that
    * failed open (`metadata.failureReason` set). Errors thrown by the callback are ignored: telemetry must not break
@@ -138,6 +153,10 @@ export type GroundingProviderMetadata = {
   grounded: boolean;
   /** True when this step reused the retrieval of an earlier step of the same turn instead of retrieving again. */
   reused: boolean;
+  /** Present (true) when the turn ran in shadow mode: nothing was added to the prompt (lexground). */
+  shadow?: boolean;
+  /** In shadow mode: the citation markers of the block that would have been added (lexground). */
+  shadowCitations?: string[];
 };
 
 /** The middleware returned by {@link groundingMiddleware}: a plain `LanguageModelV3Middleware` plus its engine. */
@@ -176,6 +195,9 @@ function checkOptions(options: GroundingMiddlewareOptions): void {
   if (ttl !== undefined && (typeof ttl !== "number" || Number.isNaN(ttl) || ttl < 0)) {
     throw new GroundingIntegrationError(`${path}.memoTtlMs`, "must be a number >= 0");
   }
+  if (options.shadow !== undefined && typeof options.shadow !== "boolean") {
+    throw new GroundingIntegrationError(`${path}.shadow`, "must be a boolean");
+  }
   for (const name of ["onGrounding", "now"] as const) {
     const value = options[name];
     if (value !== undefined && typeof value !== "function") {
@@ -183,6 +205,27 @@ function checkOptions(options: GroundingMiddlewareOptions): void {
     }
   }
   parseScope(options.scope, `${path}.scope`);
+}
+
+/**
+ * Reads a call's `providerOptions[key]`: the scope (see {@link parseScope}) and `shadow`, a boolean. An object
+ * holding only `shadow` gives no scope, so the middleware's `scope` still applies.
+ */
+function parseCallOptions(
+  value: unknown,
+  path: string,
+): { scope: KnowledgeRequestScope | undefined; shadow: boolean | undefined } {
+  if (value === null || typeof value !== "object" || Array.isArray(value) || !("shadow" in value)) {
+    return { scope: parseScope(value, path), shadow: undefined };
+  }
+  const { shadow, ...rest } = value as Record<string, unknown>;
+  if (shadow !== undefined && typeof shadow !== "boolean") {
+    throw new GroundingIntegrationError(`${path}.shadow`, "must be a boolean");
+  }
+  return {
+    scope: Object.keys(rest).length === 0 ? undefined : parseScope(rest, path),
+    shadow: shadow as boolean | undefined,
+  };
 }
 
 /** The text parts of a message, joined by newlines; `""` for system and tool messages. */
@@ -235,6 +278,12 @@ function toProviderMetadata(grounding: StepGrounding): GroundingProviderMetadata
   // providerMetadata must be JSON: optional fields are left out rather than set to undefined.
   if (metadata.confidence !== undefined) result.confidence = metadata.confidence;
   if (metadata.failureReason !== undefined) result.failureReason = metadata.failureReason;
+  if (metadata.shadow === true) {
+    result.shadow = true;
+    result.shadowCitations = (grounding.outcome.shadowContext?.citations ?? []).map((citation) =>
+      citationMarker(citation.id, citation.version),
+    );
+  }
   return result;
 }
 
@@ -257,7 +306,9 @@ function withMetadata(
  * 3. Retrieval runs once per user turn: steps of a tool loop, retries and fallback attempts that repeat the same
  *    query, turns and scope reuse the first step's retrieval (see `memoLimit`, `memoTtlMs`), so they all see the
  *    same block.
- * 4. A non-empty block is appended to the leading system message (one is added first when there is none).
+ * 4. A non-empty block is appended to the leading system message (one is added first when there is none), except in
+ *    shadow mode (`shadow`, or `providerOptions[providerOptionsKey].shadow` per call): then nothing is added and
+ *    the would-be block is reported through `onGrounding` and `providerMetadata`.
  * 5. Fail-open: when grounding fails (engine error, timeout, index not ready) the parameters pass through unchanged.
  *
  * The caller sees what happened through `onGrounding` (once per retrieval) and through
@@ -281,6 +332,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
   const memoTtlMs = options.memoTtlMs ?? DEFAULT_GROUNDING_MEMO_TTL_MS;
   const now = options.now ?? Date.now;
   const onGrounding = options.onGrounding;
+  const instanceShadow = options.shadow;
   const memo = new Map<string, MemoEntry>();
   // Links the parameters handed to the model with their grounding, for wrapGenerate/wrapStream.
   const groundingByParams = new WeakMap<LanguageModelV3CallOptions, StepGrounding>();
@@ -306,7 +358,8 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     memoKey: string,
     query: string,
     recentTurns: KnowledgeConversationTurn[],
-    info: GroundingCallInfo,
+    info: Omit<GroundingCallInfo, "shadow" | "report">,
+    shadow: boolean | undefined,
   ): Promise<StepGrounding> => {
     const existing = memo.get(memoKey);
     if (existing) {
@@ -324,13 +377,20 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
       query,
       recentTurns,
       ...(info.scope === undefined ? {} : { scope: info.scope }),
-    }).then((outcome) => {
+      ...(shadow === undefined ? {} : { shadow }),
+    }).then((grounded) => {
+      // Whatever the engine returned, a turn in shadow mode never gets a block into its prompt.
+      const outcome = shadow === true ? asShadowOutcome(grounded) : grounded;
       const stored = memo.get(memoKey);
       if (stored?.promise === promise) {
         stored.settled = true;
         stored.snapshot = currentSnapshot();
       }
-      notify(outcome, info);
+      notify(outcome, {
+        ...info,
+        shadow: outcome.metadata?.shadow === true,
+        report: shadowEventOf(query, outcome),
+      });
       return outcome;
     });
     const entry: MemoEntry = { promise, createdAt: now(), settled: false, snapshot: undefined };
@@ -349,8 +409,9 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     params: LanguageModelV3CallOptions;
   }): Promise<LanguageModelV3CallOptions> => {
     // Read and validate the scope first: a malformed scope is the caller's error and is reported, not ignored.
-    const callScope = parseScope(params.providerOptions?.[key], `providerOptions.${key}`);
-    const scope = callScope ?? defaultScope;
+    const call = parseCallOptions(params.providerOptions?.[key], `providerOptions.${key}`);
+    const scope = call.scope ?? defaultScope;
+    const shadow = call.shadow ?? instanceShadow;
     const prompt = Array.isArray(params.prompt) ? params.prompt : [];
     let lastUser = -1;
     for (let index = prompt.length - 1; index >= 0; index--) {
@@ -383,11 +444,12 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
         .slice(-DEFAULT_RECENT_TURNS)
         .map((turn) => [turn.role, turn.text.slice(0, HISTORY_TURN_CHARS)]),
       integrations,
+      shadow ?? null,
     ]);
 
     let grounding: StepGrounding;
     try {
-      grounding = await groundTurn(memoKey, query, recentTurns, { query, scope, type });
+      grounding = await groundTurn(memoKey, query, recentTurns, { query, scope, type }, shadow);
     } catch {
       // Only a bug of this module can get here; the turn still goes ahead ungrounded.
       return params;

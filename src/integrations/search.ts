@@ -51,10 +51,13 @@ export async function searchKnowledgeEntries(
   input: { query: string; recentTurns?: KnowledgeConversationTurn[]; scope?: KnowledgeRequestScope },
 ): Promise<KnowledgeSearchOutcome> {
   const recentTurns = (input.recentTurns ?? []).slice(-DEFAULT_RECENT_TURNS);
+  // A search is asked for, not injected: shadow mode does not apply, and shadow alternatives are not evaluated.
   const outcome = await groundSafely(engine, {
     query: input.query,
     recentTurns,
     ...(input.scope === undefined ? {} : { scope: input.scope }),
+    shadow: false,
+    shadowAlternatives: false,
   });
   const retrieval = outcome.retrieval;
   if (!retrieval) return { hits: [], confidence: outcome.metadata.confidence ?? "none", outcome };

@@ -121,6 +121,8 @@ const KNOWN_CONFIG_FIELDS = [
   "preset",
   "strict",
   "logger",
+  "shadow",
+  "shadowAlternatives",
 ] as const;
 /** Options whose value is an object whose own fields are copied too. */
 const NESTED_CONFIG_FIELDS: ReadonlySet<string> = new Set(["retrieval", "context"]);
@@ -179,7 +181,8 @@ export function readGroundingConfig(config: unknown): KnowledgeGroundingConfigRe
     path: string,
     nested: (key: string, value: unknown, path: string) => unknown,
   ): void => {
-    for (const key of keys) {
+    // Known options come first and own keys repeat them: each key is read once, also when its read throws.
+    for (const key of new Set(keys)) {
       if (Object.hasOwn(into, key)) continue;
       const value = readProperty(from, key);
       const fieldPath = path === "" ? key : `${path}.${key}`;
@@ -212,6 +215,7 @@ export function readGroundingConfig(config: unknown): KnowledgeGroundingConfigRe
   const topLevelKeys = [...KNOWN_CONFIG_FIELDS, ...ownKeys(source, "")];
   copyFields(source, topLevelKeys, copy, "", (key, value, path) => {
     if (NESTED_CONFIG_FIELDS.has(key)) return copyRecord(value, path, 0);
+    if (key === "shadowAlternatives") return readShadowAlternatives(value, path, issues);
     const valueShape = shapeOf(value);
     if (isUnreadable(valueShape)) {
       unreadable(path, valueShape);
@@ -233,6 +237,103 @@ export function readGroundingConfig(config: unknown): KnowledgeGroundingConfigRe
   const enabledUnreadable = issues.some((issue) => issue.path === "enabled");
   if (enabledUnreadable) copy.enabled = true;
   return { config: copy as KnowledgeGroundingConfig, issues, enabledUnreadable };
+}
+
+/** Issues of a nested configuration, re-pathed under `prefix` (its "config" path is `prefix` itself). */
+function prefixIssues(
+  issues: readonly KnowledgeValidationIssue[],
+  prefix: string,
+): KnowledgeValidationIssue[] {
+  return issues.map((issue) => {
+    const inner = issue.path ?? "config";
+    const path = inner === "config" ? prefix : `${prefix}.${inner}`;
+    const message = issue.message.startsWith(`${inner} `)
+      ? `${path} ${issue.message.slice(inner.length + 1)}`
+      : `${path}: ${issue.message}`;
+    return { ...issue, path, message };
+  });
+}
+
+/**
+ * Reads `shadowAlternatives` once: each alternative that is an object is read like a configuration (so getters
+ * and proxies are read once, and unreadable fields are issues at their path); other values are kept for the
+ * validator to report.
+ */
+function readShadowAlternatives(value: unknown, path: string, issues: KnowledgeValidationIssue[]): unknown {
+  const shape = shapeOf(value);
+  if (isUnreadable(shape)) {
+    issues.push(...prefixIssues([unreadableIssue(shape)], path));
+    return undefined;
+  }
+  if (shape !== "record") return value;
+  const copy: Record<string, unknown> = {};
+  let names: string[];
+  try {
+    names = Object.keys(value as object);
+  } catch (caught) {
+    issues.push(...prefixIssues([unreadableIssue(new UnreadableValue(caught))], path));
+    return undefined;
+  }
+  for (const name of names) {
+    const item = readProperty(value as object, name);
+    const itemPath = `${path}.${name}`;
+    if (isUnreadable(item)) {
+      issues.push(...prefixIssues([unreadableIssue(item)], itemPath));
+      continue;
+    }
+    if (shapeOf(item) !== "record") {
+      copy[name] = item;
+      continue;
+    }
+    const read = readGroundingConfig(item);
+    issues.push(...prefixIssues(read.issues, itemPath));
+    copy[name] = read.config;
+  }
+  return copy;
+}
+
+function unreadableIssue(value: UnreadableValue): KnowledgeValidationIssue {
+  return {
+    level: "error",
+    code: "bad-config",
+    message: `config could not be read: ${describeError(value.error)}`,
+    path: "config",
+  };
+}
+
+/** Options an entry of `shadowAlternatives` may set. */
+const SHADOW_ALTERNATIVE_FIELDS: ReadonlySet<string> = new Set(["preset", "retrieval", "context"]);
+
+/** Checks `shadow` and `shadowAlternatives` (each alternative validated as a configuration, paths under its name). */
+function validateShadowOptions(
+  record: Record<string, unknown>,
+  fail: (path: string, message: string) => void,
+  issues: KnowledgeValidationIssue[],
+): void {
+  if (record.shadow !== undefined && typeof record.shadow !== "boolean") {
+    fail("shadow", `must be a boolean, got ${describeValue(record.shadow)}`);
+  }
+  const alternatives = record.shadowAlternatives;
+  if (alternatives === undefined) return;
+  if (!alternatives || typeof alternatives !== "object" || Array.isArray(alternatives)) {
+    fail(
+      "shadowAlternatives",
+      `must be an object of named configurations, got ${describeType(alternatives)}`,
+    );
+    return;
+  }
+  for (const [name, alternative] of Object.entries(alternatives)) {
+    const path = `shadowAlternatives.${name}`;
+    if (!alternative || typeof alternative !== "object" || Array.isArray(alternative)) {
+      fail(path, `must be an object with preset, retrieval or context, got ${describeType(alternative)}`);
+      continue;
+    }
+    for (const key of Object.keys(alternative)) {
+      if (!SHADOW_ALTERNATIVE_FIELDS.has(key))
+        fail(`${path}.${key}`, "is not an option of an alternative (known: preset, retrieval, context)");
+    }
+    issues.push(...prefixIssues(validateConfigValues(alternative), path));
+  }
 }
 
 type Check = (value: number) => boolean;
@@ -387,6 +488,7 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
       validatePassageOptions(context, fail);
     }
   }
+  validateShadowOptions(record, fail, issues);
   return issues;
 }
 

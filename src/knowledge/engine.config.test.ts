@@ -68,6 +68,8 @@ describe("the engine never throws on a hostile configuration (issue 11, item 7)"
     "indexArtifact",
     "preset",
     "strict",
+    "shadow",
+    "shadowAlternatives",
   ])("a throwing %s getter is a bad-config issue at that path; ground() fails open", async (field) => {
     const config = throwingAt(valid(), field);
     const engine = new KnowledgeGroundingEngine(config);
@@ -184,6 +186,20 @@ describe("the configuration is read once (issue 11, items 7 and 12)", () => {
     for (let turn = 0; turn < 3; turn++) await engine.ground({ query: "policy types" });
     await engine.rebuild();
     for (const key of Object.keys(config)) expect(reads[key], key).toBe(1);
+  });
+
+  it("a getter that throws is read once and reported once", () => {
+    let reads = 0;
+    const config = Object.defineProperty({ ...valid() }, "retrieval", {
+      enumerable: true,
+      get() {
+        reads++;
+        throw new TypeError("cannot read retrieval");
+      },
+    });
+    const issues = validateGroundingConfig(config).filter((issue) => issue.path === "retrieval");
+    expect(issues).toHaveLength(1);
+    expect(reads).toBe(1);
   });
 
   it("a context budget that turns into NaN after validation has no effect", async () => {

@@ -29,8 +29,9 @@ import { assembleKnowledgeContext } from "./context.js";
 import { DEFAULT_RECENT_TURNS, DEFAULT_TIMEOUT_MS, FALLBACK_VERSION } from "./defaults.js";
 import { getOrBuildKnowledgeIndexSnapshot } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
-import { describeError, isUnreadable, shapeOf, snapshotSourceArrays } from "./resolve.js";
+import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
+import { asShadowOutcome } from "./shadow.js";
 
 /** Raised (and caught) when a grounding operation exceeds its timeout; its `String()` names the class. */
 export class KnowledgeGroundingTimeoutError extends Error {
@@ -148,6 +149,19 @@ export function emptyMetadata(durationMs: number, failureReason?: string): Knowl
   };
 }
 
+/** A boolean option of a turn's input, or undefined when absent, not a boolean, or unreadable (never throws). */
+function readTurnFlag(input: unknown, key: "shadow" | "shadowAlternatives"): boolean | undefined {
+  const value = readTurnField(input, key);
+  return typeof value === "boolean" ? value : undefined;
+}
+
+/** A field of a turn's input, read once; undefined when the input is not an object or the read throws. */
+function readTurnField(input: unknown, key: string): unknown {
+  if (input === null || typeof input !== "object") return undefined;
+  const value = readProperty(input, key);
+  return isUnreadable(value) ? undefined : value;
+}
+
 /**
  * Knowledge grounding engine. Construction never throws and never waits: it reads the configuration once (each
  * option exactly once, into a plain copy: later changes to the host's object have no effect), validates it and
@@ -191,6 +205,10 @@ export class KnowledgeGroundingEngine {
   private configValid: boolean;
   private snapshotOrigin: KnowledgeEngineStatus["snapshotOrigin"];
   private notes: string[] = [];
+  /** Shadow mode by default (`config.shadow`); a turn's `shadow` overrides it. */
+  private readonly shadow: boolean;
+  /** Engines of the configured shadow alternatives, by name, in configuration order. */
+  private readonly alternatives: readonly (readonly [string, KnowledgeGroundingEngine])[];
 
   /**
    * @param config the configuration; read once, here (see {@link readGroundingConfig}).
@@ -228,6 +246,7 @@ export class KnowledgeGroundingEngine {
       this.contextConfig = undefined;
     }
     this.timeoutMs = this.configValid ? resolveTimeout(safeConfig) : DEFAULT_TIMEOUT_MS;
+    this.shadow = safeConfig.shadow === true;
     // The arrays are copied now: a host that clears or reuses them later changes nothing until it rebuilds.
     this.sources = snapshotSourceArrays(safeConfig.sources);
     const sourcesShape = shapeOf(this.sources);
@@ -249,6 +268,36 @@ export class KnowledgeGroundingEngine {
     } else {
       this.buildPromise = Promise.resolve();
     }
+    this.alternatives = this.configValid && this.enabled ? this.createAlternatives(safeConfig) : [];
+  }
+
+  /**
+   * One engine per shadow alternative: the same sources (this engine's copy), blocked domains, timeout and
+   * logger, the alternative's own preset and settings, always in shadow mode. Identical index settings share
+   * one build through the process cache.
+   */
+  private createAlternatives(
+    config: KnowledgeGroundingConfig,
+  ): (readonly [string, KnowledgeGroundingEngine])[] {
+    const alternatives = config.shadowAlternatives;
+    if (!alternatives) return [];
+    return Object.entries(alternatives).map(([name, alternative]) => {
+      const engine = new KnowledgeGroundingEngine(
+        {
+          enabled: true,
+          sources: this.sources as KnowledgeSource[],
+          ...(config.blockedDomains === undefined ? {} : { blockedDomains: config.blockedDomains }),
+          ...(config.timeoutMs === undefined ? {} : { timeoutMs: config.timeoutMs }),
+          ...(alternative.preset === undefined ? {} : { preset: alternative.preset }),
+          ...(alternative.retrieval === undefined ? {} : { retrieval: alternative.retrieval }),
+          ...(alternative.context === undefined ? {} : { context: alternative.context }),
+          logger: this.logger,
+          shadow: true,
+        },
+        this.now,
+      );
+      return [name, engine] as const;
+    });
   }
 
   /** The index parameters derived from the configuration (part of the cache key). */
@@ -415,7 +464,11 @@ export class KnowledgeGroundingEngine {
       this.sources = snapshotSourceArrays(sources);
       this.sourcesAreConfigured = false;
     }
-    const outcome = await this.build(this.sources, this.sourcesAreConfigured);
+    const [outcome] = await Promise.all([
+      this.build(this.sources, this.sourcesAreConfigured),
+      // Alternatives follow the primary's sources; their own outcome shows in their reports, not here.
+      ...this.alternatives.map(([, engine]) => engine.rebuild(this.sources as KnowledgeSource[])),
+    ]);
     return { ...this.getStatus(), ...outcome };
   }
 
@@ -448,9 +501,42 @@ export class KnowledgeGroundingEngine {
 
   /**
    * Grounds one turn: waits for the index (counted in the timeout), retrieves, renders. Never throws: on any
-   * failure or timeout the outcome has no context and `metadata.failureReason` says why.
+   * failure or timeout the outcome has no context and `metadata.failureReason` says why. In shadow mode
+   * (`input.shadow`, else `config.shadow`) the outcome has no context either: the block it would have injected is
+   * in `shadowContext` and `metadata.shadow` is true. Configured shadow alternatives are grounded on the same
+   * input, in shadow mode, and reported in `alternatives` (unless `input.shadowAlternatives` is false).
    */
   async ground(input: KnowledgeGroundingInput): Promise<KnowledgeGroundingOutcome> {
+    if (!this.isEnabled()) return { ephemeralContext: null, metadata: emptyMetadata(0), retrieval: null };
+    const shadowFlag = readTurnFlag(input, "shadow");
+    const shadow = shadowFlag ?? this.shadow;
+    const runAlternatives =
+      this.alternatives.length > 0 && readTurnFlag(input, "shadowAlternatives") !== false;
+    const primary = this.groundTurn(input);
+    if (!runAlternatives) {
+      const outcome = await primary;
+      return shadow ? asShadowOutcome(outcome) : outcome;
+    }
+    const alternativeInput: KnowledgeGroundingInput = {
+      query: readTurnField(input, "query") as string,
+      recentTurns: readTurnField(input, "recentTurns") as KnowledgeGroundingInput["recentTurns"],
+      scope: readTurnField(input, "scope") as KnowledgeGroundingInput["scope"],
+      shadow: true,
+      shadowAlternatives: false,
+    };
+    const [outcome, ...others] = await Promise.all([
+      primary,
+      ...this.alternatives.map(([, engine]) => engine.ground(alternativeInput)),
+    ]);
+    const alternatives: Record<string, KnowledgeGroundingOutcome> = {};
+    this.alternatives.forEach(([name], index) => {
+      alternatives[name] = others[index]!;
+    });
+    return { ...(shadow ? asShadowOutcome(outcome!) : outcome!), alternatives };
+  }
+
+  /** One turn with this engine's own configuration (see {@link ground}). */
+  private async groundTurn(input: KnowledgeGroundingInput): Promise<KnowledgeGroundingOutcome> {
     const started = this.now();
     const wallStart = Date.now();
     if (!this.isEnabled()) return { ephemeralContext: null, metadata: emptyMetadata(0), retrieval: null };

@@ -21,6 +21,7 @@ import { readGroundingConfig } from "../knowledge/config.js";
 import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
 import { KnowledgeGroundingEngine, KnowledgeRegistryError } from "../knowledge/engine.js";
 import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/resolve.js";
+import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
 import type {
   KnowledgeConversationTurn,
   KnowledgeEngineStatus,
@@ -143,6 +144,9 @@ function validateCallOptions(options: GenerateOptions, method: "generate" | "str
   }
   if (options.abortSignal !== undefined && !(options.abortSignal instanceof AbortSignal)) {
     throw new InvalidOptionsError("abortSignal", "`abortSignal` must be an AbortSignal");
+  }
+  if (options.knowledgeShadow !== undefined && typeof options.knowledgeShadow !== "boolean") {
+    throw new InvalidOptionsError("knowledgeShadow", "`knowledgeShadow` must be a boolean when given");
   }
 }
 
@@ -521,16 +525,28 @@ export class NeuroLink {
           role: message.role as "user" | "assistant",
           text: typeof message.content === "string" ? message.content : "",
         }));
-      outcome = await engine.ground({ query, recentTurns, scope: options.knowledgeContext });
+      const shadow = options.knowledgeShadow;
+      outcome = await engine.ground({
+        query,
+        recentTurns,
+        scope: options.knowledgeContext,
+        ...(shadow === undefined ? {} : { shadow }),
+      });
+      // Whatever the engine returned, a call in shadow mode never gets a block into its prompt.
+      if (shadow === true) outcome = asShadowOutcome(outcome);
       const reason = outcome.metadata.failureReason;
       if (reason !== undefined) this.emit("grounding:error", { reason });
+      const report = shadowEventOf(query, outcome);
+      if (report) this.emit("knowledge:shadow", report);
     } catch (error) {
       this.logger.warn(KNOWLEDGE_HOOK_FAILED_WARNING, error);
       this.emit("grounding:error", { reason: errorMessageOf(error), error });
       return undefined;
     }
-    // strict: a turn that asked for grounding fails rather than answer without the knowledge it cannot have.
-    const unavailable = engine.getConfig().strict === true ? engine.unavailableError() : null;
+    // strict: a turn that asked for grounding fails rather than answer without the knowledge it cannot have
+    // (not in shadow mode: that turn was never going to carry the knowledge).
+    const strict = engine.getConfig().strict === true && outcome.metadata.shadow !== true;
+    const unavailable = strict ? engine.unavailableError() : null;
     if (unavailable) throw new KnowledgeUnavailableError(unavailable);
     return outcome;
   }

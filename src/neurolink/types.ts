@@ -11,6 +11,7 @@ import type {
   KnowledgeGroundingConfig,
   KnowledgeGroundingMetadata,
   KnowledgeRequestScope,
+  KnowledgeShadowEvent,
 } from "../types/knowledge.js";
 import type { AttemptRecord } from "./errors.js";
 import type { ConversationMemoryStore } from "./memory/types.js";
@@ -264,6 +265,12 @@ type CallOptionsBase = {
   useKnowledgeGrounding?: boolean;
   /** Scope of the knowledge retrieval for this call. */
   knowledgeContext?: KnowledgeRequestScope;
+  /**
+   * Shadow mode for this call (lexground): when true, grounding runs (if the call opts in) and is reported in
+   * `result.knowledge` (`shadow: true`) and the `knowledge:shadow` event, but nothing is added to the prompt;
+   * false grounds for real even when the instance's `knowledgeGrounding.shadow` is on. Default: the instance's.
+   */
+  knowledgeShadow?: boolean;
   /** Cancels the call. An abort never falls back. */
   abortSignal?: AbortSignal;
   /** Ordered targets tried after the primary one fails (overrides the instance's chain). */
@@ -386,6 +393,12 @@ export type MemoryStatus = {
 export type NeuroLinkEvents = {
   /** Grounding failed open (hook error, timeout, index not ready); the call continued ungrounded. */
   "grounding:error": { reason: string; error?: unknown };
+  /**
+   * A grounded call ran in shadow mode, or with shadow alternatives (lexground): what each configuration
+   * retrieved and the block it would have added (the primary's `injected` says whether its block was added).
+   * Raised before the provider is called.
+   */
+  "knowledge:shadow": KnowledgeShadowEvent;
   /** An attempt failed and another is being tried. */
   "model:fallback": {
     from: { provider: string; model: string };

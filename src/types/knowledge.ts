@@ -330,6 +330,29 @@ export type KnowledgeGroundingConfig = {
    * content, never per turn. Default `console`; `null` for none. NeuroLink passes its own `logger`.
    */
   logger?: KnowledgeLogger | null;
+  /**
+   * Shadow mode (lexground): turns retrieve and report everything (`metadata.shadow`, the would-be block in
+   * `shadowContext`) but the outcome's `ephemeralContext` is null, so the client and the AI SDK middleware inject
+   * nothing and the prompt stays byte-identical to an ungrounded call. Overridden per turn by
+   * `KnowledgeGroundingInput.shadow`. Default false.
+   */
+  shadow?: boolean;
+  /**
+   * Alternative configurations evaluated, in shadow, on the same turns (lexground): each a preset and/or
+   * `retrieval` / `context` settings over the same sources (and the same `blockedDomains`), reported by name in
+   * `outcome.alternatives` and never injected. Each runs a full retrieval on every turn, adding its time to it.
+   */
+  shadowAlternatives?: Record<string, KnowledgeShadowAlternative>;
+};
+
+/**
+ * One alternative configuration of {@link KnowledgeGroundingConfig.shadowAlternatives}: its own preset and
+ * settings (they do not inherit the primary configuration's `preset`, `retrieval` or `context`).
+ */
+export type KnowledgeShadowAlternative = {
+  preset?: KnowledgePresetName;
+  retrieval?: KnowledgeRetrievalConfig;
+  context?: KnowledgeContextConfig;
 };
 
 /** The part of a logger the engine uses (NeuroLink's `logger` and `console` both fit). */
@@ -496,6 +519,8 @@ export type KnowledgeGroundingMetadata = {
    * timed out after <N>ms"`) or the error that occurred.
    */
   failureReason?: string;
+  /** True when the turn ran in shadow mode: everything was retrieved and reported, nothing injected (lexground). */
+  shadow?: boolean;
 };
 
 /** One problem found while validating sources or configuration. */
@@ -623,16 +648,50 @@ export type KnowledgeGroundingInput = {
   query: string;
   recentTurns?: KnowledgeConversationTurn[];
   scope?: KnowledgeRequestScope;
+  /** Shadow mode for this turn (lexground): overrides the configuration's `shadow` when a boolean. */
+  shadow?: boolean;
+  /** Whether the configured `shadowAlternatives` are evaluated on this turn (lexground). Default true. */
+  shadowAlternatives?: boolean;
 };
 
 /**
  * What one turn's grounding produced: the context to inject (null when disabled, nothing matched, nothing fit,
- * or grounding failed open), metadata for the result, and the full retrieval for host diagnostics.
+ * grounding failed open, or the turn ran in shadow mode), metadata for the result, and the full retrieval for host
+ * diagnostics.
  */
 export type KnowledgeGroundingOutcome = {
   ephemeralContext: EphemeralContext | null;
   metadata: KnowledgeGroundingMetadata;
   retrieval: KnowledgeRetrievalResult | null;
+  /** In shadow mode: the block that would have been injected, or null when there would have been none (lexground). */
+  shadowContext?: EphemeralContext | null;
+  /** The outcome of each configured shadow alternative on the same turn, by name (lexground). */
+  alternatives?: Record<string, KnowledgeGroundingOutcome>;
+};
+
+/** What one configuration did (or would have done) on a turn. */
+export type KnowledgeShadowReport = {
+  /** The turn's grounding metadata under this configuration (`failureReason` when it failed open). */
+  metadata: KnowledgeGroundingMetadata;
+  /** The block this configuration produced (injected or not), or null when it produced none. */
+  block: string | null;
+  /** Citations of the entries in `block`. */
+  citations: KnowledgeCitation[];
+  /** Estimated tokens of `block` (0 without one). */
+  contextTokens: number;
+};
+
+/**
+ * The `knowledge:shadow` report of one turn: the configuration in use (with whether its block was injected) and
+ * each shadow alternative by name. Raised for turns in shadow mode and for turns with shadow alternatives.
+ */
+export type KnowledgeShadowEvent = {
+  /** The turn's query. */
+  query: string;
+  /** The instance's configuration; `injected` false in shadow mode. */
+  primary: KnowledgeShadowReport & { injected: boolean };
+  /** Each configured alternative, by name (never injected). */
+  alternatives: Record<string, KnowledgeShadowReport>;
 };
 
 /** Engine health for telemetry and host introspection. */
