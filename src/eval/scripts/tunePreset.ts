@@ -10,27 +10,29 @@
  * each ≥ 1 exactly when the target is met:
  * - BEIR: nDCG@10 / (default + 0.05), hit share / default's, 0.6 × default's tokens / tokens,
  *   precision / (1.2 × default's);
- * - example knowledge base: recall / 0.98, precision / 0.5, 1000 / tokens.
+ * - example knowledge base: recall / 0.98, precision / 0.5, 1000 / tokens, judged-passage share / 0.98
+ *   (amendment 2).
  * Points compare by leximin over all pool ratios (ascending, lexicographic, ties below 1e-9), then fewer mean
  * block tokens over the pool, then the incumbent (the earlier point).
  *
- * **Search**: coordinate ascent from the start point, one option at a time over the values below, passes repeated
- * until one changes nothing (at most three). Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
+ * **Search**: coordinate ascent from the start point, one option at a time over the values below (in the table's
+ * order: passages, cut-offs, ranking; amendment 2), passes repeated until one changes nothing (at most three). Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
  * summary 1 / body 1 (aliases 5, keywords 3), exactBoost 10, aliasBoost 60, calibrated confidence; resultLimit 8,
- * no score floor, no gap rule, relationLimit 4 from every primary entry at any confidence; passages off.
+ * no score floor, no gap rule, relationLimit 4 from every primary entry at any confidence; passages "auto" at the
+ * mode's defaults (longBodyTokens 600, passageTokens 200, maxPassages 3; amendment 2).
  *
  * | family | option | values |
  * |---|---|---|
+ * | passages | passages | off, auto |
+ * | passages | longBodyTokens | 100, 150, 200, 300, 400, 600 |
+ * | passages | passageTokens | 50, 75, 100, 150, 200 |
+ * | passages | maxPassages | 1, 2, 3, 4 |
  * | cut-offs | resultLimit | 2, 3, 4, 5, 6, 8 |
  * | cut-offs | minRelativeScore | 0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9 |
  * | cut-offs | scoreGapRatio | 0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9 |
  * | cut-offs | relationLimit | 0, 1, 2, 4 |
  * | cut-offs | expansionFromTop | 1, 2, 8 |
  * | cut-offs | expansionMinConfidence | low, medium, high |
- * | passages | passages | off, auto |
- * | passages | longBodyTokens | 100, 150, 200, 300, 400, 600 |
- * | passages | passageTokens | 50, 75, 100, 150, 200 |
- * | passages | maxPassages | 1, 2, 3, 4 |
  * | ranking | analyzer | english, english-extended (added by the protocol's amendment) |
  * | ranking | scoring | sum, bm25f |
  * | ranking | k1 | 0.9, 1.2, 1.5, 1.8, 2.1 |
@@ -108,7 +110,7 @@ export const START: Point = {
   relationLimit: 4,
   expansionFromTop: 8,
   expansionMinConfidence: "low",
-  passages: "off",
+  passages: "auto",
   longBodyTokens: 600,
   passageTokens: 200,
   maxPassages: 3,
@@ -120,6 +122,10 @@ type OptionName = Exclude<keyof Point, "confidenceRule">;
 /** The options searched, in order, with their values (the table in the header). */
 export const SEARCH: readonly { family: string; option: OptionName; values: readonly Point[OptionName][] }[] =
   [
+    { family: "passages", option: "passages", values: ["off", "auto"] },
+    { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
+    { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
+    { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
     { family: "cut-offs", option: "resultLimit", values: [2, 3, 4, 5, 6, 8] },
     {
       family: "cut-offs",
@@ -130,10 +136,6 @@ export const SEARCH: readonly { family: string; option: OptionName; values: read
     { family: "cut-offs", option: "relationLimit", values: [0, 1, 2, 4] },
     { family: "cut-offs", option: "expansionFromTop", values: [1, 2, 8] },
     { family: "cut-offs", option: "expansionMinConfidence", values: ["low", "medium", "high"] },
-    { family: "passages", option: "passages", values: ["off", "auto"] },
-    { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
-    { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
-    { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
     { family: "ranking", option: "analyzer", values: ["english", "english-extended"] },
     { family: "ranking", option: "scoring", values: ["sum", "bm25f"] },
     { family: "ranking", option: "k1", values: [0.9, 1.2, 1.5, 1.8, 2.1] },
@@ -311,7 +313,12 @@ export function targetRatios(kind: Collection["kind"], figures: Figures, referen
   const tokensRatio = (limit: number) =>
     figures.tokens > 0 ? limit / figures.tokens : Number.POSITIVE_INFINITY;
   if (kind === "questions") {
-    return [figures.recall / 0.98, (figures.precision ?? 0) / 0.5, tokensRatio(1000)];
+    return [
+      figures.recall / 0.98,
+      (figures.precision ?? 0) / 0.5,
+      tokensRatio(1000),
+      (figures.passageShare ?? 0) / 0.98,
+    ];
   }
   return [
     figures.ndcg10 / (reference.ndcg10 + 0.05),
@@ -445,6 +452,12 @@ export async function tune(options: {
   const measurer = new Measurer(options.cacheFile, options.log);
   const sections: string[] = [];
 
+  measurer.note("final search on the whole pool");
+  const { best, steps } = await coordinateSearch(measurer, COLLECTIONS);
+  const confidence = chooseConfidenceRule(best.figures);
+  const chosen: Point = { ...best.point, confidenceRule: confidence.rule };
+  measurer.note(`chosen on the whole pool: ${pointJson(chosen)}`);
+
   const locoRows: string[][] = [];
   if (!options.skipLoco) {
     for (const heldOut of COLLECTIONS) {
@@ -463,11 +476,6 @@ export async function tune(options: {
       ]);
     }
   }
-
-  measurer.note("final search on the whole pool");
-  const { best, steps } = await coordinateSearch(measurer, COLLECTIONS);
-  const confidence = chooseConfidenceRule(best.figures);
-  const chosen: Point = { ...best.point, confidenceRule: confidence.rule };
 
   const finalRows: string[][] = [];
   for (const collection of COLLECTIONS) {
@@ -490,7 +498,7 @@ export async function tune(options: {
     "",
     "Command: `node --import tsx src/eval/scripts/tunePreset.ts --out src/eval/results/recommended-preset-search.md`",
     "(protocol: `recommended-preset.md`; values searched: the header of `src/eval/scripts/tunePreset.ts`).",
-    "Ratios per collection: BEIR nDCG / hit / tokens / precision, example KB recall / precision / tokens; ≥ 1 = target met.",
+    "Ratios per collection: BEIR nDCG / hit / tokens / precision, example KB recall / precision / tokens / judged passages; ≥ 1 = target met.",
     "",
     "## Chosen point",
     "",
