@@ -16,7 +16,8 @@
  * block tokens over the pool, then the incumbent (the earlier point).
  *
  * **Search**: coordinate ascent from the start point, one option at a time over the values below (in the table's
- * order: passages, cut-offs, ranking; amendment 2), passes repeated until one changes nothing (at most three). Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
+ * order: passages, cut-offs, ranking; amendment 2), passes repeated until one changes nothing (at most three).
+ * Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
  * summary 1 / body 1 (aliases 5, keywords 3), exactBoost 10, aliasBoost 60, calibrated confidence; resultLimit 8,
  * no score floor, no gap rule, relationLimit 4 from every primary entry at any confidence; passages "auto" at the
  * mode's defaults (longBodyTokens 600, passageTokens 200, maxPassages 3; amendment 2).
