@@ -19,7 +19,7 @@
  * order: passages, cut-offs, ranking; amendment 2), passes repeated until one changes nothing (at most three).
  * Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
  * summary 1 / body 1 (aliases 5, keywords 3), exactBoost 10, aliasBoost 60, calibrated confidence; resultLimit 8,
- * no score floor, no gap rule, relationLimit 4 from every primary entry at any confidence; passages "auto" at the
+ * no score floor, no gap rule, minResults 1, relationLimit 4 from every primary entry at any confidence; passages "auto" at the
  * mode's defaults (longBodyTokens 600, passageTokens 200, maxPassages 3; amendment 2).
  *
  * | family | option | values |
@@ -28,9 +28,10 @@
  * | passages | longBodyTokens | 100, 150, 200, 300, 400, 600 |
  * | passages | passageTokens | 50, 75, 100, 150, 200 |
  * | passages | maxPassages | 1, 2, 3, 4 |
- * | cut-offs | resultLimit | 2, 3, 4, 5, 6, 8 |
  * | cut-offs | minRelativeScore | 0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9 |
  * | cut-offs | scoreGapRatio | 0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9 |
+ * | cut-offs | minResults | 1, 2, 3 (amendment 3) |
+ * | cut-offs | resultLimit | 2, 3, 4, 5, 6, 8 |
  * | cut-offs | relationLimit | 0, 1, 2, 4 |
  * | cut-offs | expansionFromTop | 1, 2, 8 |
  * | cut-offs | expansionMinConfidence | low, medium, high |
@@ -82,6 +83,7 @@ export type Point = {
   exactBoost: number;
   aliasBoost: number;
   resultLimit: number;
+  minResults: number;
   minRelativeScore: number;
   scoreGapRatio: number;
   relationLimit: number;
@@ -106,6 +108,7 @@ export const START: Point = {
   exactBoost: 10,
   aliasBoost: 60,
   resultLimit: 8,
+  minResults: 1,
   minRelativeScore: 0,
   scoreGapRatio: 0,
   relationLimit: 4,
@@ -127,13 +130,14 @@ export const SEARCH: readonly { family: string; option: OptionName; values: read
     { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
     { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
     { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
-    { family: "cut-offs", option: "resultLimit", values: [2, 3, 4, 5, 6, 8] },
     {
       family: "cut-offs",
       option: "minRelativeScore",
       values: [0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
     },
     { family: "cut-offs", option: "scoreGapRatio", values: [0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9] },
+    { family: "cut-offs", option: "minResults", values: [1, 2, 3] },
+    { family: "cut-offs", option: "resultLimit", values: [2, 3, 4, 5, 6, 8] },
     { family: "cut-offs", option: "relationLimit", values: [0, 1, 2, 4] },
     { family: "cut-offs", option: "expansionFromTop", values: [1, 2, 8] },
     { family: "cut-offs", option: "expansionMinConfidence", values: ["low", "medium", "high"] },
@@ -163,6 +167,7 @@ export function settingsOf(point: Point): {
     aliasBoost: point.aliasBoost,
     confidenceRule: point.confidenceRule,
     resultLimit: point.resultLimit,
+    minResults: point.minResults,
     relationLimit: point.relationLimit,
     minRelativeScore: point.minRelativeScore,
     scoreGapRatio: point.scoreGapRatio,
