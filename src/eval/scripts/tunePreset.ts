@@ -167,7 +167,8 @@ export function settingsOf(point: Point): {
     aliasBoost: point.aliasBoost,
     confidenceRule: point.confidenceRule,
     resultLimit: point.resultLimit,
-    minResults: point.minResults,
+    // Left out at its default (1), so settings (and cached figures) of points without it stay the same.
+    ...(point.minResults !== 1 ? { minResults: point.minResults } : {}),
     relationLimit: point.relationLimit,
     minRelativeScore: point.minRelativeScore,
     scoreGapRatio: point.scoreGapRatio,
