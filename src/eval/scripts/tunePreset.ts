@@ -175,15 +175,15 @@ export function settingsOf(point: Point): {
     expansionFromTop: point.expansionFromTop,
     expansionMinConfidence: point.expansionMinConfidence,
   };
-  // TEMPORARY cast until the passage options land.
-  const context = (point.passages === "off"
-    ? { passages: "off" }
-    : {
-        passages: "auto",
-        longBodyTokens: point.longBodyTokens,
-        passageTokens: point.passageTokens,
-        maxPassages: point.maxPassages,
-      }) as unknown as KnowledgeContextConfig;
+  const context: KnowledgeContextConfig =
+    point.passages === "off"
+      ? { passages: "off" }
+      : {
+          passages: "auto",
+          longBodyTokens: point.longBodyTokens,
+          passageTokens: point.passageTokens,
+          maxPassages: point.maxPassages,
+        };
   return { retrieval, context };
 }
 
