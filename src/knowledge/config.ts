@@ -70,6 +70,7 @@ export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): Know
   };
   if (source.minRelativeScore !== undefined) resolved.minRelativeScore = source.minRelativeScore;
   if (source.scoreGapRatio !== undefined) resolved.scoreGapRatio = source.scoreGapRatio;
+  if (source.minResults !== undefined) resolved.minResults = source.minResults;
   if (source.expansionFromTop !== undefined) resolved.expansionFromTop = source.expansionFromTop;
   if (source.expansionMinConfidence !== undefined)
     resolved.expansionMinConfidence = source.expansionMinConfidence;
@@ -446,6 +447,12 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
       const isFraction: Check = (value) => value >= 0 && value <= 1;
       number("retrieval.minRelativeScore", retrieval.minRelativeScore, isFraction, "a number in [0, 1]");
       number("retrieval.scoreGapRatio", retrieval.scoreGapRatio, isFraction, "a number in [0, 1]");
+      number(
+        "retrieval.minResults",
+        retrieval.minResults,
+        (value) => Number.isInteger(value) && value >= 1,
+        "an integer >= 1",
+      );
       number("retrieval.expansionFromTop", retrieval.expansionFromTop, isCount, "an integer >= 0");
       if (
         retrieval.expansionMinConfidence !== undefined &&

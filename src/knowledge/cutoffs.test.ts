@@ -11,7 +11,7 @@ import type {
   KnowledgeRetrievalConfig,
   KnowledgeScoredCandidate,
 } from "../types/knowledge.js";
-import { resolveRetrieval } from "./config.js";
+import { resolveRetrieval, validateGroundingConfig } from "./config.js";
 import { applyScoreCutoffs, expansionAllowed, expansionSourceCount } from "./cutoffs.js";
 import { buildIndexSnapshot } from "./knowledgeIndex.js";
 import { normalizeAndValidate } from "./resolve.js";
@@ -116,6 +116,60 @@ describe("scoreGapRatio (gap rule)", () => {
   it("does not apply after a non-positive score", () => {
     const outcome = applyScoreCutoffs([candidate("p", 0), candidate("q", -5)], { scoreGapRatio: 1 });
     expect(outcome).toEqual({ kept: 2 });
+  });
+});
+
+describe("minResults (entries the cut-offs always keep)", () => {
+  it("keeps the first n whatever their scores: floor 0.9 × 10 = 9 keeps a alone, with minResults 2 a and b", () => {
+    expect(
+      retrieve(fixedSnapshot(), request, settings({ minRelativeScore: 0.9 })).primary.map(
+        (entry) => entry.id,
+      ),
+    ).toEqual(["a"]);
+    const selection = retrieve(fixedSnapshot(), request, settings({ minRelativeScore: 0.9, minResults: 2 }));
+    expect(selection.primary.map((entry) => entry.id)).toEqual(["a", "b"]);
+    // The list ends at c, the first candidate past the kept ones below the floor 9.
+    const cut = { rule: "minRelativeScore", threshold: 9, endedAt: "c" };
+    expect(selection.candidates.map((entry) => entry.cut)).toEqual([undefined, undefined, cut, cut, cut]);
+  });
+
+  it("the gap rule resumes after the kept entries: 0.7 ends at c (4.9 < 5.6); with minResults 4 at e (1 < 3.15)", () => {
+    const gap = retrieve(fixedSnapshot(), request, settings({ scoreGapRatio: 0.7 }));
+    expect(gap.primary.map((entry) => entry.id)).toEqual(["a", "b"]);
+    const kept = retrieve(fixedSnapshot(), request, settings({ scoreGapRatio: 0.7, minResults: 4 }));
+    expect(kept.primary.map((entry) => entry.id)).toEqual(["a", "b", "c", "d"]);
+    expect(kept.candidates[4]!.cut?.endedAt).toBe("e");
+    expect(kept.candidates[4]!.cut?.threshold).toBeCloseTo(0.7 * 4.5, 12);
+  });
+
+  it("never adds entries: beyond resultLimit, the candidates found, or without a cut-off rule it changes nothing", () => {
+    const limited = retrieve(
+      fixedSnapshot(),
+      request,
+      settings({ minRelativeScore: 0.9, minResults: 4, resultLimit: 3 }),
+    );
+    expect(limited.primary.map((entry) => entry.id)).toEqual(["a", "b", "c"]);
+    expect(limited.candidates.some((entry) => entry.cut)).toBe(false);
+    const all = retrieve(fixedSnapshot(), request, settings({ minRelativeScore: 0.9, minResults: 9 }));
+    expect(all.primary).toHaveLength(5);
+    expect(retrieve(fixedSnapshot(), request, settings({ minResults: 2 })).primary).toHaveLength(5);
+    expect(
+      applyScoreCutoffs([candidate("a", 10), candidate("b", 1)], { minRelativeScore: 0.5, minResults: 1 }),
+    ).toEqual({
+      kept: 1,
+      cut: { rule: "minRelativeScore", threshold: 5, endedAt: "b" },
+    });
+  });
+
+  it("must be an integer >= 1", () => {
+    for (const value of [0, 1.5, -1, Number.NaN]) {
+      const [issue] = validateGroundingConfig({ retrieval: { minResults: value } });
+      expect(issue?.path).toBe("retrieval.minResults");
+      expect(issue?.message).toBe(`retrieval.minResults must be an integer >= 1, got ${value}`);
+    }
+    expect(validateGroundingConfig({ retrieval: { minResults: 3 } })).toEqual([]);
+    expect(settings({ minResults: 2 }).minResults).toBe(2);
+    expect("minResults" in settings({})).toBe(false);
   });
 });
 

@@ -26,21 +26,24 @@ export type KnowledgeCutoffOutcome = {
 
 /**
  * Applies `minRelativeScore` and `scoreGapRatio` to the primary candidates (best first) and returns how many are
- * kept. The first candidate is always kept. Walking down the list, it ends at the first candidate that scores
- * below `minRelativeScore × top score` (checked first; only when the top score is positive) or below
- * `scoreGapRatio × the previous candidate's score` (only when that score is positive). Both rules are unset or 0
- * by default, which keeps everything.
+ * kept. The first `minResults` candidates (default 1) are always kept. Walking down the rest of the list, it ends
+ * at the first candidate that scores below `minRelativeScore × top score` (checked first; only when the top score
+ * is positive) or below `scoreGapRatio × the previous candidate's score` (only when that score is positive). Both
+ * rules are unset or 0 by default, which keeps everything.
  */
 export function applyScoreCutoffs(
   primary: readonly KnowledgeScoredCandidate[],
-  resolved: Pick<KnowledgeResolvedRetrieval, "minRelativeScore" | "scoreGapRatio">,
+  resolved: Pick<KnowledgeResolvedRetrieval, "minRelativeScore" | "scoreGapRatio" | "minResults">,
 ): KnowledgeCutoffOutcome {
   const floorFraction = resolved.minRelativeScore ?? 0;
   const gapRatio = resolved.scoreGapRatio ?? 0;
-  if (primary.length < 2 || (!(floorFraction > 0) && !(gapRatio > 0))) return { kept: primary.length };
+  const alwaysKept = Math.max(1, resolved.minResults ?? 1);
+  if (primary.length <= alwaysKept || (!(floorFraction > 0) && !(gapRatio > 0))) {
+    return { kept: primary.length };
+  }
   const topScore = primary[0]!.score;
   const floor = floorFraction > 0 && topScore > 0 ? floorFraction * topScore : null;
-  for (let index = 1; index < primary.length; index++) {
+  for (let index = alwaysKept; index < primary.length; index++) {
     const candidate = primary[index]!;
     if (floor !== null && candidate.score < floor) {
       return { kept: index, cut: { rule: "minRelativeScore", threshold: floor, endedAt: candidate.id } };

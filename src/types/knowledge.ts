@@ -233,6 +233,13 @@ export type KnowledgeRetrievalConfig = {
    */
   scoreGapRatio?: number;
   /**
+   * The adaptive cut-offs (`minRelativeScore`, `scoreGapRatio`) never shorten the primary list below this many
+   * entries (lexground), an integer >= 1: the first `minResults` candidates are kept whatever their scores. It
+   * never adds entries beyond `resultLimit` or the candidates found, and does nothing without a cut-off rule.
+   * Unset (default): 1, only the top candidate is always kept.
+   */
+  minResults?: number;
+  /**
    * Relation expansion follows the relations of the top this-many primary entries only (lexground), an integer
    * >= 0 (0: no expansion). Unset (default): every primary entry, as in NeuroLink.
    */
@@ -573,6 +580,8 @@ export type KnowledgeResolvedRetrieval = {
   minRelativeScore?: number;
   /** Gap rule; absent: none. */
   scoreGapRatio?: number;
+  /** Primary entries the cut-offs always keep; absent: 1. */
+  minResults?: number;
   /** Primary entries whose relations are followed; absent: all. */
   expansionFromTop?: number;
   /** Least confidence for relation expansion; absent: any. */

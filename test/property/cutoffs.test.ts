@@ -22,6 +22,7 @@ import { propertyRuns, propertySeed } from "./seed.js";
 const cutoffArbitrary = fc.record(
   {
     minRelativeScore: fc.constantFrom(0, 0.2, 0.5, 0.9, 1),
+    minResults: fc.integer({ min: 1, max: 5 }),
     scoreGapRatio: fc.constantFrom(0, 0.3, 0.6, 1),
     expansionFromTop: fc.integer({ min: 0, max: 4 }),
     expansionMinConfidence: fc.constantFrom("high" as const, "medium" as const, "low" as const),
@@ -73,6 +74,10 @@ describe("adaptive cut-offs", () => {
             const cutPrimary = cut.primary.map((entry) => entry.id);
             expect(cutPrimary).toEqual(uncutPrimary.slice(0, cutPrimary.length));
             if (uncutPrimary.length > 0) expect(cutPrimary.length).toBeGreaterThan(0);
+            // minResults: the cut-offs never keep fewer than that many (or all there are).
+            expect(cutPrimary.length).toBeGreaterThanOrEqual(
+              Math.min(cutoffs.minResults ?? 1, uncutPrimary.length),
+            );
             // Exactly the dropped primary candidates carry a cut, all with the same rule and end.
             const dropped = cut.candidates.slice(cutPrimary.length, uncutPrimary.length);
             expect(dropped.every((candidate) => candidate.cut !== undefined)).toBe(true);

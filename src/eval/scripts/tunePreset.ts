@@ -10,27 +10,31 @@
  * each ≥ 1 exactly when the target is met:
  * - BEIR: nDCG@10 / (default + 0.05), hit share / default's, 0.6 × default's tokens / tokens,
  *   precision / (1.2 × default's);
- * - example knowledge base: recall / 0.98, precision / 0.5, 1000 / tokens.
+ * - example knowledge base: recall / 0.98, precision / 0.5, 1000 / tokens, judged-passage share / 0.98
+ *   (amendment 2).
  * Points compare by leximin over all pool ratios (ascending, lexicographic, ties below 1e-9), then fewer mean
  * block tokens over the pool, then the incumbent (the earlier point).
  *
- * **Search**: coordinate ascent from the start point, one option at a time over the values below, passes repeated
- * until one changes nothing (at most three). Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
+ * **Search**: coordinate ascent from the start point, one option at a time over the values below (in the table's
+ * order: passages, cut-offs, ranking; amendment 2), passes repeated until one changes nothing (at most three).
+ * Start: English analyzer, BM25F, k1 1.5, b 0.75, weights title 2 /
  * summary 1 / body 1 (aliases 5, keywords 3), exactBoost 10, aliasBoost 60, calibrated confidence; resultLimit 8,
- * no score floor, no gap rule, relationLimit 4 from every primary entry at any confidence; passages off.
+ * no score floor, no gap rule, minResults 1, relationLimit 4 from every primary entry at any confidence; passages "auto" at the
+ * mode's defaults (longBodyTokens 600, passageTokens 200, maxPassages 3; amendment 2).
  *
  * | family | option | values |
  * |---|---|---|
- * | cut-offs | resultLimit | 2, 3, 4, 5, 6, 8 |
- * | cut-offs | minRelativeScore | 0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9 |
- * | cut-offs | scoreGapRatio | 0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9 |
- * | cut-offs | relationLimit | 0, 1, 2, 4 |
- * | cut-offs | expansionFromTop | 1, 2, 8 |
- * | cut-offs | expansionMinConfidence | low, medium, high |
  * | passages | passages | off, auto |
  * | passages | longBodyTokens | 100, 150, 200, 300, 400, 600 |
  * | passages | passageTokens | 50, 75, 100, 150, 200 |
  * | passages | maxPassages | 1, 2, 3, 4 |
+ * | cut-offs | minRelativeScore | 0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9 |
+ * | cut-offs | scoreGapRatio | 0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9 |
+ * | cut-offs | minResults | 1, 2, 3 (amendment 3) |
+ * | cut-offs | resultLimit | 2, 3, 4, 5, 6, 8 |
+ * | cut-offs | relationLimit | 0, 1, 2, 4 |
+ * | cut-offs | expansionFromTop | 1, 2, 8 |
+ * | cut-offs | expansionMinConfidence | low, medium, high |
  * | ranking | analyzer | english, english-extended (added by the protocol's amendment) |
  * | ranking | scoring | sum, bm25f |
  * | ranking | k1 | 0.9, 1.2, 1.5, 1.8, 2.1 |
@@ -79,6 +83,7 @@ export type Point = {
   exactBoost: number;
   aliasBoost: number;
   resultLimit: number;
+  minResults: number;
   minRelativeScore: number;
   scoreGapRatio: number;
   relationLimit: number;
@@ -103,12 +108,13 @@ export const START: Point = {
   exactBoost: 10,
   aliasBoost: 60,
   resultLimit: 8,
+  minResults: 1,
   minRelativeScore: 0,
   scoreGapRatio: 0,
   relationLimit: 4,
   expansionFromTop: 8,
   expansionMinConfidence: "low",
-  passages: "off",
+  passages: "auto",
   longBodyTokens: 600,
   passageTokens: 200,
   maxPassages: 3,
@@ -120,20 +126,21 @@ type OptionName = Exclude<keyof Point, "confidenceRule">;
 /** The options searched, in order, with their values (the table in the header). */
 export const SEARCH: readonly { family: string; option: OptionName; values: readonly Point[OptionName][] }[] =
   [
-    { family: "cut-offs", option: "resultLimit", values: [2, 3, 4, 5, 6, 8] },
+    { family: "passages", option: "passages", values: ["off", "auto"] },
+    { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
+    { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
+    { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
     {
       family: "cut-offs",
       option: "minRelativeScore",
       values: [0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
     },
     { family: "cut-offs", option: "scoreGapRatio", values: [0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9] },
+    { family: "cut-offs", option: "minResults", values: [1, 2, 3] },
+    { family: "cut-offs", option: "resultLimit", values: [2, 3, 4, 5, 6, 8] },
     { family: "cut-offs", option: "relationLimit", values: [0, 1, 2, 4] },
     { family: "cut-offs", option: "expansionFromTop", values: [1, 2, 8] },
     { family: "cut-offs", option: "expansionMinConfidence", values: ["low", "medium", "high"] },
-    { family: "passages", option: "passages", values: ["off", "auto"] },
-    { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
-    { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
-    { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
     { family: "ranking", option: "analyzer", values: ["english", "english-extended"] },
     { family: "ranking", option: "scoring", values: ["sum", "bm25f"] },
     { family: "ranking", option: "k1", values: [0.9, 1.2, 1.5, 1.8, 2.1] },
@@ -160,21 +167,23 @@ export function settingsOf(point: Point): {
     aliasBoost: point.aliasBoost,
     confidenceRule: point.confidenceRule,
     resultLimit: point.resultLimit,
+    // Left out at its default (1), so settings (and cached figures) of points without it stay the same.
+    ...(point.minResults !== 1 ? { minResults: point.minResults } : {}),
     relationLimit: point.relationLimit,
     minRelativeScore: point.minRelativeScore,
     scoreGapRatio: point.scoreGapRatio,
     expansionFromTop: point.expansionFromTop,
     expansionMinConfidence: point.expansionMinConfidence,
   };
-  // TEMPORARY cast until the passage options land.
-  const context = (point.passages === "off"
-    ? { passages: "off" }
-    : {
-        passages: "auto",
-        longBodyTokens: point.longBodyTokens,
-        passageTokens: point.passageTokens,
-        maxPassages: point.maxPassages,
-      }) as unknown as KnowledgeContextConfig;
+  const context: KnowledgeContextConfig =
+    point.passages === "off"
+      ? { passages: "off" }
+      : {
+          passages: "auto",
+          longBodyTokens: point.longBodyTokens,
+          passageTokens: point.passageTokens,
+          maxPassages: point.maxPassages,
+        };
   return { retrieval, context };
 }
 
@@ -311,7 +320,12 @@ export function targetRatios(kind: Collection["kind"], figures: Figures, referen
   const tokensRatio = (limit: number) =>
     figures.tokens > 0 ? limit / figures.tokens : Number.POSITIVE_INFINITY;
   if (kind === "questions") {
-    return [figures.recall / 0.98, (figures.precision ?? 0) / 0.5, tokensRatio(1000)];
+    return [
+      figures.recall / 0.98,
+      (figures.precision ?? 0) / 0.5,
+      tokensRatio(1000),
+      (figures.passageShare ?? 0) / 0.98,
+    ];
   }
   return [
     figures.ndcg10 / (reference.ndcg10 + 0.05),
@@ -445,6 +459,12 @@ export async function tune(options: {
   const measurer = new Measurer(options.cacheFile, options.log);
   const sections: string[] = [];
 
+  measurer.note("final search on the whole pool");
+  const { best, steps } = await coordinateSearch(measurer, COLLECTIONS);
+  const confidence = chooseConfidenceRule(best.figures);
+  const chosen: Point = { ...best.point, confidenceRule: confidence.rule };
+  measurer.note(`chosen on the whole pool: ${pointJson(chosen)}`);
+
   const locoRows: string[][] = [];
   if (!options.skipLoco) {
     for (const heldOut of COLLECTIONS) {
@@ -463,11 +483,6 @@ export async function tune(options: {
       ]);
     }
   }
-
-  measurer.note("final search on the whole pool");
-  const { best, steps } = await coordinateSearch(measurer, COLLECTIONS);
-  const confidence = chooseConfidenceRule(best.figures);
-  const chosen: Point = { ...best.point, confidenceRule: confidence.rule };
 
   const finalRows: string[][] = [];
   for (const collection of COLLECTIONS) {
@@ -490,7 +505,7 @@ export async function tune(options: {
     "",
     "Command: `node --import tsx src/eval/scripts/tunePreset.ts --out src/eval/results/recommended-preset-search.md`",
     "(protocol: `recommended-preset.md`; values searched: the header of `src/eval/scripts/tunePreset.ts`).",
-    "Ratios per collection: BEIR nDCG / hit / tokens / precision, example KB recall / precision / tokens; ≥ 1 = target met.",
+    "Ratios per collection: BEIR nDCG / hit / tokens / precision, example KB recall / precision / tokens / judged passages; ≥ 1 = target met.",
     "",
     "## Chosen point",
     "",
