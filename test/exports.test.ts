@@ -5,16 +5,24 @@ import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..");
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
-  exports: Record<string, string | { types: string; import: string }>;
+  exports: Record<string, string | Record<string, string>>;
   bin: Record<string, string>;
 };
 
 describe("package exports", () => {
   it.each(Object.entries(manifest.exports).filter(([, target]) => typeof target === "object"))(
-    "%s has a source module",
+    "%s has a source module for every condition",
     (_, target) => {
-      const source = (target as { import: string }).import.replace("./dist/", "src/").replace(/\.js$/, ".ts");
-      expect(existsSync(join(root, source)), source).toBe(true);
+      const conditions = target as Record<string, string>;
+      expect(Object.keys(conditions).at(-1), "default comes last").toBe("default");
+      expect(Object.keys(conditions)).not.toContain("import");
+      for (const [condition, path] of Object.entries(conditions)) {
+        const source =
+          condition === "types"
+            ? path.replace("./dist/", "src/").replace(/\.d\.ts$/, ".ts")
+            : path.replace("./dist/", "src/").replace(/\.js$/, ".ts");
+        expect(existsSync(join(root, source)), `${condition}: ${source}`).toBe(true);
+      }
     },
   );
   it("the bin has a source module", () => {

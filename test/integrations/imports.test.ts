@@ -107,19 +107,17 @@ describe("run-time imports of the entry points", () => {
 
   it("every package an entry point or the CLI loads is a dependency or a peer of the package", () => {
     const manifest = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8")) as {
-      exports: Record<string, string | { import: string }>;
+      exports: Record<string, string | Record<string, string>>;
       bin: Record<string, string>;
       dependencies: Record<string, string>;
       peerDependencies: Record<string, string>;
     };
     const entries = [
-      ...Object.values(manifest.exports).filter((target) => typeof target === "object"),
+      ...Object.values(manifest.exports).flatMap((target) =>
+        typeof target === "object" ? Object.values(target).filter((path) => path.endsWith(".js")) : [],
+      ),
       ...Object.values(manifest.bin),
-    ].map((target) =>
-      (typeof target === "string" ? target : target.import)
-        .replace("./dist/", "src/")
-        .replace(/\.js$/, ".ts"),
-    );
+    ].map((target) => target.replace("./dist/", "src/").replace(/\.js$/, ".ts"));
     const declared = new Set([
       ...Object.keys(manifest.dependencies),
       ...Object.keys(manifest.peerDependencies),

@@ -1,0 +1,167 @@
+/**
+ * The package a user installs (issue 13, "done when"): what `npm pack` ships, and the tarball installed into an
+ * empty project running the engine from the root export, the file loader, the CLI's build and query,
+ * `require("lexground")` from CommonJS, and a typed error for a missing optional peer. The browser bundle of the
+ * installed root export can reuse `installPackedPackage()` from ./packed.ts.
+ */
+import { execFile } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type InstalledPackage, installPackedPackage, repositoryRoot } from "./packed.js";
+
+const execute = promisify(execFile);
+const npx = process.platform === "win32" ? "npx.cmd" : "npx";
+
+let installed: InstalledPackage;
+
+beforeAll(async () => {
+  installed = await installPackedPackage();
+}, 600_000);
+
+afterAll(async () => {
+  await installed?.remove();
+});
+
+const ENTRY = (id: string, title: string, body: string) =>
+  `---\nid: ${id}\ntitle: ${title}\nsummary: ${title}.\ndomain: docs\nintegrations: []\n---\n${body}\n`;
+
+describe.sequential("the packed package", () => {
+  it("ships the built package, its types, README and LICENSE, and nothing else", () => {
+    const paths = installed.files.map((file) => file.path).sort();
+    for (const required of [
+      "LICENSE",
+      "README.md",
+      "package.json",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/files/index.js",
+      "dist/files/index.d.ts",
+      "dist/cli/bin.js",
+      "dist/neurolink/index.js",
+      "dist/integrations/langchain.js",
+      "dist/integrations/langchainRetriever.js",
+    ]) {
+      expect(paths, required).toContain(required);
+    }
+    const unexpected = paths.filter(
+      (path) =>
+        !["LICENSE", "README.md", "package.json"].includes(path) &&
+        (!path.startsWith("dist/") ||
+          /\.test\.|^dist\/eval\/(scripts|results)\/|^dist\/eval\/stemmers\./.test(path) ||
+          !/\.(js|d\.ts|js\.map)$/.test(path)),
+    );
+    expect(unexpected).toEqual([]);
+  });
+
+  it("ships source maps that carry their sources", () => {
+    const maps = installed.files.filter((file) => file.path.endsWith(".js.map"));
+    expect(maps.length).toBeGreaterThan(10);
+    const incomplete = maps.filter(({ path }) => {
+      const map = JSON.parse(
+        readFileSync(join(installed.project, "node_modules/lexground", path), "utf8"),
+      ) as { sources: string[]; sourcesContent?: (string | null)[] };
+      return (
+        map.sourcesContent?.length !== map.sources.length ||
+        map.sourcesContent.some((content) => typeof content !== "string" || content.length === 0)
+      );
+    });
+    expect(incomplete.map((file) => file.path)).toEqual([]);
+  });
+
+  it("has a LICENSE, package metadata and README links that work on the registry page", () => {
+    const manifest = JSON.parse(readFileSync(join(repositoryRoot, "package.json"), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    expect(manifest.license).toBe("MIT");
+    expect(readFileSync(join(repositoryRoot, "LICENSE"), "utf8")).toMatch(
+      /^MIT License\n\nCopyright \(c\) \d{4} /,
+    );
+    for (const field of ["repository", "homepage", "bugs", "keywords", "author"]) {
+      expect(manifest[field], field).toBeTruthy();
+    }
+    // The registry renders README.md alone: a relative link would point at a file that is not there.
+    const readme = readFileSync(join(repositoryRoot, "README.md"), "utf8");
+    const relative = [...readme.matchAll(/\]\(([^)]+)\)/g)]
+      .map((match) => match[1]!)
+      .filter((target) => !/^(https?:|#|mailto:)/.test(target));
+    expect(relative).toEqual([]);
+  });
+
+  it("installs only its three dependencies", () => {
+    const top = readdirSync(join(installed.project, "node_modules"))
+      .filter((name) => !name.startsWith("."))
+      .sort();
+    expect(top).toEqual(["commander", "lexground", "picocolors", "yaml"]);
+  });
+
+  it("runs in an empty project: engine, loader, CLI build and query, require(), a missing peer", async () => {
+    const { project } = installed;
+    const kb = join(project, "kb");
+    await mkdir(kb);
+    await writeFile(
+      join(kb, "refunds.md"),
+      ENTRY("docs.refund-window", "Refund window", "Refunds within 30 days."),
+    );
+    await writeFile(
+      join(kb, "payouts.md"),
+      ENTRY("docs.instant-payouts", "Instant payouts", "Payouts in minutes."),
+    );
+
+    // ESM: the engine from the root export, the loader from lexground/files, a missing optional peer.
+    await writeFile(
+      join(project, "app.mjs"),
+      `import { KnowledgeGroundingEngine, MissingPeerDependencyError } from "lexground";
+import { loadKnowledgeBase } from "lexground/files";
+const { sources, ok } = await loadKnowledgeBase("kb");
+const engine = new KnowledgeGroundingEngine({ enabled: true, sources });
+const { metadata } = await engine.ground({ query: "what is the refund window?" });
+let langchain = "loaded";
+try { await import("lexground/langchain"); } catch (error) {
+  langchain = MissingPeerDependencyError.isInstance(error) ? error.packageName : String(error);
+}
+console.log(JSON.stringify({ ok, selected: metadata.selectedIds, langchain }));
+`,
+    );
+    const esm = await execute(process.execPath, ["app.mjs"], { cwd: project, timeout: 60_000 });
+    expect(JSON.parse(esm.stdout)).toEqual({
+      ok: true,
+      selected: ["docs.refund-window"],
+      langchain: "@langchain/core",
+    });
+
+    // CommonJS: require("lexground") and require("lexground/files") (require(esm), Node >= 20.19).
+    await writeFile(
+      join(project, "app.cjs"),
+      `const { KnowledgeGroundingEngine } = require("lexground");
+const { loadKnowledgeBase } = require("lexground/files");
+loadKnowledgeBase("kb").then(async ({ sources }) => {
+  const engine = new KnowledgeGroundingEngine({ enabled: true, sources });
+  const { metadata } = await engine.ground({ query: "instant payouts" });
+  console.log(JSON.stringify(metadata.selectedIds));
+});
+`,
+    );
+    const commonJs = await execute(process.execPath, ["app.cjs"], { cwd: project, timeout: 60_000 });
+    expect(JSON.parse(commonJs.stdout)).toEqual(["docs.instant-payouts"]);
+    expect(commonJs.stderr).toBe("");
+
+    // The CLI through npx, as the README shows it.
+    const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NO_COLOR: "1" };
+    await execute(npx, ["--no-install", "lexground", "build", "kb", "-o", "kb.json"], {
+      cwd: project,
+      env,
+      timeout: 60_000,
+    });
+    const query = await execute(
+      npx,
+      ["--no-install", "lexground", "query", "how fast are instant payouts?", "--kb", "kb.json", "--json"],
+      { cwd: project, env, timeout: 60_000 },
+    );
+    const report = JSON.parse(query.stdout) as { selectedIds?: string[]; primary?: { id: string }[] };
+    expect(JSON.stringify(report)).toContain("docs.instant-payouts");
+  });
+});
