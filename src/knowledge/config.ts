@@ -124,9 +124,10 @@ const KNOWN_CONFIG_FIELDS = [
   "logger",
   "shadow",
   "shadowAlternatives",
+  "telemetry",
 ] as const;
 /** Options whose value is an object whose own fields are copied too. */
-const NESTED_CONFIG_FIELDS: ReadonlySet<string> = new Set(["retrieval", "context"]);
+const NESTED_CONFIG_FIELDS: ReadonlySet<string> = new Set(["retrieval", "context", "telemetry"]);
 
 /** The outcome of {@link readGroundingConfig}. */
 export type KnowledgeGroundingConfigRead = {
@@ -396,6 +397,26 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
     const warn = typeof record.logger === "object" ? readProperty(record.logger, "warn") : undefined;
     if (typeof warn !== "function") {
       fail("logger", `must be null or an object with a warn() method, got ${describeType(record.logger)}`);
+    }
+  }
+  if (record.telemetry !== undefined) {
+    const telemetry = record.telemetry;
+    if (telemetry === null || typeof telemetry !== "object") {
+      fail("telemetry", `must be an object such as { tracer }, got ${describeType(telemetry)}`);
+    } else {
+      const tracer = readProperty(telemetry, "tracer");
+      const startActiveSpan =
+        tracer !== null && typeof tracer === "object" ? readProperty(tracer, "startActiveSpan") : undefined;
+      if (tracer !== undefined && typeof startActiveSpan !== "function") {
+        fail(
+          "telemetry.tracer",
+          `must be an OpenTelemetry Tracer (with startActiveSpan()), got ${describeType(tracer)}`,
+        );
+      }
+      const isEnabled = readProperty(telemetry, "isEnabled");
+      if (isEnabled !== undefined && typeof isEnabled !== "boolean") {
+        fail("telemetry.isEnabled", `must be a boolean, got ${describeValue(isEnabled)}`);
+      }
     }
   }
   if (

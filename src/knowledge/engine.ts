@@ -16,6 +16,7 @@ import type {
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalRequest,
   KnowledgeSource,
+  KnowledgeTelemetryTracer,
   KnowledgeValidationIssue,
 } from "../types/knowledge.js";
 import {
@@ -32,6 +33,7 @@ import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
 import { asShadowOutcome } from "./shadow.js";
+import { telemetryTracer, traced } from "./telemetry.js";
 
 /** Raised (and caught) when a grounding operation exceeds its timeout; its `String()` names the class. */
 export class KnowledgeGroundingTimeoutError extends Error {
@@ -184,6 +186,8 @@ export class KnowledgeGroundingEngine {
   private readonly enabled: boolean;
   private readonly strict: boolean;
   private readonly logger: KnowledgeLogger | null;
+  /** The host's OpenTelemetry tracer when tracing is on (`telemetry.tracer`), otherwise null. */
+  private readonly tracer: KnowledgeTelemetryTracer | null;
   private snapshot: KnowledgeIndexSnapshot | null = null;
   private validationIssues: KnowledgeValidationIssue[] = [];
   private lastError: string | null = null;
@@ -228,6 +232,7 @@ export class KnowledgeGroundingEngine {
     if (Array.isArray(defaults?.readIssues)) read.issues.unshift(...defaults.readIssues);
     const safeConfig = read.config;
     this.config = Object.freeze(safeConfig);
+    this.tracer = telemetryTracer(safeConfig);
     this.now = typeof now === "function" ? now : Date.now;
     this.enabled = safeConfig.enabled === true;
     this.strict = safeConfig.strict === true;
@@ -317,6 +322,39 @@ export class KnowledgeGroundingEngine {
    * settled request. Resolves with whether this request went live, and why not. Never rejects.
    */
   private async build(
+    sources: unknown,
+    useArtifact: boolean,
+    operation: "build" | "rebuild" | "retry" = "build",
+  ): Promise<Pick<KnowledgeRebuildResult, "live" | "reason">> {
+    const started = this.now();
+    return traced(
+      this.tracer,
+      `lexground.${operation === "rebuild" ? "rebuild" : "build"}`,
+      { "lexground.operation": operation, "lexground.preset": this.effective?.preset },
+      () => this.buildUntraced(sources, useArtifact),
+      (outcome) => {
+        const errors = this.validationIssues.filter((issue) => issue.level === "error").length;
+        return {
+          attributes: {
+            "lexground.live": outcome.live,
+            "lexground.reason": outcome.reason,
+            "lexground.duration_ms": this.now() - started,
+            "lexground.entry_count": outcome.live ? (this.snapshot?.entryCount ?? 0) : undefined,
+            "lexground.snapshot_origin": outcome.live ? this.snapshotOrigin : undefined,
+            "lexground.validation.error_count": errors,
+            "lexground.validation.warning_count": this.validationIssues.length - errors,
+            "lexground.notes": this.notes.length > 0 ? this.notes.slice() : undefined,
+          },
+          failure:
+            outcome.reason === VALIDATION_FAILED || outcome.reason === BUILD_FAILED
+              ? (this.lastError ?? outcome.reason)
+              : undefined,
+        };
+      },
+    );
+  }
+
+  private async buildUntraced(
     sources: unknown,
     useArtifact: boolean,
   ): Promise<Pick<KnowledgeRebuildResult, "live" | "reason">> {
@@ -465,7 +503,7 @@ export class KnowledgeGroundingEngine {
       this.sourcesAreConfigured = false;
     }
     const [outcome] = await Promise.all([
-      this.build(this.sources, this.sourcesAreConfigured),
+      this.build(this.sources, this.sourcesAreConfigured, "rebuild"),
       // Alternatives follow the primary's sources; their own outcome shows in their reports, not here.
       ...this.alternatives.map(([, engine]) => engine.rebuild(this.sources as KnowledgeSource[])),
     ]);
@@ -507,6 +545,32 @@ export class KnowledgeGroundingEngine {
    * input, in shadow mode, and reported in `alternatives` (unless `input.shadowAlternatives` is false).
    */
   async ground(input: KnowledgeGroundingInput): Promise<KnowledgeGroundingOutcome> {
+    if (!this.tracer) return this.groundUntraced(input);
+    return traced(
+      this.tracer,
+      "lexground.ground",
+      { "lexground.preset": this.effective?.preset },
+      () => this.groundUntraced(input),
+      ({ ephemeralContext, metadata }) => ({
+        attributes: {
+          "lexground.grounded": ephemeralContext !== null,
+          "lexground.duration_ms": metadata.durationMs,
+          "lexground.candidate_count": metadata.candidateCount,
+          "lexground.selected_ids": metadata.selectedIds,
+          "lexground.expanded_ids": metadata.expandedIds,
+          "lexground.confidence": metadata.confidence,
+          "lexground.context_tokens": metadata.contextTokens,
+          "lexground.truncated": metadata.truncated,
+          "lexground.failure_reason": metadata.failureReason,
+          "lexground.shadow": metadata.shadow,
+        },
+        failure: metadata.failureReason,
+      }),
+    );
+  }
+
+  /** {@link ground} without its span: shadow mode and alternatives around {@link groundTurn}. */
+  private async groundUntraced(input: KnowledgeGroundingInput): Promise<KnowledgeGroundingOutcome> {
     if (!this.isEnabled()) return { ephemeralContext: null, metadata: emptyMetadata(0), retrieval: null };
     const shadowFlag = readTurnFlag(input, "shadow");
     const shadow = shadowFlag ?? this.shadow;
@@ -637,6 +701,6 @@ export class KnowledgeGroundingEngine {
     if (this.buildThrewAt === null || this.pendingBuilds > 0 || this.snapshot) return;
     if (this.now() - this.buildThrewAt < BUILD_RETRY_INTERVAL_MS) return;
     this.buildThrewAt = null;
-    void this.build(this.sources, this.sourcesAreConfigured);
+    void this.build(this.sources, this.sourcesAreConfigured, "retry");
   }
 }

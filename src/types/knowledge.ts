@@ -350,6 +350,12 @@ export type KnowledgeGroundingConfig = {
    * `outcome.alternatives` and never injected. Each runs a full retrieval on every turn, adding its time to it.
    */
   shadowAlternatives?: Record<string, KnowledgeShadowAlternative>;
+  /**
+   * OpenTelemetry tracing (lexground): with a `tracer` (for example `trace.getTracer("lexground")` from the host's
+   * `@opentelemetry/api`), each `ground()` and each build or rebuild is a span, a child of the active span (the AI
+   * SDK's own, when grounding runs inside one). Default: no spans, and nothing is loaded.
+   */
+  telemetry?: KnowledgeTelemetryConfig;
 };
 
 /**
@@ -360,6 +366,37 @@ export type KnowledgeShadowAlternative = {
   preset?: KnowledgePresetName;
   retrieval?: KnowledgeRetrievalConfig;
   context?: KnowledgeContextConfig;
+};
+
+/** The OpenTelemetry settings of an engine (lexground). Mirrors the AI SDK's `experimental_telemetry`. */
+export type KnowledgeTelemetryConfig = {
+  /** `false` turns spans off while keeping the tracer configured. Default true when a tracer is given. */
+  isEnabled?: boolean;
+  /** The tracer that starts the spans: an `@opentelemetry/api` `Tracer` fits. */
+  tracer?: KnowledgeTelemetryTracer;
+};
+
+/** A span attribute value, as OpenTelemetry accepts it. */
+export type KnowledgeTelemetryAttributeValue = string | number | boolean | string[] | number[] | boolean[];
+
+/** The part of an OpenTelemetry `Span` the engine uses. */
+export type KnowledgeTelemetrySpan = {
+  setAttribute(key: string, value: KnowledgeTelemetryAttributeValue): unknown;
+  /** `code` 2 is OpenTelemetry's `SpanStatusCode.ERROR`. */
+  setStatus(status: { code: number; message?: string }): unknown;
+  end(): void;
+};
+
+/**
+ * The part of an OpenTelemetry `Tracer` the engine uses: `startActiveSpan`, which parents the span on the active
+ * context and makes it active while `run` executes.
+ */
+export type KnowledgeTelemetryTracer = {
+  startActiveSpan<Result>(
+    name: string,
+    options: { attributes?: Record<string, KnowledgeTelemetryAttributeValue> },
+    run: (span: KnowledgeTelemetrySpan) => Result,
+  ): Result;
 };
 
 /** The part of a logger the engine uses (NeuroLink's `logger` and `console` both fit). */
