@@ -4,13 +4,27 @@
  */
 import type { KnowledgeFileIssue } from "../files/issues.js";
 
-/** A command was used wrongly (bad flag value, missing argument). Exit code 2, like commander's usage errors. */
+/** Where a CLI error is, and its stable code, for `--json` error reports. */
+export type CliErrorDetails = {
+  /** Stable machine-readable code, e.g. `bad-config`, `json-syntax`, `not-found`. */
+  code?: string;
+  file?: string;
+  line?: number;
+  column?: number;
+};
+
+/**
+ * A command was used wrongly (bad flag value, missing argument, a `--config` or `--queries` file that is missing or
+ * malformed, an unknown provider). Exit code 2, like commander's usage errors.
+ */
 export class CliUsageError extends Error {
   override readonly name = "CliUsageError";
   readonly hint: string | undefined;
-  constructor(message: string, hint?: string) {
+  readonly details: CliErrorDetails;
+  constructor(message: string, hint?: string, details: CliErrorDetails = {}) {
     super(message);
     this.hint = hint;
+    this.details = details;
   }
 }
 
@@ -18,9 +32,11 @@ export class CliUsageError extends Error {
 export class CliFailure extends Error {
   override readonly name = "CliFailure";
   readonly hint: string | undefined;
-  constructor(message: string, hint?: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly details: CliErrorDetails;
+  constructor(message: string, hint?: string, options?: { cause?: unknown; details?: CliErrorDetails }) {
+    super(message, options?.cause !== undefined ? { cause: options.cause } : undefined);
     this.hint = hint;
+    this.details = options?.details ?? {};
   }
 }
 

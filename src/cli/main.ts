@@ -10,9 +10,10 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { KnowledgeCompileError } from "../files/errors.js";
+import type { KnowledgeFileIssue } from "../files/issues.js";
 import { KNOWLEDGE_PRESET_NAMES } from "../knowledge/presets.js";
 import { MissingPeerDependencyError } from "../peerDependency.js";
-import { CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
+import { type CliErrorDetails, CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
 
 /** Exit code of a usage error (unknown command or flag, missing argument, bad flag value). */
@@ -261,6 +262,7 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
  */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const context = createContext(io);
+  const json = wantsJson(argv);
   let runner: Runner | undefined;
   const program = buildProgram(context, (chosen) => {
     runner = chosen;
@@ -282,46 +284,111 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       }
       const command = argv.find((argument) => !argument.startsWith("-"));
       const known = program.commands.some((candidate) => candidate.name() === command);
-      io.stderr.write(
-        `${context.err.dim("hint")}: run 'lexground ${known ? `${command} ` : ""}--help' for usage and examples\n`,
-      );
+      const hint = `run 'lexground ${known ? `${command} ` : ""}--help' for usage and examples`;
+      io.stderr.write(`${context.err.dim("hint")}: ${hint}\n`);
+      if (json) {
+        printJsonError(context, {
+          code: "usage",
+          message: error.message.replace(/^error: /, ""),
+          hint,
+          exitCode: EXIT_USAGE,
+        });
+      }
       return EXIT_USAGE;
     }
-    return reportFailure(context, error);
+    return reportFailure(context, error, json);
   }
   if (!runner) return 0;
   try {
     return await runner(context);
   } catch (error) {
-    return reportFailure(context, error);
+    return reportFailure(context, error, json);
   }
 }
 
-function reportFailure(context: CommandContext, error: unknown): number {
+/** What `--json` prints on stdout when a command fails (the same error also goes to stderr). */
+export type CliErrorReport = {
+  error: {
+    /** Stable code: the compiler's (`json-syntax`, `bad-manifest`, …), `usage`, `invalid-knowledge-base`, `failure`. */
+    code: string;
+    message: string;
+    hint?: string;
+    file?: string;
+    line?: number;
+    column?: number;
+    exitCode: number;
+    /** Validation issues, when the knowledge base is invalid. */
+    issues?: KnowledgeFileIssue[];
+  };
+};
+
+function describeFailure(error: unknown): CliErrorReport["error"] & { stack?: string } {
+  const withDetails = (
+    exitCode: number,
+    code: string,
+    message: string,
+    hint: string | undefined,
+    details: CliErrorDetails,
+  ) => ({
+    code: details.code ?? code,
+    message,
+    ...(hint !== undefined ? { hint } : {}),
+    ...(details.file !== undefined ? { file: details.file } : {}),
+    ...(details.line !== undefined ? { line: details.line } : {}),
+    ...(details.column !== undefined ? { column: details.column } : {}),
+    exitCode,
+  });
   if (MissingPeerDependencyError.isInstance(error)) {
-    printError(
-      context,
-      `${error.feature} needs the package ${error.packageName}, which is not installed`,
-      `install it next to lexground: ${error.installCommand}`,
-    );
-    return 1;
+    return {
+      code: "missing-package",
+      message: `${error.feature} needs the package ${error.packageName}, which is not installed`,
+      hint: `install it next to lexground: ${error.installCommand}`,
+      exitCode: 1,
+    };
   }
-  if (error instanceof KnowledgeCompileError || error instanceof CliFailure) {
-    printError(context, error.message, error.hint);
-    return 1;
+  if (error instanceof KnowledgeCompileError) {
+    return withDetails(1, error.code, error.message, error.hint, {
+      ...(error.file !== undefined ? { file: error.file } : {}),
+      ...(error.line !== undefined ? { line: error.line } : {}),
+      ...(error.column !== undefined ? { column: error.column } : {}),
+    });
   }
+  if (error instanceof CliFailure) return withDetails(1, "failure", error.message, error.hint, error.details);
+  if (error instanceof CliUsageError)
+    return withDetails(EXIT_USAGE, "usage", error.message, error.hint, error.details);
   if (error instanceof KnowledgeBaseInvalidError) {
-    printError(context, error.message, "run 'lexground validate' on the knowledge base to see every issue");
-    return 1;
-  }
-  if (error instanceof CliUsageError) {
-    printError(context, error.message, error.hint);
-    return EXIT_USAGE;
+    return {
+      code: "invalid-knowledge-base",
+      message: error.message,
+      hint: "run 'lexground validate' on the knowledge base to see every issue",
+      exitCode: 1,
+      issues: error.issues,
+    };
   }
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  printError(context, message.split("\n")[0]!, "re-run with LEXGROUND_DEBUG=1 for the stack trace");
-  if (context.io.env.LEXGROUND_DEBUG && error instanceof Error && error.stack) {
-    context.io.stderr.write(`${error.stack}\n`);
-  }
-  return 1;
+  return {
+    code: "internal",
+    message: message.split("\n")[0]!,
+    hint: "re-run with LEXGROUND_DEBUG=1 for the stack trace",
+    exitCode: 1,
+    ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
+  };
+}
+
+/** `--json` before a `--` separator: the run's errors are also printed as JSON on stdout. */
+function wantsJson(argv: readonly string[]): boolean {
+  const separator = argv.indexOf("--");
+  return (separator === -1 ? argv : argv.slice(0, separator)).includes("--json");
+}
+
+function printJsonError(context: CommandContext, report: CliErrorReport["error"]): void {
+  context.io.stdout.write(`${JSON.stringify({ error: report } satisfies CliErrorReport, null, 2)}\n`);
+}
+
+function reportFailure(context: CommandContext, error: unknown, json: boolean): number {
+  const { stack, ...report } = describeFailure(error);
+  printError(context, report.message, report.hint);
+  if (stack !== undefined && context.io.env.LEXGROUND_DEBUG) context.io.stderr.write(`${stack}\n`);
+  if (json) printJsonError(context, report);
+  return report.exitCode;
 }

@@ -6,13 +6,13 @@
 import type { KnowledgeFileIssue } from "../files/issues.js";
 import type { Colors } from "./io.js";
 
-/** `file:line: level: message [code] (entry id, field)`: the compiler format editors and CI annotate. */
+/**
+ * `file:line: level: message [code] (entry id, field)`: the compiler format editors and CI annotate; a hint, when
+ * there is one, follows on an indented line.
+ */
 export function formatIssue(issue: KnowledgeFileIssue, colors: Colors): string {
-  const where = issue.file
-    ? `${issue.file}${issue.line ? `:${issue.line}` : ""}: `
-    : issue.path
-      ? `${issue.path}: `
-      : "";
+  const position = issue.line ? `:${issue.line}${issue.column ? `:${issue.column}` : ""}` : "";
+  const where = issue.file ? `${issue.file}${position}: ` : issue.path ? `${issue.path}: ` : "";
   const level =
     issue.level === "error"
       ? colors.red("error")
@@ -23,5 +23,6 @@ export function formatIssue(issue: KnowledgeFileIssue, colors: Colors): string {
     issue.entryId !== undefined ? `entry ${issue.entryId}` : undefined,
     issue.field !== undefined ? `field ${issue.field}` : undefined,
   ].filter((item) => item !== undefined);
-  return `${colors.bold(where)}${level}: ${issue.message} ${colors.dim(`[${issue.code}]`)}${details.length ? colors.dim(` (${details.join(", ")})`) : ""}`;
+  const hint = issue.hint !== undefined ? `\n  ${colors.dim(`hint: ${issue.hint}`)}` : "";
+  return `${colors.bold(where)}${level}: ${issue.message} ${colors.dim(`[${issue.code}]`)}${details.length ? colors.dim(` (${details.join(", ")})`) : ""}${hint}`;
 }

@@ -9,7 +9,6 @@ import { open, readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { CONTENT_WARNING_CODES, type LoadedKnowledgeBase, readKnowledgeBase } from "../files/compile.js";
-import { KnowledgeCompileError } from "../files/errors.js";
 import { locateIssues, notesToIssues } from "../files/issues.js";
 import {
   assembleKnowledgeContext,
@@ -22,7 +21,6 @@ import {
   MAX_QUERY_CHARS,
   resolveGroundingConfiguration,
   retrieve,
-  validateGroundingConfig,
 } from "../index.js";
 import { normalizeSources } from "../knowledge/resolve.js";
 import type {
@@ -35,80 +33,16 @@ import type {
   KnowledgePresetName,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
-  KnowledgeRetrievalConfig,
   KnowledgeStatus,
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { type CliGroundingConfig, readConfigFile } from "./config.js";
 import { CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CommandContext, createProgress, parseList } from "./io.js";
 import { formatIssue } from "./report.js";
 
-/** The parts of `KnowledgeGroundingConfig` a `--config` file may set. */
-export type CliGroundingConfig = {
-  /** Preset the file's `retrieval` and `context` fields override (a `--preset` flag replaces it). */
-  preset?: KnowledgePresetName;
-  blockedDomains?: string[];
-  retrieval?: KnowledgeRetrievalConfig;
-  context?: KnowledgeContextConfig;
-  timeoutMs?: number;
-};
-
-const CONFIG_KEYS = new Set([
-  "enabled",
-  "sources",
-  "preset",
-  "blockedDomains",
-  "retrieval",
-  "context",
-  "timeoutMs",
-]);
-
-/** Checks a `--config` value with the engine's own configuration validation, reporting the first error. */
-export function checkGroundingConfig(value: unknown, file: string): CliGroundingConfig {
-  const fail = (message: string): never => {
-    throw new KnowledgeCompileError("bad-config", message, {
-      file,
-      hint: 'a config file is JSON like {"retrieval": {"resultLimit": 5}, "context": {"maxTokens": 2000}}',
-    });
-  };
-  if (value === null || typeof value !== "object" || Array.isArray(value))
-    fail("config must be a JSON object");
-  const record = value as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!CONFIG_KEYS.has(key))
-      fail(`unknown config key "${key}" (known: preset, blockedDomains, retrieval, context, timeoutMs)`);
-  }
-  const [firstError] = validateGroundingConfig({ ...record, enabled: true, sources: [] }).filter(
-    (issue) => issue.level === "error",
-  );
-  if (firstError) fail(firstError.message);
-  const { enabled: _enabled, sources: _sources, ...rest } = record;
-  return rest as CliGroundingConfig;
-}
-
-/** Reads a `--config` JSON file. */
-export async function readConfigFile(context: CommandContext, path: string): Promise<CliGroundingConfig> {
-  const absolute = resolve(context.io.cwd, path);
-  let text: string;
-  try {
-    text = await readFile(absolute, "utf8");
-  } catch {
-    throw new KnowledgeCompileError("not-found", "config file not found", {
-      file: path,
-      hint: "pass a JSON file with {retrieval, context, blockedDomains}",
-    });
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new KnowledgeCompileError("json-syntax", `malformed JSON: ${(error as Error).message}`, {
-      file: path,
-    });
-  }
-  return checkGroundingConfig(value, path);
-}
+export type { CliGroundingConfig } from "./config.js";
 
 /** Checks a `--preset` flag value; an unknown name is a usage error listing the presets. */
 export function parsePreset(value: string | undefined): KnowledgePresetName | undefined {
@@ -143,7 +77,13 @@ export function defaultIndexPath(manifestPath: string): string {
 export async function openKnowledgeBase(
   context: CommandContext,
   inputs: string | readonly string[],
-  options: { locate?: boolean; contentVersion?: string; generatedAt?: string } = {},
+  options: {
+    locate?: boolean;
+    collectFileErrors?: boolean;
+    requireManifestJson?: boolean;
+    contentVersion?: string;
+    generatedAt?: string;
+  } = {},
 ): Promise<LoadedKnowledgeBase> {
   const progress = createProgress(context);
   try {
@@ -151,6 +91,8 @@ export async function openKnowledgeBase(
       cwd: context.io.cwd,
       env: context.io.env,
       ...(options.locate ? { locate: true } : {}),
+      ...(options.collectFileErrors ? { collectFileErrors: true } : {}),
+      ...(options.requireManifestJson ? { requireManifestJson: true } : {}),
       ...(options.contentVersion !== undefined ? { contentVersion: options.contentVersion } : {}),
       ...(options.generatedAt !== undefined ? { generatedAt: options.generatedAt } : {}),
       onProgress: ({ phase, done, total }) =>
@@ -462,7 +404,8 @@ export async function prepareFromFlags(
   const fileConfig = flags.config ? await readConfigFile(context, flags.config) : {};
   // --preset replaces the file's preset; the file's explicit retrieval and context fields still override it.
   const config: CliGroundingConfig = preset !== undefined ? { ...fileConfig, preset } : fileConfig;
-  const knowledgeBase = await openKnowledgeBase(context, path);
+  // --kb takes a manifest .json, not an entry file (build one, or pass the folder).
+  const knowledgeBase = await openKnowledgeBase(context, path, { requireManifestJson: true });
   // The run continues, but a file whose text is damaged (invalid UTF-8, binary) is named on stderr.
   for (const issue of notesToIssues(knowledgeBase.notes)) {
     if (CONTENT_WARNING_CODES.has(issue.code))

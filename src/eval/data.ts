@@ -12,6 +12,7 @@
  * @module
  */
 import { readFile } from "node:fs/promises";
+import { locateJsonSyntaxError } from "../files/json.js";
 
 /** One evaluation query. */
 export type EvalQuery = {
@@ -68,7 +69,8 @@ export function parseBeirQueries(text: string, shown: string): EvalQuery[] {
     try {
       value = JSON.parse(line);
     } catch (error) {
-      throw new EvalDataError(shown, `malformed JSON line: ${(error as Error).message}`, {
+      const { column, reason } = locateJsonSyntaxError(line, error);
+      throw new EvalDataError(shown, `malformed JSON line at column ${column}: ${reason}`, {
         line: index + 1,
         hint: 'queries.jsonl holds one {"_id", "text"} object per line',
       });
@@ -140,17 +142,49 @@ export function parseQuestions(value: unknown, shown: string): { queries: EvalQu
   return { queries, qrels };
 }
 
-/** Reads queries from a BEIR `queries.jsonl` or a question file (decided by content: `[` starts a question file). */
+/**
+ * Reads queries from a BEIR `queries.jsonl` or a question file, decided by content: `[` starts a question file. A
+ * whole file that is one JSON object other than a BEIR query (`{"_id", "text"}`) is a question file written wrong
+ * (a single question, or questions under a key) and is reported as such, not parsed as BEIR lines.
+ */
 export async function readQueries(path: string, shown = path): Promise<LoadedQueries> {
   const text = await readText(path, shown);
-  if (text.trimStart().startsWith("[")) {
+  const start = text.trimStart();
+  if (start.startsWith("[")) {
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch (error) {
-      throw new EvalDataError(shown, `malformed JSON: ${(error as Error).message}`);
+      const { line, column, reason } = locateJsonSyntaxError(text, error);
+      throw new EvalDataError(shown, `malformed JSON at column ${column}: ${reason}`, {
+        line,
+        hint: "fix the JSON syntax there: a missing comma or quote, a trailing comma, a comment",
+      });
     }
     return { ...parseQuestions(value, shown), format: "questions" };
+  }
+  if (start.startsWith("{")) {
+    let whole: unknown;
+    try {
+      whole = JSON.parse(text);
+    } catch {
+      whole = undefined; // Several lines of JSON objects: BEIR queries.jsonl.
+    }
+    if (whole !== null && typeof whole === "object" && !Array.isArray(whole) && !("_id" in whole)) {
+      const keys = Object.keys(whole);
+      const single = "question" in whole || "expected" in whole;
+      throw new EvalDataError(
+        shown,
+        single
+          ? "is a single question object; a question file is a JSON array of questions"
+          : `is a JSON object (keys: ${keys.slice(0, 5).join(", ") || "none"}); a question file is a JSON array of questions`,
+        {
+          hint: single
+            ? 'wrap it in [ ]: [{"question": "...", "expected": ["entry.id"]}]'
+            : 'a question file is a JSON array like [{"question": "...", "expected": ["entry.id"]}]; BEIR queries are queries.jsonl lines {"_id", "text"}',
+        },
+      );
+    }
   }
   return { queries: parseBeirQueries(text, shown), format: "beir" };
 }

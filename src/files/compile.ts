@@ -44,6 +44,7 @@ import type {
   KnowledgeSource,
 } from "../types/knowledge.js";
 import { KnowledgeCompileError } from "./errors.js";
+import { locateJsonSyntaxError } from "./json.js";
 
 /** Schema version written into every compiled manifest. */
 export const MANIFEST_SCHEMA_VERSION = "1";
@@ -131,16 +132,24 @@ export type KnowledgeSourceMap = {
   catalogs: KnowledgeCatalogLocation[];
 };
 
-/** Something the compiler noticed and dropped or ignored; never fatal. */
+/**
+ * Something the compiler noticed and dropped or ignored. Level `"error"` appears only with
+ * {@link KnowledgeCompileOptions.collectFileErrors}: a file that could not be compiled (its code is the
+ * {@link KnowledgeCompileErrorCode} it would have thrown) and contributed no entries.
+ */
 export type KnowledgeCompileNote = {
-  level: "warning" | "info";
-  /** `unknown-field`, `ignored-file`, `body-conflict`, `unknown-catalog-field`. */
+  level: "error" | "warning" | "info";
+  /** `unknown-field`, `ignored-file`, `body-conflict`, `unknown-catalog-field`, or a compile error's code. */
   code: string;
   message: string;
   file?: string;
   line?: number;
   entryId?: string;
   field?: string;
+  /** 1-based column on `line` (JSON syntax errors). */
+  column?: number;
+  /** What the author can do about it, when the compiler knows. */
+  hint?: string;
 };
 
 /** Progress of a long compile, reported per file (or per 1000 corpus lines). */
@@ -165,6 +174,18 @@ export type KnowledgeCompileOptions = {
   onProgress?: (progress: KnowledgeCompileProgress) => void;
   /** For manifest files: also compute line numbers (costs a second parse). Default false. */
   locate?: boolean;
+  /**
+   * Folders and entry files: a file that cannot be compiled (malformed YAML or JSON, a Markdown file without front
+   * matter, a bad `catalog.yaml`, a file over the size limit) becomes an `"error"` note at its `file:line` and the
+   * other files are still read, instead of the first one throwing. The result then lacks that file's entries: use
+   * it to report, not to serve. Default false (`lexground validate` sets it to report every problem in one run).
+   */
+  collectFileErrors?: boolean;
+  /**
+   * A single `.json` file must be a manifest (what the CLI's `--kb` takes): one without `catalogs` is a
+   * `bad-manifest` error saying it is not a knowledge manifest, instead of being compiled as an entry file.
+   */
+  requireManifestJson?: boolean;
 };
 
 /** The outcome of compiling or loading a knowledge base. */
@@ -411,20 +432,19 @@ function parseJsonStrict(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const position = /position (\d+)/.exec(message);
-    const lineMatch = /line (\d+)/.exec(message);
-    const line = lineMatch
-      ? Number(lineMatch[1])
-      : position
-        ? text.slice(0, Number(position[1])).split("\n").length
-        : undefined;
-    throw new KnowledgeCompileError("json-syntax", `malformed JSON: ${message.split("\n")[0]}`, {
-      file,
-      ...(line ? { line } : {}),
-      hint: "fix the JSON syntax, or write the file as YAML",
-    });
+    throw jsonSyntaxError(text, error, file);
   }
+}
+
+/** A `json-syntax` error at the line and column where `text` stops being JSON. */
+export function jsonSyntaxError(
+  text: string,
+  error: unknown,
+  file: string,
+  hint = "fix the JSON syntax there: a missing comma or quote, a trailing comma, a comment, an unquoted key",
+): KnowledgeCompileError {
+  const { line, column, reason } = locateJsonSyntaxError(text, error);
+  return new KnowledgeCompileError("json-syntax", `malformed JSON: ${reason}`, { file, line, column, hint });
 }
 
 type EntryNodeContext = {
@@ -932,14 +952,32 @@ export async function compileKnowledgeBase(
   const catalogsById = new Map<string, PendingCatalog>();
   const seenFiles = new Set<string>();
   let onlyFiles = true;
+  const collect = options.collectFileErrors === true;
+  /** With `collectFileErrors`, notes a file's compile error and returns true; otherwise returns false. */
+  const collected = (error: unknown): boolean => {
+    if (!collect || !(error instanceof KnowledgeCompileError)) return false;
+    notes.push(compileErrorNote(error));
+    return true;
+  };
+
+  const readHeader = async (directory: string, catalogFile: string | undefined) => {
+    if (!catalogFile) return { id: basename(directory) };
+    try {
+      return await readCatalogFile(catalogFile, cwd, notes);
+    } catch (error) {
+      // The folder's entries are still read, as a catalog named after the folder.
+      if (collected(error)) return { id: basename(directory) };
+      throw error;
+    }
+  };
 
   const catalogFor = async (directory: string, catalogFile: string | undefined): Promise<PendingCatalog> => {
-    const header = catalogFile ? await readCatalogFile(catalogFile, cwd, notes) : { id: basename(directory) };
+    const header = await readHeader(directory, catalogFile);
     const shownCatalogFile = catalogFile ? displayPath(catalogFile, cwd) : undefined;
     const existing = catalogsById.get(header.id);
     if (existing) {
       if (existing.directory !== directory && (existing.catalogFile || shownCatalogFile)) {
-        throw new KnowledgeCompileError(
+        const duplicate = new KnowledgeCompileError(
           "duplicate-catalog-id",
           `catalog id "${header.id}" is also used by ${existing.catalogFile ?? displayPath(existing.directory, cwd)}`,
           {
@@ -948,6 +986,8 @@ export async function compileKnowledgeBase(
             hint: "give every catalog folder its own id in catalog.yaml",
           },
         );
+        // Collected, the two folders' entries share the catalog (their ids are still checked for duplicates).
+        if (!collected(duplicate)) throw duplicate;
       }
       return existing;
     }
@@ -1003,7 +1043,7 @@ export async function compileKnowledgeBase(
     } else {
       const extension = extname(absolute).toLowerCase();
       if (!MARKDOWN_EXTENSIONS.has(extension) && !DATA_EXTENSIONS.has(extension)) {
-        throw new KnowledgeCompileError(
+        const unsupported = new KnowledgeCompileError(
           "unsupported-file",
           `unsupported file type "${extension || "(none)"}"`,
           {
@@ -1011,6 +1051,8 @@ export async function compileKnowledgeBase(
             hint: "entry files are .md/.markdown (front matter) or .yaml/.yml/.json",
           },
         );
+        if (collected(unsupported)) continue;
+        throw unsupported;
       }
       const directory = dirname(absolute);
       const catalog = await catalogFor(directory, await findCatalogFile(directory));
@@ -1066,7 +1108,10 @@ export async function compileKnowledgeBase(
   let newestMtimeMs = 0;
   let order = 0;
   outcomes.forEach((outcome, index) => {
-    if ("error" in outcome) throw outcome.error;
+    if ("error" in outcome) {
+      if (collected(outcome.error)) return;
+      throw outcome.error;
+    }
     newestMtimeMs = Math.max(newestMtimeMs, outcome.mtimeMs);
     notes.push(...outcome.notes);
     for (const item of outcome.entries) jobs[index]!.catalog.entries.push({ ...item, order: order++ });
@@ -1077,7 +1122,8 @@ export async function compileKnowledgeBase(
       if (info) newestMtimeMs = Math.max(newestMtimeMs, info.mtimeMs);
     }
   }
-  if (order === 0) {
+  // Collected errors already say why there are no entries.
+  if (order === 0 && !notes.some((note) => note.level === "error")) {
     throw new KnowledgeCompileError("no-entries", "no entries found", {
       file: inputs.map((input) => displayPath(resolve(cwd, input), cwd)).join(", "),
       hint: "entries are .md files with front matter or .yaml/.yml/.json files; catalog folders hold a catalog.yaml",
@@ -1090,6 +1136,19 @@ export async function compileKnowledgeBase(
     sourceMap,
     notes,
     origin: onlyFiles ? "files" : "folder",
+  };
+}
+
+/** A compile error as a note: same code, message, place and hint. */
+function compileErrorNote(error: KnowledgeCompileError): KnowledgeCompileNote {
+  return {
+    level: "error",
+    code: error.code,
+    message: error.description,
+    ...(error.file !== undefined ? { file: error.file } : {}),
+    ...(error.line !== undefined ? { line: error.line } : {}),
+    ...(error.column !== undefined ? { column: error.column } : {}),
+    ...(error.hint !== undefined ? { hint: error.hint } : {}),
   };
 }
 
@@ -1168,12 +1227,18 @@ function checkManifestShape(value: unknown, file: string | undefined): Knowledge
   const fail = (description: string): never => {
     throw new KnowledgeCompileError("bad-manifest", description, {
       ...(file ? { file } : {}),
-      hint: "a manifest is {schemaVersion, contentVersion, generatedAt, catalogs: [{id, entries: [...]}]}; build one with 'lexground build'",
+      hint: "a manifest is {schemaVersion, contentVersion, generatedAt, catalogs: [{id, entries: [...]}]}; build one with 'lexground build <folder> -o kb.json', or pass the folder of entry files itself",
     });
   };
-  if (value === null || typeof value !== "object" || Array.isArray(value))
-    fail("not a knowledge manifest (expected an object)");
+  if (Array.isArray(value))
+    fail("not a knowledge manifest: a JSON array (a list of entries?), not an object");
+  if (value === null || typeof value !== "object") fail("not a knowledge manifest (expected an object)");
   const record = value as Record<string, unknown>;
+  if (!("catalogs" in record)) {
+    fail(
+      `not a knowledge manifest: no "catalogs" key${"entries" in record || "id" in record ? " (it looks like an entry file)" : ""}`,
+    );
+  }
   if (!Array.isArray(record.catalogs)) fail('not a knowledge manifest: "catalogs" must be an array');
   if (typeof record.contentVersion !== "string" || record.contentVersion === "") {
     fail('not a knowledge manifest: "contentVersion" must be a non-empty string');
@@ -1256,7 +1321,9 @@ export async function readKnowledgeBase(
       } catch (error) {
         throw withEncodingHint(error, notes);
       }
-      if (value !== null && typeof value === "object" && !Array.isArray(value) && "catalogs" in value) {
+      const manifestLike =
+        value !== null && typeof value === "object" && !Array.isArray(value) && "catalogs" in value;
+      if (manifestLike || options.requireManifestJson) {
         const manifest = checkManifestShape(value, shown);
         return {
           manifest,

@@ -35,22 +35,26 @@ export class KnowledgeCompileError extends Error {
   readonly file: string | undefined;
   /** 1-based line in `file`, when known. */
   readonly line: number | undefined;
+  /** 1-based column on `line`, when known (JSON syntax errors). */
+  readonly column: number | undefined;
   /** What the author can do about it. */
   readonly hint: string | undefined;
-  /** The message without its `file:line: ` prefix. */
+  /** The message without its `file:line[:column]: ` prefix. */
   readonly description: string;
 
   constructor(
     code: KnowledgeCompileErrorCode,
     description: string,
-    location: { file?: string; line?: number; hint?: string } = {},
+    location: { file?: string; line?: number; column?: number; hint?: string } = {},
   ) {
-    const where = location.file ? `${location.file}${location.line ? `:${location.line}` : ""}: ` : "";
+    const position = location.line ? `:${location.line}${location.column ? `:${location.column}` : ""}` : "";
+    const where = location.file ? `${location.file}${position}: ` : "";
     super(`${where}${description}`);
     this.code = code;
     this.description = description;
     this.file = location.file;
     this.line = location.line;
+    this.column = location.line ? location.column : undefined;
     this.hint = location.hint;
   }
 
@@ -59,6 +63,7 @@ export class KnowledgeCompileError extends Error {
     return new KnowledgeCompileError(this.code, this.description, {
       ...(this.file !== undefined ? { file: this.file } : {}),
       ...(this.line !== undefined ? { line: this.line } : {}),
+      ...(this.column !== undefined ? { column: this.column } : {}),
       hint,
     });
   }

@@ -23,6 +23,10 @@ export type KnowledgeFileIssue = {
   field?: string;
   /** The engine's path, e.g. `sources[0].entries[3].aliases[1]`. */
   path?: string;
+  /** 1-based column on `line`, when known (a JSON syntax error). */
+  column?: number;
+  /** What the author can do about it, when known (a file that could not be compiled). */
+  hint?: string;
 };
 
 const ENTRY_PATH = /^sources\[(\d+)\](?:\.entries\[(\d+)\](?:\.([A-Za-z]+))?)?/;
@@ -78,6 +82,8 @@ export function notesToIssues(notes: readonly KnowledgeCompileNote[]): Knowledge
     ...(note.line !== undefined ? { line: note.line } : {}),
     ...(note.entryId !== undefined ? { entryId: note.entryId } : {}),
     ...(note.field !== undefined ? { field: note.field } : {}),
+    ...(note.column !== undefined ? { column: note.column } : {}),
+    ...(note.hint !== undefined ? { hint: note.hint } : {}),
   }));
 }
 

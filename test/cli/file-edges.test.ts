@@ -154,8 +154,8 @@ describe("YAML aliases (issue 11, item 13a)", () => {
         'bomb.md:12: YAML aliases expand past 1,000,000 values at this alias (an alias bomb, "billion laughs")',
       );
       const cli = await run(["validate", "bomb.md"], { cwd: directory });
-      expect(cli).toMatchObject({ code: 1, stdout: "" });
-      expect(cli.stderr).toMatch(/^error: bomb\.md:12: YAML aliases expand past/);
+      expect(cli).toMatchObject({ code: 1, stderr: "" });
+      expect(cli.stdout).toMatch(/^bomb\.md:12: error: YAML aliases expand past/);
     });
   });
 

@@ -102,7 +102,7 @@ describe("lexground query --preset", () => {
 
       await writeFile(file, JSON.stringify({ preset: "fast" }));
       const bad = await run(["query", QUESTION, "--kb", KB, "--config", file]);
-      expect(bad.code).toBe(1);
+      expect(bad.code).toBe(2);
       expect(bad.stderr.split("\n")[0]).toBe(
         `error: ${file}: preset must be one of "neurolink", "recommended", got "fast"`,
       );

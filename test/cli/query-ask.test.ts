@@ -260,16 +260,16 @@ describe("lexground query", () => {
 
       await writeFile(join(directory, "bad.json"), JSON.stringify({ retrieval: { k1: -1 } }));
       const bad = await run(["query", "x", "--kb", "kb", "--config", join(directory, "bad.json")]);
-      expect(bad.code).toBe(1);
+      expect(bad.code).toBe(2);
       expect(bad.stderr.split("\n")[0]).toBe(
         `error: ${join(directory, "bad.json")}: retrieval.k1 must be a finite number >= 0, got -1`,
       );
 
       await writeFile(join(directory, "unknown.json"), JSON.stringify({ retreival: {} }));
       const unknown = await run(["query", "x", "--kb", "kb", "--config", join(directory, "unknown.json")]);
-      expect(unknown.code).toBe(1);
+      expect(unknown.code).toBe(2);
       expect(unknown.stderr.split("\n")[0]).toBe(
-        `error: ${join(directory, "unknown.json")}: unknown config key "retreival" (known: preset, blockedDomains, retrieval, context, timeoutMs)`,
+        `error: ${join(directory, "unknown.json")}: unknown config key "retreival" (known: name, preset, retrieval, context, blockedDomains, timeoutMs)`,
       );
     });
   });

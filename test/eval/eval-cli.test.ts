@@ -164,10 +164,10 @@ describe("lexground eval on a BEIR folder", () => {
         ["eval", "--kb", "tiny", "--config", '{"retrieval": {"k1": -1}}'],
         directory,
       );
-      expect(badConfig.code).toBe(1);
+      expect(badConfig.code).toBe(2);
       expect(badConfig.stderr).toContain("retrieval.k1 must be a finite number >= 0, got -1");
       const badName = await runCli(["eval", "--kb", "tiny", "--config", '{"name": 3}'], directory);
-      expect(badName.code).toBe(1);
+      expect(badName.code).toBe(2);
       expect(badName.stderr).toContain('"name" must be a non-empty string');
       const noDiffPartner = await runCli(["eval", "--kb", "tiny", "--diff"], directory);
       expect(noDiffPartner.code).toBe(2);

@@ -5,8 +5,8 @@
  * queries, as a table, JSON or an HTML report; `--diff` lists the per-query differences between the first two
  * configurations.
  */
-import { readFile, writeFile } from "node:fs/promises";
-import { basename, extname, resolve } from "node:path";
+import { stat, writeFile } from "node:fs/promises";
+import { resolve } from "node:path";
 import { BLOCK_RECALL_CAP, type BlockFailure } from "../../eval/block.js";
 import { type EvalCollection, EvalKnowledgeBaseError, loadEvalCollection } from "../../eval/collection.js";
 import { EvalDataError } from "../../eval/data.js";
@@ -21,10 +21,10 @@ import {
   type EvalReport,
   evaluateConfigurations,
 } from "../../eval/run.js";
-import { KnowledgeCompileError } from "../../files/errors.js";
-import { CliUsageError } from "../errors.js";
-import { type CommandContext, createProgress, padCell, printError, println } from "../io.js";
-import { checkGroundingConfig, parsePreset } from "../session.js";
+import { readConfiguration } from "../config.js";
+import { CliFailure, CliUsageError } from "../errors.js";
+import { type CommandContext, createProgress, padCell, println } from "../io.js";
+import { parsePreset } from "../session.js";
 
 /** Flags of `lexground eval`. */
 export type EvalFlags = {
@@ -80,61 +80,83 @@ export function failureLines(failure: BlockFailure): string[] {
   return lines;
 }
 
-/**
- * Parses one `--config` value: inline JSON (starting with `{`) or a JSON file. An optional `"name"` key names the
- * configuration; otherwise a file's base name or `config <n>` does.
- */
-async function readConfiguration(
-  context: CommandContext,
-  value: string,
-  index: number,
-): Promise<EvalConfiguration> {
-  let text: string;
-  let shown: string;
-  let fallbackName: string;
-  if (value.trimStart().startsWith("{")) {
-    text = value;
-    shown = `--config #${index + 1}`;
-    fallbackName = `config ${index + 1}`;
-  } else {
-    shown = value;
-    fallbackName = basename(value, extname(value));
-    try {
-      text = await readFile(resolve(context.io.cwd, value), "utf8");
-    } catch {
-      throw new KnowledgeCompileError("not-found", "config file not found", {
-        file: value,
-        hint: 'pass a JSON file or inline JSON such as --config \'{"name": "english", "retrieval": {"analyzer": "english"}}\'',
-      });
+/** Expected (judged relevant) ids the knowledge base cannot return, with the queries that expect them. */
+export type ExpectedIdCheck = {
+  /** Ids no entry has. */
+  unknown: { id: string; queries: string[] }[];
+  /** Ids of draft or deprecated entries, which retrieval never returns. */
+  notRetrievable: { id: string; status: string; queries: string[] }[];
+  /** Queries none of whose relevant ids can be retrieved: they score 0 in every configuration. */
+  unanswerable: string[];
+};
+
+/** Checks every relevant id of the judged queries against the knowledge base's entries and their status. */
+export function checkExpectedIds(
+  collection: Pick<EvalCollection, "entries" | "queries" | "qrels">,
+): ExpectedIdCheck {
+  const status = new Map(collection.entries.map((entry) => [entry.id, entry.status]));
+  const unknown = new Map<string, string[]>();
+  const notRetrievable = new Map<string, { status: string; queries: string[] }>();
+  const unanswerable: string[] = [];
+  for (const query of collection.queries) {
+    const judgments = collection.qrels.get(query.id);
+    if (!judgments) continue;
+    let answerable = false;
+    let relevant = 0;
+    for (const [id, grade] of judgments) {
+      if (grade <= 0) continue;
+      relevant++;
+      const entryStatus = status.get(id);
+      if (entryStatus === undefined) {
+        const queries = unknown.get(id) ?? [];
+        queries.push(query.id);
+        unknown.set(id, queries);
+      } else if (entryStatus !== "active") {
+        const found = notRetrievable.get(id) ?? { status: entryStatus, queries: [] };
+        found.queries.push(query.id);
+        notRetrievable.set(id, found);
+      } else {
+        answerable = true;
+      }
     }
+    if (relevant > 0 && !answerable) unanswerable.push(query.id);
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new KnowledgeCompileError("json-syntax", `malformed JSON: ${(error as Error).message}`, {
-      file: shown,
-    });
-  }
-  let name = fallbackName;
-  if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) && "name" in parsed) {
-    const { name: given, ...rest } = parsed as { name?: unknown };
-    if (typeof given !== "string" || given.trim() === "") {
-      throw new KnowledgeCompileError("bad-config", '"name" must be a non-empty string', { file: shown });
-    }
-    name = given.trim();
-    parsed = rest;
-  }
-  const settings = checkGroundingConfig(parsed, shown);
   return {
-    name,
-    settings: {
-      ...(settings.preset !== undefined ? { preset: settings.preset } : {}),
-      ...(settings.retrieval ? { retrieval: settings.retrieval } : {}),
-      ...(settings.context ? { context: settings.context } : {}),
-      ...(settings.blockedDomains ? { blockedDomains: settings.blockedDomains } : {}),
-    },
+    unknown: [...unknown].map(([id, queries]) => ({ id, queries })),
+    notRetrievable: [...notRetrievable].map(([id, found]) => ({ id, ...found })),
+    unanswerable,
   };
+}
+
+/** Ids listed per warning line; the JSON output has them all. */
+const WARNING_IDS_SHOWN = 5;
+
+function listed<T>(items: T[], show: (item: T) => string): string {
+  const shown = items.slice(0, WARNING_IDS_SHOWN).map(show).join(", ");
+  return items.length > WARNING_IDS_SHOWN ? `${shown}, … ${items.length - WARNING_IDS_SHOWN} more` : shown;
+}
+
+/** The warning lines `eval` prints on stderr for {@link ExpectedIdCheck} (none when every expected id is fine). */
+export function expectedIdWarnings(check: ExpectedIdCheck): string[] {
+  const lines: string[] = [];
+  const queriesOf = (queries: string[]) =>
+    queries.length > 3 ? `${queries.slice(0, 3).join(", ")}, …` : queries.join(", ");
+  if (check.unknown.length > 0) {
+    lines.push(
+      `${check.unknown.length} expected id${check.unknown.length === 1 ? " is" : "s are"} not in the knowledge base (a typo, or a removed entry): ${listed(check.unknown, (item) => `${item.id} (${queriesOf(item.queries)})`)}`,
+    );
+  }
+  if (check.notRetrievable.length > 0) {
+    lines.push(
+      `${check.notRetrievable.length} expected id${check.notRetrievable.length === 1 ? " is" : "s are"} draft or deprecated, never retrieved: ${listed(check.notRetrievable, (item) => `${item.id} (${item.status}; ${queriesOf(item.queries)})`)}`,
+    );
+  }
+  if (check.unanswerable.length > 0) {
+    lines.push(
+      `${check.unanswerable.length} quer${check.unanswerable.length === 1 ? "y has" : "ies have"} no retrievable expected entry and score 0 in every configuration: ${listed(check.unanswerable, (id) => id)}`,
+    );
+  }
+  return lines;
 }
 
 function parseDepth(value: string | undefined): number {
@@ -323,7 +345,17 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
     configurations.push({ name: preset, settings: { preset } });
   }
   for (const [index, value] of (flags.config ?? []).entries()) {
-    configurations.push(await readConfiguration(context, value, index));
+    const { name, settings } = await readConfiguration(context, value, { index, inline: true });
+    // The settings eval compares; timeoutMs does not apply to an offline evaluation.
+    configurations.push({
+      name,
+      settings: {
+        ...(settings.preset !== undefined ? { preset: settings.preset } : {}),
+        ...(settings.retrieval ? { retrieval: settings.retrieval } : {}),
+        ...(settings.context ? { context: settings.context } : {}),
+        ...(settings.blockedDomains ? { blockedDomains: settings.blockedDomains } : {}),
+      },
+    });
   }
   if (configurations.length === 0) {
     throw new CliUsageError(
@@ -338,6 +370,23 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
     );
   }
   const named = uniqueNames(configurations);
+  // A judgments file named on the command line that is not there is a usage error, like a missing --config.
+  for (const [flag, path] of [
+    ["--queries", flags.queries],
+    ["--qrels", flags.qrels],
+  ] as const) {
+    if (path === undefined) continue;
+    const info = await stat(resolve(context.io.cwd, path)).catch(() => undefined);
+    if (!info?.isFile()) {
+      throw new CliUsageError(
+        `${path}: ${flag} file not found`,
+        flag === "--queries"
+          ? 'pass a questions.json ([{"question": "...", "expected": ["entry.id"]}]) or a BEIR queries.jsonl'
+          : "pass a BEIR qrels TSV or a TREC qrels file",
+        { code: "not-found", file: path },
+      );
+    }
+  }
 
   let collection: EvalCollection;
   const progress = createProgress(context);
@@ -348,19 +397,31 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
       ...(flags.queries !== undefined ? { queries: flags.queries } : {}),
       ...(flags.qrels !== undefined ? { qrels: flags.qrels } : {}),
       ...(flags.split !== undefined ? { split: flags.split } : {}),
-      compile: { env: context.io.env },
+      compile: { env: context.io.env, requireManifestJson: true },
     });
   } catch (error) {
     progress.done();
     if (error instanceof EvalDataError) {
-      printError(context, error.message, error.hint);
-      return 1;
+      throw new CliFailure(error.message, error.hint, {
+        details: {
+          code: "bad-queries",
+          file: error.file,
+          ...(error.line !== undefined ? { line: error.line } : {}),
+        },
+      });
     }
     if (error instanceof EvalKnowledgeBaseError) {
-      printError(context, error.message, "run 'lexground validate' on the knowledge base to see every issue");
-      return 1;
+      throw new CliFailure(
+        error.message,
+        "run 'lexground validate' on the knowledge base to see every issue",
+        { details: { code: "invalid-knowledge-base" } },
+      );
     }
     throw error;
+  }
+  const expectedIds = checkExpectedIds(collection);
+  for (const line of expectedIdWarnings(expectedIds)) {
+    context.io.stderr.write(`${context.err.yellow("warning")}: ${line}\n`);
   }
 
   let report: EvalReport;
@@ -378,8 +439,7 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
     progress.done();
   }
   if (report.queryCount === 0) {
-    printError(context, "no query has judgments", "check that --queries and --qrels use the same query ids");
-    return 1;
+    throw new CliFailure("no query has judgments", "check that --queries and --qrels use the same query ids");
   }
   const diff =
     flags.diff && report.configurations.length >= 2
@@ -412,6 +472,7 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
           knowledgeBase: kb,
           queries: collection.queriesFile,
           qrels: collection.qrelsFile,
+          expectedIds,
           ...report,
           ...(diff ? { diff } : {}),
         },

@@ -17,7 +17,8 @@ export async function runValidate(
   inputs: string[],
   flags: ValidateFlags,
 ): Promise<number> {
-  const knowledgeBase = await openKnowledgeBase(context, inputs, { locate: true });
+  // A file that cannot be compiled is one error among the others, not the end of the run.
+  const knowledgeBase = await openKnowledgeBase(context, inputs, { locate: true, collectFileErrors: true });
   const { manifest } = knowledgeBase;
   const { validation } = normalizeAndValidate(knowledgeBase.sources, {
     manifestVersion: manifest.contentVersion,
