@@ -4,9 +4,10 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { OFFLINE_NOTICE } from "../../src/cli/commands/ask.js";
+import { answerSources, OFFLINE_NOTICE } from "../../src/cli/commands/ask.js";
 import { countExclusions, populationOf, prepareKnowledgeBase, showQuestion } from "../../src/cli/session.js";
 import { readKnowledgeBase } from "../../src/files/compile.js";
+import { citationMarker } from "../../src/index.js";
 import { fixtures, run, withTemporaryDirectory } from "./helpers.js";
 
 describe("lexground query", () => {
@@ -504,6 +505,44 @@ describe("lexground ask (through the NeuroLink client)", () => {
     expect(tail[3]).toBe(
       "Cited but not in the context: [KB:settings.multi-step-flow@v1] (check these claims)",
     );
+  });
+
+  it("Sources reads cited ids through the marker encoding (an id with a space, a bracket)", async () => {
+    const entry = (id: string) => ({
+      id,
+      title: `Title of ${id}`,
+      summary: "Summary.",
+      domain: "d",
+      integrations: [],
+    });
+    const prepared = prepareKnowledgeBase(
+      await readKnowledgeBase({
+        schemaVersion: "1",
+        contentVersion: "v1",
+        generatedAt: "2026-01-01T00:00:00.000Z",
+        catalogs: [{ id: "c", entries: [entry("payments settings"), entry("a[1]"), entry("plain.id")] }],
+      }),
+      {},
+    );
+    const metadata = {
+      retrievalMode: "lexical" as const,
+      selectedIds: ["payments settings", "a[1]", "plain.id"],
+      expandedIds: [],
+      candidateCount: 3,
+      contextTokens: 10,
+      truncated: false,
+      durationMs: 1,
+    };
+    const spaced = citationMarker("payments settings", "v1");
+    expect(spaced).toBe("[KB:payments%20settings@v1]");
+    const sources = answerSources(
+      `Yes ${spaced}, and ${citationMarker("a[1]", "v1")}; not [KB:missing.id@v1].`,
+      metadata,
+      prepared,
+    );
+    expect(sources.cited.map((source) => source.id)).toEqual(["payments settings", "a[1]"]);
+    expect(sources.alsoInContext.map((source) => source.id)).toEqual(["plain.id"]);
+    expect(sources.unknown).toEqual(["[KB:missing.id@v1]"]);
   });
 
   it("provider errors speak CLI: flags and variables, usage errors exit 2 (issue 13)", async () => {

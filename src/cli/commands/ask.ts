@@ -4,7 +4,7 @@
  * streams; the client and the AI SDK are imported only then. Without one, the answer is assembled offline from the
  * top entries' summaries with their citations, and says so.
  */
-import { citationMarker } from "../../index.js";
+import { citationMarker, parseKnowledgeCitation } from "../../index.js";
 import type { ProviderNotConfiguredError, UnknownProviderError } from "../../neurolink/errors.js";
 import {
   importPeerDependency,
@@ -99,8 +99,8 @@ function hasProvider(flags: AskFlags, env: CommandContext["io"]["env"]): boolean
   return PROVIDER_ENVIRONMENT_VARIABLES.some((name) => (env[name] ?? "") !== "");
 }
 
-/** `[KB:<id>@<version>]` markers in an answer; the id is everything up to the last `@`. */
-const CITATION_MARKER = /\[KB:([^\]\s]+)@([^\]\s@]*)\]/g;
+/** Candidate `[KB:<id>@<version>]` markers in an answer; {@link parseKnowledgeCitation} decodes each. */
+const CITATION_MARKER = /\[KB:[^\]\s]*\]/g;
 
 /** The entries a model answer was grounded in, split by whether the answer cites them. */
 export type AnswerSources = {
@@ -134,7 +134,8 @@ export function answerSources(
   const citedIds: string[] = [];
   const unknown: string[] = [];
   for (const match of answer.matchAll(CITATION_MARKER)) {
-    const id = match[1]!;
+    const id = parseKnowledgeCitation(match[0])?.id;
+    if (id === undefined) continue;
     if (contextIds.has(id)) {
       if (!citedIds.includes(id)) citedIds.push(id);
     } else if (!unknown.includes(match[0])) {
