@@ -54,7 +54,7 @@ function addRetrievalOptions(command: Command): Command {
     .option("--blocked-domains <list>", "domains excluded from retrieval, comma-separated")
     .option(
       "--config <file>",
-      "JSON file with {preset, retrieval, context, blockedDomains} settings of KnowledgeGroundingConfig",
+      "JSON config file {name?, preset?, retrieval?, context?, blockedDomains?, timeoutMs?}: one format for query, ask, mcp and eval",
     )
     .option(
       "--preset <name>",

@@ -77,6 +77,8 @@ describe("config files (issue 13)", () => {
         ),
       ).toEqual(["default", "short blocks"]);
 
+      const help = (await run(["query", "--help"])).stdout.replace(/\s+/g, " ");
+      expect(help).toContain("one format for query, ask, mcp and eval");
       const mcp = await runMcp(["--kb", "kb", "--config", file], fixtures);
       expect(mcp.code).toBe(0);
       expect(mcp.stderr).toMatch(/^lexground mcp: serving 6 entries \(4 active, 1 in scope,/);
