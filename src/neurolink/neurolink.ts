@@ -233,50 +233,62 @@ export class NeuroLink {
         : console;
     this.setUpKnowledgeGrounding();
 
-    const defaultProvider = typeof this.config.provider === "string" ? this.config.provider : undefined;
-    this.resolver = new ProviderResolver({
-      ...(this.config.providers === undefined ? {} : { providers: this.config.providers }),
-      ...(this.config.env === undefined ? {} : { env: this.config.env }),
-      ...(defaultProvider === undefined ? {} : { defaultProvider }),
-      ...(this.config.customProviders === undefined ? {} : { customProviders: this.config.customProviders }),
-    });
-
-    const pool = this.config.modelPool;
-    if (pool !== undefined) {
-      if (!Array.isArray(pool.members))
-        throw new InvalidOptionsError("modelPool.members", "must be an array");
-      pool.members.forEach((member, index) => {
-        if (typeof member?.provider !== "string" || member.provider.length === 0) {
-          throw new InvalidOptionsError(`modelPool.members[${index}].provider`, "must be a non-empty string");
-        }
+    // A throwing getter or revoked proxy anywhere in the client options becomes a typed error naming the
+    // config, never a raw TypeError (the knowledge options above are read once and never throw).
+    try {
+      const defaultProvider = typeof this.config.provider === "string" ? this.config.provider : undefined;
+      this.resolver = new ProviderResolver({
+        ...(this.config.providers === undefined ? {} : { providers: this.config.providers }),
+        ...(this.config.env === undefined ? {} : { env: this.config.env }),
+        ...(defaultProvider === undefined ? {} : { defaultProvider }),
+        ...(this.config.customProviders === undefined
+          ? {}
+          : { customProviders: this.config.customProviders }),
       });
-      this.modelPool = pool.members.length > 0 ? new ModelPool(pool) : undefined;
-    }
 
-    const memory = this.config.conversationMemory;
-    const maxTurns = Math.max(1, Math.floor(memory?.maxTurnsPerSession ?? DEFAULT_MAX_TURNS_PER_SESSION));
-    this.memoryHistoryLimit = maxTurns * 2;
-    if (memory?.enabled !== false) {
-      if (memory?.store) {
-        this.memoryStore = memory.store;
-      } else if (memory?.storageType === "redis") {
-        // Validated here first so that an error names the option's place in this config.
-        redisMemoryDurations(memory.redis ?? {}, "conversationMemory.redis.");
-        this.memoryStore = new RedisConversationMemoryStore({
-          ...memory.redis,
-          maxMessagesPerSession: this.memoryHistoryLimit,
-          ...(this.config.env === undefined ? {} : { env: this.config.env }),
+      const pool = this.config.modelPool;
+      if (pool !== undefined) {
+        if (!Array.isArray(pool.members))
+          throw new InvalidOptionsError("modelPool.members", "must be an array");
+        pool.members.forEach((member, index) => {
+          if (typeof member?.provider !== "string" || member.provider.length === 0) {
+            throw new InvalidOptionsError(
+              `modelPool.members[${index}].provider`,
+              "must be a non-empty string",
+            );
+          }
         });
-      } else {
-        this.memoryStore = new InMemoryConversationStore({
-          maxSessions: memory?.maxSessions ?? DEFAULT_MAX_SESSIONS,
-          maxMessagesPerSession: this.memoryHistoryLimit,
-        });
+        this.modelPool = pool.members.length > 0 ? new ModelPool(pool) : undefined;
       }
-      this.memoryStore.addResetListener?.((details) => {
-        this.emit("memory:reset", { store: this.memoryStore?.kind ?? "unknown", details });
-      });
-      this.memoryStore.addEvictionListener?.((details) => this.onMemoryEvicted(details));
+
+      const memory = this.config.conversationMemory;
+      const maxTurns = Math.max(1, Math.floor(memory?.maxTurnsPerSession ?? DEFAULT_MAX_TURNS_PER_SESSION));
+      this.memoryHistoryLimit = maxTurns * 2;
+      if (memory?.enabled !== false) {
+        if (memory?.store) {
+          this.memoryStore = memory.store;
+        } else if (memory?.storageType === "redis") {
+          // Validated here first so that an error names the option's place in this config.
+          redisMemoryDurations(memory.redis ?? {}, "conversationMemory.redis.");
+          this.memoryStore = new RedisConversationMemoryStore({
+            ...memory.redis,
+            maxMessagesPerSession: this.memoryHistoryLimit,
+            ...(this.config.env === undefined ? {} : { env: this.config.env }),
+          });
+        } else {
+          this.memoryStore = new InMemoryConversationStore({
+            maxSessions: memory?.maxSessions ?? DEFAULT_MAX_SESSIONS,
+            maxMessagesPerSession: this.memoryHistoryLimit,
+          });
+        }
+        this.memoryStore.addResetListener?.((details) => {
+          this.emit("memory:reset", { store: this.memoryStore?.kind ?? "unknown", details });
+        });
+        this.memoryStore.addEvictionListener?.((details) => this.onMemoryEvicted(details));
+      }
+    } catch (error) {
+      if (NeuroLinkError.isInstance(error)) throw error;
+      throw new InvalidOptionsError("config", `could not be read: ${describeError(error)}`, { cause: error });
     }
   }
 
