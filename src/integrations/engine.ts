@@ -46,8 +46,8 @@ export class GroundingIntegrationError extends Error {
   override readonly name = "GroundingIntegrationError";
   /** The offending place, e.g. `options.recentTurns`. */
   readonly path: string;
-  constructor(path: string, message: string) {
-    super(`${path} ${message}`);
+  constructor(path: string, message: string, options?: { cause?: unknown }) {
+    super(`${path} ${message}`, options);
     this.path = path;
   }
 }
@@ -69,14 +69,25 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * reported at startup rather than as ungrounded turns later).
  */
 export function resolveEngine(source: unknown, path = "options"): KnowledgeEngineLike {
-  if (!isRecord(source))
-    throw new GroundingIntegrationError(path, `must be an object, got ${describe(source)}`);
-  const { engine, config } = source;
+  let engine: unknown;
+  let config: unknown;
+  let groundMethod: unknown;
+  try {
+    // Host options may be revoked proxies or carry throwing getters: read each once, here, as a typed error.
+    if (!isRecord(source))
+      throw new GroundingIntegrationError(path, `must be an object, got ${describe(source)}`);
+    ({ engine, config } = source);
+    groundMethod = (engine as { ground?: unknown } | null | undefined)?.ground;
+  } catch (error) {
+    if (error instanceof GroundingIntegrationError) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new GroundingIntegrationError(path, `could not be read: ${reason}`, { cause: error });
+  }
   if (engine !== undefined && config !== undefined) {
     throw new GroundingIntegrationError(path, "must give either engine or config, not both");
   }
   if (engine !== undefined) {
-    if (typeof (engine as { ground?: unknown } | null)?.ground !== "function") {
+    if (typeof groundMethod !== "function") {
       throw new GroundingIntegrationError(
         `${path}.engine`,
         `must be a KnowledgeGroundingEngine (an object with a ground() method), got ${describe(engine)}`,
