@@ -28,9 +28,9 @@
  * | passages | longBodyTokens | 100, 150, 200, 300, 400, 600 |
  * | passages | passageTokens | 50, 75, 100, 150, 200 |
  * | passages | maxPassages | 1, 2, 3, 4 |
+ * | cut-offs | minRelativeScore × minResults × relationLimit, jointly (amendment 4) | 0, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85 × 1, 2, 3 × 0, 1 |
  * | cut-offs | minRelativeScore | 0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9 |
  * | cut-offs | scoreGapRatio | 0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9 |
- * | cut-offs | minResults | 1, 2, 3 (amendment 3) |
  * | cut-offs | resultLimit | 2, 3, 4, 5, 6, 8 |
  * | cut-offs | relationLimit | 0, 1, 2, 4 |
  * | cut-offs | expansionFromTop | 1, 2, 8 |
@@ -124,33 +124,40 @@ export const START: Point = {
 type OptionName = Exclude<keyof Point, "confidenceRule">;
 
 /** The options searched, in order, with their values (the table in the header). */
-export const SEARCH: readonly { family: string; option: OptionName; values: readonly Point[OptionName][] }[] =
-  [
-    { family: "passages", option: "passages", values: ["off", "auto"] },
-    { family: "passages", option: "longBodyTokens", values: [100, 150, 200, 300, 400, 600] },
-    { family: "passages", option: "passageTokens", values: [50, 75, 100, 150, 200] },
-    { family: "passages", option: "maxPassages", values: [1, 2, 3, 4] },
-    {
-      family: "cut-offs",
-      option: "minRelativeScore",
-      values: [0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
-    },
-    { family: "cut-offs", option: "scoreGapRatio", values: [0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9] },
-    { family: "cut-offs", option: "minResults", values: [1, 2, 3] },
-    { family: "cut-offs", option: "resultLimit", values: [2, 3, 4, 5, 6, 8] },
-    { family: "cut-offs", option: "relationLimit", values: [0, 1, 2, 4] },
-    { family: "cut-offs", option: "expansionFromTop", values: [1, 2, 8] },
-    { family: "cut-offs", option: "expansionMinConfidence", values: ["low", "medium", "high"] },
-    { family: "ranking", option: "analyzer", values: ["english", "english-extended"] },
-    { family: "ranking", option: "scoring", values: ["sum", "bm25f"] },
-    { family: "ranking", option: "k1", values: [0.9, 1.2, 1.5, 1.8, 2.1] },
-    { family: "ranking", option: "b", values: [0.4, 0.55, 0.65, 0.75, 0.85] },
-    { family: "ranking", option: "title", values: [1, 1.5, 2, 3, 5] },
-    { family: "ranking", option: "summary", values: [0, 0.5, 1, 2] },
-    { family: "ranking", option: "body", values: [0.5, 1, 1.5] },
-    { family: "ranking", option: "exactBoost", values: [0, 5, 10, 20, 40, 100] },
-    { family: "ranking", option: "aliasBoost", values: [10, 30, 60] },
-  ];
+export const SEARCH: readonly { family: string; options: OptionName[]; values: Point[OptionName][][] }[] = [
+  { family: "passages", options: ["passages"], values: [["off", "auto"]] },
+  { family: "passages", options: ["longBodyTokens"], values: [[100, 150, 200, 300, 400, 600]] },
+  { family: "passages", options: ["passageTokens"], values: [[50, 75, 100, 150, 200]] },
+  { family: "passages", options: ["maxPassages"], values: [[1, 2, 3, 4]] },
+  {
+    family: "cut-offs",
+    options: ["minRelativeScore", "minResults", "relationLimit"],
+    values: [
+      [0, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85],
+      [1, 2, 3],
+      [0, 1],
+    ],
+  },
+  {
+    family: "cut-offs",
+    options: ["minRelativeScore"],
+    values: [[0, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]],
+  },
+  { family: "cut-offs", options: ["scoreGapRatio"], values: [[0, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9]] },
+  { family: "cut-offs", options: ["resultLimit"], values: [[2, 3, 4, 5, 6, 8]] },
+  { family: "cut-offs", options: ["relationLimit"], values: [[0, 1, 2, 4]] },
+  { family: "cut-offs", options: ["expansionFromTop"], values: [[1, 2, 8]] },
+  { family: "cut-offs", options: ["expansionMinConfidence"], values: [["low", "medium", "high"]] },
+  { family: "ranking", options: ["analyzer"], values: [["english", "english-extended"]] },
+  { family: "ranking", options: ["scoring"], values: [["sum", "bm25f"]] },
+  { family: "ranking", options: ["k1"], values: [[0.9, 1.2, 1.5, 1.8, 2.1]] },
+  { family: "ranking", options: ["b"], values: [[0.4, 0.55, 0.65, 0.75, 0.85]] },
+  { family: "ranking", options: ["title"], values: [[1, 1.5, 2, 3, 5]] },
+  { family: "ranking", options: ["summary"], values: [[0, 0.5, 1, 2]] },
+  { family: "ranking", options: ["body"], values: [[0.5, 1, 1.5]] },
+  { family: "ranking", options: ["exactBoost"], values: [[0, 5, 10, 20, 40, 100]] },
+  { family: "ranking", options: ["aliasBoost"], values: [[10, 30, 60]] },
+];
 
 /** The retrieval and context settings of a point (over the defaults, as a preset would hold them). */
 export function settingsOf(point: Point): {
@@ -350,13 +357,24 @@ export function compareLeximin(left: readonly number[], right: readonly number[]
 
 type Evaluated = { point: Point; ratios: number[]; tokens: number; figures: Map<string, Figures> };
 
-/** One coordinate step of the search, for the report. */
+/** One step of the search (one option, or a joint group of options), for the report. */
 export type SearchStep = {
   pass: number;
-  option: OptionName;
-  tried: { value: Point[OptionName]; minimum: number; tokens: number }[];
-  chosen: Point[OptionName];
+  /** The option, or the options of a joint group joined with " × ". */
+  option: string;
+  /** Each value (or combination, joined with "/") tried, with the smallest target ratio and mean tokens. */
+  tried: { value: string; minimum: number; tokens: number }[];
+  chosen: string;
 };
+
+/** Every combination of one value per list, first list slowest. */
+function cartesian<T>(lists: readonly (readonly T[])[]): T[][] {
+  let combinations: T[][] = [[]];
+  for (const list of lists) {
+    combinations = combinations.flatMap((prefix) => list.map((value) => [...prefix, value]));
+  }
+  return combinations;
+}
 
 /** Runs the protocol's coordinate ascent on a pool; returns the chosen point and the steps. */
 export async function coordinateSearch(
@@ -384,26 +402,30 @@ export async function coordinateSearch(
   const steps: SearchStep[] = [];
   for (let pass = 1; pass <= 3; pass++) {
     let changed = false;
-    for (const { option, values } of SEARCH) {
+    for (const { options, values } of SEARCH) {
       // Passage sizes matter only with passages on; skip them while passages are off.
       if (
         best.point.passages === "off" &&
-        ["longBodyTokens", "passageTokens", "maxPassages"].includes(option)
+        options.every((option) => ["longBodyTokens", "passageTokens", "maxPassages"].includes(option))
       )
         continue;
       const incumbent = best;
       const tried: SearchStep["tried"] = [];
-      for (const value of values) {
-        const candidate =
-          value === incumbent.point[option]
-            ? incumbent
-            : await evaluate({ ...incumbent.point, [option]: value } as Point);
-        tried.push({ value, minimum: Math.min(...candidate.ratios), tokens: candidate.tokens });
+      for (const combination of cartesian(values)) {
+        const changes = Object.fromEntries(options.map((option, index) => [option, combination[index]]));
+        const same = options.every((option) => changes[option] === incumbent.point[option]);
+        const candidate = same ? incumbent : await evaluate({ ...incumbent.point, ...changes } as Point);
+        tried.push({
+          value: combination.join("/"),
+          minimum: Math.min(...candidate.ratios),
+          tokens: candidate.tokens,
+        });
         if (better(candidate, best)) best = candidate;
       }
-      steps.push({ pass, option, tried, chosen: best.point[option] });
+      const chosen = options.map((option) => String(best.point[option])).join("/");
+      steps.push({ pass, option: options.join(" × "), tried, chosen });
       measurer.note(
-        `pass ${pass} ${option}: ${tried.map((entry) => `${entry.value}→${entry.minimum.toFixed(3)}`).join(" ")} ⇒ ${String(best.point[option])} (min ratio ${Math.min(...best.ratios).toFixed(4)})`,
+        `pass ${pass} ${options.join(" × ")}: ${tried.map((entry) => `${entry.value}→${entry.minimum.toFixed(3)}`).join(" ")} ⇒ ${chosen} (min ratio ${Math.min(...best.ratios).toFixed(4)})`,
       );
       if (best !== incumbent) changed = true;
     }
