@@ -39,16 +39,17 @@ describe("the preset table", () => {
     expect(validateGroundingConfig({ enabled: true, sources: [], preset: name })).toEqual([]);
   });
 
-  it("recommended starts from the README's measured configuration and turns the cut-offs on", () => {
-    const resolved = resolveGroundingConfiguration({ preset: "recommended" }).retrieval;
-    expect(resolved).toMatchObject({
-      analyzer: "english",
+  it("recommended holds the tuned configuration: its ranking, adaptive cut-offs and passages", () => {
+    const { retrieval, context } = resolveGroundingConfiguration({ preset: "recommended" });
+    expect(retrieval).toMatchObject({
+      analyzer: "english-extended",
       scoring: "bm25f",
       confidenceRule: "calibrated",
     });
-    expect(resolved.minRelativeScore).toBeGreaterThan(0);
-    expect(resolved.scoreGapRatio).toBeGreaterThan(0);
-    expect(resolved.expansionMinConfidence).toBeDefined();
+    expect(retrieval.minRelativeScore).toBeGreaterThan(0);
+    expect(retrieval.scoreGapRatio).toBeGreaterThan(0);
+    expect(retrieval.minResults).toBeGreaterThan(1);
+    expect(context.passages).toBe("auto");
   });
 
   it("names are checked by isKnowledgePresetName (own keys only)", () => {
@@ -88,7 +89,7 @@ describe("applyPreset: explicit fields override the preset's, field by field", (
     );
     expect(merged.retrieval.k1).toBe(0.9);
     expect(merged.retrieval.minRelativeScore).toBe(0);
-    expect(merged.retrieval.analyzer).toBe("english");
+    expect(merged.retrieval.analyzer).toBe(KNOWLEDGE_PRESETS.recommended.retrieval.analyzer);
     expect(merged.retrieval.scoring).toBe("bm25f");
     expect(merged.retrieval.fieldWeights).toEqual({
       ...KNOWLEDGE_PRESETS.recommended.retrieval.fieldWeights,
@@ -196,9 +197,9 @@ describe("the engine with a preset", () => {
       maxTokens: 900,
       includeCitations: true,
       passages: "auto",
-      passageTokens: 200,
-      maxPassages: 3,
-      longBodyTokens: 600,
+      passageTokens: KNOWLEDGE_PRESETS.recommended.context.passageTokens,
+      maxPassages: KNOWLEDGE_PRESETS.recommended.context.maxPassages,
+      longBodyTokens: KNOWLEDGE_PRESETS.recommended.context.longBodyTokens,
     });
     expect(engine.getResolvedRetrieval()).toEqual(configuration?.retrieval);
     // The report is a copy.

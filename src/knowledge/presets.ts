@@ -34,15 +34,16 @@ export const DEFAULT_PRESET: KnowledgePresetName = "neurolink";
  *
  * - `neurolink`: supplies nothing, so every setting is NeuroLink's default; selections, scores, confidence and
  *   block are byte-identical to NeuroLink's (the parity property test holds it).
- * - `recommended`: the README's measured retrieval configuration (English analyzer, BM25F with k1 1.5, b 0.75,
- *   weights title 2, aliases 5, keywords 3, summary 1, body 1, exact boost 10, calibrated confidence) plus adaptive
- *   cut-offs: a relative score floor (half the top score), a gap rule (a drop below 0.6× the previous score ends
- *   the list), and at most one related entry, followed from the top primary entry only when the turn's confidence
- *   is high; long or oversized bodies rendered as their best passages for the query (`passages: "auto"` with
- *   its default sizes). First values; the collection-aware tuning replaces them with measured ones.
+ * - `recommended`: chosen by the collection-aware tuning (`src/eval/scripts/tunePreset.ts`; protocol, search record
+ *   and every collection's figures in `src/eval/results/recommended-preset.md`): the English analyzer with the
+ *   extended stop list, BM25F with k1 2.1, b 0.65, weights title 2, aliases 5, keywords 3, summary 2, body 1, exact
+ *   boost 10, calibrated confidence; adaptive cut-offs: a relative score floor at 0.75 of the top score and a gap
+ *   rule at 0.85 of the previous score, never below two entries (`minResults`); no relation expansion (it lowered
+ *   block precision in every setting measured); bodies over 100 tokens, or that do not fit, rendered as their two
+ *   best passages of up to 200 tokens for the query.
  *
  * To switch one of a preset's rules off, set it explicitly: `minRelativeScore: 0`, `scoreGapRatio: 0`,
- * `expansionMinConfidence: "low"`, `expansionFromTop` as large as `resultLimit`.
+ * `minResults: 1`, `context.passages: "off"`; `relationLimit: 4` brings NeuroLink's relation expansion back.
  */
 export const KNOWLEDGE_PRESETS: Readonly<Record<KnowledgePresetName, Readonly<KnowledgePreset>>> =
   Object.freeze({
@@ -55,20 +56,24 @@ export const KNOWLEDGE_PRESETS: Readonly<Record<KnowledgePresetName, Readonly<Kn
       description:
         "Measured configuration for new knowledge bases: better ranking and a block cut to what answers the question.",
       retrieval: Object.freeze({
-        analyzer: "english",
+        analyzer: "english-extended",
         scoring: "bm25f",
-        k1: 1.5,
-        b: 0.75,
-        fieldWeights: Object.freeze({ title: 2, aliases: 5, keywords: 3, summary: 1, body: 1 }),
+        k1: 2.1,
+        b: 0.65,
+        fieldWeights: Object.freeze({ title: 2, aliases: 5, keywords: 3, summary: 2, body: 1 }),
         exactBoost: 10,
         confidenceRule: "calibrated",
-        minRelativeScore: 0.5,
-        scoreGapRatio: 0.6,
-        relationLimit: 1,
-        expansionFromTop: 1,
-        expansionMinConfidence: "high",
+        minRelativeScore: 0.75,
+        scoreGapRatio: 0.85,
+        minResults: 2,
+        relationLimit: 0,
       } satisfies KnowledgeRetrievalConfig),
-      context: Object.freeze({ passages: "auto" } satisfies KnowledgeContextConfig),
+      context: Object.freeze({
+        passages: "auto",
+        longBodyTokens: 100,
+        passageTokens: 200,
+        maxPassages: 2,
+      } satisfies KnowledgeContextConfig),
     }),
   });
 

@@ -38,7 +38,7 @@ describe("lexground query --preset", () => {
     const recommended = await queryJson(["--preset", "recommended"]);
     expect(recommended.preset).toBe("recommended");
     expect(recommended.retrieval).toMatchObject({
-      analyzer: "english",
+      analyzer: KNOWLEDGE_PRESETS.recommended.retrieval.analyzer,
       scoring: "bm25f",
       minRelativeScore: KNOWLEDGE_PRESETS.recommended.retrieval.minRelativeScore,
     });
@@ -89,7 +89,7 @@ describe("lexground query --preset", () => {
       const fromFile = await queryJson(["--config", file]);
       expect(fromFile.preset).toBe("recommended");
       expect(fromFile.retrieval).toMatchObject({
-        analyzer: "english",
+        analyzer: KNOWLEDGE_PRESETS.recommended.retrieval.analyzer,
         k1: 1.2,
         minRelativeScore: 0,
         scoreGapRatio: 0,
@@ -270,8 +270,14 @@ describe("lexground eval --preset", () => {
     ]);
     expect(report.configurations[0]!.resolved).toMatchObject({ analyzer: "none" });
     expect(report.configurations[1]!.settings).toEqual({ preset: "recommended" });
-    expect(report.configurations[1]!.resolved).toMatchObject({ analyzer: "english", k1: 1.5 });
-    expect(report.configurations[2]!.resolved).toMatchObject({ analyzer: "english", k1: 1.2 });
+    expect(report.configurations[1]!.resolved).toMatchObject({
+      analyzer: KNOWLEDGE_PRESETS.recommended.retrieval.analyzer,
+      k1: KNOWLEDGE_PRESETS.recommended.retrieval.k1,
+    });
+    expect(report.configurations[2]!.resolved).toMatchObject({
+      analyzer: KNOWLEDGE_PRESETS.recommended.retrieval.analyzer,
+      k1: 1.2,
+    });
 
     const unknown = await run(["eval", "--kb", KB, "--preset", "fast"]);
     expect(unknown.code).toBe(2);

@@ -22,7 +22,7 @@ const QUESTION = "How do I turn on payouts.instantEnabled?";
 const presetConfig: KnowledgeGroundingConfig = {
   ...config,
   preset: "recommended",
-  retrieval: { minRelativeScore: 1 },
+  retrieval: { minRelativeScore: 1, minResults: 1 },
 };
 const unknownPreset = { ...config, preset: "fast" } as unknown as KnowledgeGroundingConfig;
 
