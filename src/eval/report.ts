@@ -381,7 +381,7 @@ export function renderHtmlReport(report: EvalReport, context: EvalReportContext)
         const { block } = configuration;
         return [
           `${swatch(index)}${escapeHtml(configuration.name)}`,
-          String(configuration.settings.context?.maxTokens ?? 4000),
+          String(configuration.budget),
           fixed(block.entries, 2),
           fixed(block.tokens, 0),
           block.precision === null ? "–" : fixed(block.precision),

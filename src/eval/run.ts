@@ -154,6 +154,8 @@ export type EvalConfigurationResult = {
   >;
   /** Time to build this configuration's index snapshot (0 when shared with an earlier configuration). */
   indexMs: number;
+  /** The context budget the blocks were rendered with: the effective `context.maxTokens` (preset included). */
+  budget: number;
   /** Block figures averaged over the queries (see `./block.ts` for the definitions). */
   block: BlockSummary;
   /**
@@ -442,6 +444,7 @@ export function evaluateConfigurations(
         calibrated: byRuleOf(perQuery, "calibrated"),
       },
       indexMs,
+      budget: effective.context.maxTokens,
       block: summarizeBlocks(
         perQuery.map((result) => result.block),
         missingQueries.length,

@@ -14,6 +14,7 @@ const exampleKb = join(repository, "examples", "knowledge-base");
 type BlockJson = {
   configurations: {
     name: string;
+    budget: number;
     block: {
       entries: number;
       tokens: number;
@@ -205,6 +206,7 @@ describe("judged passages", () => {
       const tight = await run(
         '{"name": "tight", "context": {"maxTokens": 250}, "retrieval": {"relationLimit": 0}}',
       );
+      expect([roomy.budget, tight.budget]).toEqual([4000, 250]);
       expect(tight.block.hitShare).toBe(1);
       expect(tight.block.passageShare).toBe(0);
       expect(tight.failures[0]!.missedPassage).toBe(question.passage);

@@ -265,7 +265,7 @@ function printTables(
   );
   for (const configuration of report.configurations) {
     const { block } = configuration;
-    const budget = configuration.settings.context?.maxTokens ?? 4000;
+    const budget = configuration.budget;
     const passages =
       block.passageShare === null
         ? "–"
