@@ -28,12 +28,14 @@ import {
   KnowledgeGroundingEngine,
   MAX_QUERY_CHARS,
   MAX_QUERY_TOKENS,
+  resolveGroundingConfiguration,
   retrieve,
   tokenize,
 } from "../src/index.js";
 import type {
   KnowledgeFieldWeights,
   KnowledgeIndexSnapshot,
+  KnowledgePresetName,
   KnowledgeResolvedRetrieval,
   KnowledgeScoredCandidate,
   KnowledgeSelection,
@@ -153,6 +155,71 @@ export const lexground: Implementation = {
     };
   },
 };
+
+/**
+ * lexground with a named preset (`--preset`): the preset's analyzer, scoring, cut-offs and passages, built and
+ * served exactly as an engine configured with `preset` would. Compared with the default `lexground` row of the
+ * same run, it shows what the preset costs per turn.
+ */
+export function lexgroundWithPreset(preset: KnowledgePresetName): Implementation {
+  const configuration = resolveGroundingConfiguration({ preset });
+  const retrieval = configuration.retrieval;
+  return {
+    name: `lexground:${preset}`,
+    build(workload): LexgroundIndex {
+      const snapshot = buildIndexSnapshot(workload.entries, {
+        fieldWeights: retrieval.fieldWeights,
+        k1: retrieval.k1,
+        b: retrieval.b,
+        analyzer: retrieval.analyzer,
+        scoring: retrieval.scoring,
+      });
+      const topK = retrieval.candidateLimit * 2;
+      return {
+        snapshot,
+        lexical: (query) => snapshot.lexical.search(queryTokens(query.query), topK).map((match) => match.id),
+        select: (query) =>
+          retrieve(
+            snapshot,
+            {
+              query: query.query,
+              recentTurns: recent(query),
+              enabledIntegrations: query.enabledIntegrations,
+            },
+            retrieval,
+            workload.blockedDomains,
+          ),
+      };
+    },
+    async prepareTurns(workload) {
+      const engine = new KnowledgeGroundingEngine({
+        enabled: true,
+        preset,
+        sources: workload.sources,
+        blockedDomains: workload.blockedDomains,
+        timeoutMs: 60_000,
+      });
+      await engine.ready();
+      const status = engine.getStatus();
+      if (!status.ready)
+        throw new Error(`lexground engine (${preset}) not ready: ${status.lastError ?? "unknown"}`);
+      return {
+        turn: async (query) => {
+          const outcome = await engine.ground({
+            query: query.query,
+            recentTurns: query.recentTurns,
+            scope: { enabledIntegrations: query.enabledIntegrations },
+          });
+          return {
+            selectedIds: outcome.metadata.selectedIds,
+            contextTokens: outcome.metadata.contextTokens,
+            failureReason: outcome.metadata.failureReason,
+          };
+        },
+      };
+    },
+  };
+}
 
 // plain baseline ----------------------------------------------------------------------------------------------
 

@@ -9,14 +9,15 @@ import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { normalizeAndValidate, resolveRetrieval } from "../src/index.js";
-import type { KnowledgeSelection, KnowledgeSource } from "../src/types/knowledge.js";
+import { isKnowledgePresetName, normalizeAndValidate, resolveRetrieval } from "../src/index.js";
+import type { KnowledgePresetName, KnowledgeSelection, KnowledgeSource } from "../src/types/knowledge.js";
 import { loadDataset } from "./datasets.js";
 import {
   type BenchSettings,
   type BuiltIndex,
   IMPLEMENTATIONS,
   type Implementation,
+  lexgroundWithPreset,
   type TurnRunner,
   type TurnSummary,
 } from "./implementations.js";
@@ -42,6 +43,8 @@ type Options = {
   queries: number;
   skipPlain: boolean;
   skipPeers: boolean;
+  /** Presets measured as extra lexground rows (`--preset recommended`). */
+  presets: KnowledgePresetName[];
   seed: number;
   /** Measured milliseconds after which one series (one implementation, one query kind) stops early. */
   seriesBudgetMs: number;
@@ -53,7 +56,7 @@ type Options = {
 };
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--datasets scifact,nfcorpus|none]
-  [--queries N] [--skip-plain] [--skip-peers] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
+  [--queries N] [--skip-plain] [--skip-peers] [--preset name,…] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
   [--out file.json|none]`;
 
 function parseOptions(argv: readonly string[]): Options {
@@ -63,6 +66,7 @@ function parseOptions(argv: readonly string[]): Options {
     queries: 300,
     skipPlain: false,
     skipPeers: false,
+    presets: [],
     seed: 20_260_714,
     seriesBudgetMs: 3_000,
     buildRepeats: 3,
@@ -111,6 +115,16 @@ function parseOptions(argv: readonly string[]): Options {
       case "--skip-plain":
         options.skipPlain = true;
         break;
+      case "--preset": {
+        const names = value()
+          .split(",")
+          .map((name) => name.trim())
+          .filter((name) => name !== "");
+        for (const name of names)
+          if (!isKnowledgePresetName(name)) throw new Error(`--preset: unknown preset "${name}"\n${USAGE}`);
+        options.presets = names as KnowledgePresetName[];
+        break;
+      }
       case "--skip-peers":
         options.skipPeers = true;
         break;
@@ -562,11 +576,14 @@ async function main(): Promise<void> {
     const resolved = resolveRetrieval();
     return { resolved, fieldWeights: resolved.fieldWeights };
   })();
-  const implementations = IMPLEMENTATIONS.filter(
-    (implementation) =>
-      !(options.skipPlain && implementation.name === "plain") &&
-      !(options.skipPeers && (implementation.name === "minisearch" || implementation.name === "orama")),
-  );
+  const implementations = [
+    ...IMPLEMENTATIONS.filter(
+      (implementation) =>
+        !(options.skipPlain && implementation.name === "plain") &&
+        !(options.skipPeers && (implementation.name === "minisearch" || implementation.name === "orama")),
+    ),
+    ...options.presets.map((preset) => lexgroundWithPreset(preset)),
+  ];
   const revision = (() => {
     try {
       const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
