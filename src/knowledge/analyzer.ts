@@ -5,11 +5,11 @@
  * `"english"` removes {@link ENGLISH_STOP_WORDS} and stems the rest with {@link porterStem}, the Porter (1980)
  * stemmer as in Martin Porter's reference implementation, which is also what Lucene's English analyzer (and so
  * Pyserini/Anserini's published BM25 baselines) uses. The stemmer was chosen by measurement against a light plural
- * stemmer and Porter2 (Snowball English); see `src/eval/results/stemmers.md`.
+ * stemmer and Porter2 (Snowball English); see `research/results/stemmers.md`.
  *
  * `"english-extended"` is the same with {@link ENGLISH_EXTENDED_STOP_WORDS}: also the words of how a question is
  * asked ("how do I", "what can we", "should my") rather than what it is about. Chosen by measurement for the
- * recommended preset (`src/eval/results/recommended-preset.md`).
+ * recommended preset (`research/results/recommended-preset.md`).
  */
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 

@@ -34,8 +34,8 @@ export const DEFAULT_PRESET: KnowledgePresetName = "neurolink";
  *
  * - `neurolink`: supplies nothing, so every setting is NeuroLink's default; selections, scores, confidence and
  *   block are byte-identical to NeuroLink's (the parity property test holds it).
- * - `recommended`: chosen by the collection-aware tuning (`src/eval/scripts/tunePreset.ts`; protocol, search record
- *   and every collection's figures in `src/eval/results/recommended-preset.md`): the English analyzer with the
+ * - `recommended`: chosen by the collection-aware tuning (`research/scripts/tunePreset.ts`; protocol, search record
+ *   and every collection's figures in `research/results/recommended-preset.md`): the English analyzer with the
  *   extended stop list, BM25F with k1 2.1, b 0.65, weights title 2, aliases 5, keywords 3, summary 2, body 1, exact
  *   boost 10, calibrated confidence; adaptive cut-offs: a relative score floor at 0.75 of the top score and a gap
  *   rule at 0.85 of the previous score, never below two entries (`minResults`); no relation expansion (it lowered

@@ -194,7 +194,7 @@ export const CALIBRATED_MEDIUM_LEXICAL_LEAD = 1.3;
 
 /**
  * The `"calibrated"` confidence rule, chosen by measuring how well each class predicts a relevant top result
- * (`lexground eval`; figures in `src/eval/results/confidence.md`). Evidence in two fields says little (a body
+ * (`lexground eval`; figures in `research/results/confidence.md`). Evidence in two fields says little (a body
  * match is almost always a summary match too), and a one-word title or id inside a long query is mostly chance,
  * so: `none` without candidates; `high` when the top candidate matched an id, title or alias phrase of at least
  * two words and scores at least 1.2× the second; `medium` when its lexical score is at least 1.3× the second's (or

@@ -1,6 +1,6 @@
 /**
  * Collection-aware tuning of the `"recommended"` preset (issue 12). The protocol is fixed in
- * `src/eval/results/recommended-preset.md` (written before any candidate was measured on a test split); this
+ * `research/results/recommended-preset.md` (written before any candidate was measured on a test split); this
  * header lists the exact search. Nothing here reads a test split of scifact or nfcorpus except to report.
  *
  * **Pool** (what choices look at): scifact train, nfcorpus dev, cranfield test, stackfaq test (the only splits of
@@ -53,7 +53,7 @@
  * **Leave-one-collection-out**: the same search on each four-collection pool; the held-out collection is measured
  * on its test split (scifact, nfcorpus) or its only split.
  *
- * Run: `node --import tsx src/eval/scripts/tunePreset.ts --out src/eval/results/recommended-preset-search.md
+ * Run: `node --import tsx research/scripts/tunePreset.ts --out research/results/recommended-preset-search.md
  * [--cache /tmp/tune-cache.json] [--skip-loco]`. Every measured figure is cached by collection, split, settings and
  * depth (in memory, and in `--cache` across runs). Search points are ranked to depth 10 (nDCG@10 is all the
  * objective reads); the reported figures to depth 100.
@@ -62,13 +62,13 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type EvalCollection, loadEvalCollection } from "../../src/eval/collection.js";
+import { type EvalConfigurationSettings, evaluateConfigurations } from "../../src/eval/run.js";
 import type {
   KnowledgeContextConfig,
   KnowledgeIndexSnapshot,
   KnowledgeRetrievalConfig,
-} from "../../types/knowledge.js";
-import { type EvalCollection, loadEvalCollection } from "../collection.js";
-import { type EvalConfigurationSettings, evaluateConfigurations } from "../run.js";
+} from "../../src/types/knowledge.js";
 import { datasetsRoot, isMain, markdownTable, REPOSITORY_ROOT } from "./common.js";
 
 /** A point of the search: one value per option. */
@@ -525,8 +525,8 @@ export async function tune(options: {
   sections.push(
     "# Recommended preset: search record",
     "",
-    "Command: `node --import tsx src/eval/scripts/tunePreset.ts --out src/eval/results/recommended-preset-search.md`",
-    "(protocol: `recommended-preset.md`; values searched: the header of `src/eval/scripts/tunePreset.ts`).",
+    "Command: `node --import tsx research/scripts/tunePreset.ts --out research/results/recommended-preset-search.md`",
+    "(protocol: `recommended-preset.md`; values searched: the header of `research/scripts/tunePreset.ts`).",
     "Ratios per collection: BEIR nDCG / hit / tokens / precision, example KB recall / precision / tokens / judged passages; ≥ 1 = target met.",
     "",
     "## Chosen point",

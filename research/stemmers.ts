@@ -1,6 +1,6 @@
 /**
  * Stemmer candidates measured against the engine's Porter (1980) stemmer when choosing the English analyzer (see
- * `src/eval/results/stemmers.md`): a light plural stemmer and Porter2. They are not used by the engine; they stay
+ * `research/results/stemmers.md`): a light plural stemmer and Porter2. They are not used by the engine; they stay
  * here so the measurement can be repeated.
  *
  * @module

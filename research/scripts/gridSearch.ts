@@ -10,16 +10,16 @@
  * 3. k1 × b again, around the best, at the best weights;
  * 4. the exact-title boost (aliases do not occur in BEIR).
  *
- * Run: `node --import tsx src/eval/scripts/gridSearch.ts [--out src/eval/results/grid-search.md]`; with `--out`, the
+ * Run: `node --import tsx research/scripts/gridSearch.ts [--out research/results/grid-search.md]`; with `--out`, the
  * best configuration is also written next to it as `best-config.json` (read by `datasets.ts`).
  *
  * @module
  */
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { KnowledgeRetrievalConfig, KnowledgeScoringMode } from "../../types/knowledge.js";
-import type { EvalCollection } from "../collection.js";
-import { evaluateConfigurations } from "../run.js";
+import type { EvalCollection } from "../../src/eval/collection.js";
+import { evaluateConfigurations } from "../../src/eval/run.js";
+import type { KnowledgeRetrievalConfig, KnowledgeScoringMode } from "../../src/types/knowledge.js";
 import { figure, isMain, loadDataset, markdownTable } from "./common.js";
 
 type Point = {
@@ -153,7 +153,7 @@ export async function gridSearch(log: (line: string) => void = console.error): P
   const markdown = [
     "# Grid search on the training splits (English analyzer; nDCG@10)",
     "",
-    "Command: `node --import tsx src/eval/scripts/gridSearch.ts --out src/eval/results/grid-search.md`",
+    "Command: `node --import tsx research/scripts/gridSearch.ts --out research/results/grid-search.md`",
     "",
     "Body weight 1 throughout; aliases and keywords are empty in BEIR. Objective: mean nDCG@10 of scifact train",
     "and nfcorpus dev. The test splits were not looked at.",

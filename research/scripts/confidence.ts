@@ -4,27 +4,27 @@
  * queries whose top result is relevant from the others) of the seed rule and of the calibrated rule with other
  * thresholds. The shipped thresholds are checked to reproduce the engine's `classifyCalibratedConfidence`.
  *
- * Run: `node --import tsx src/eval/scripts/confidence.ts --out src/eval/results/confidence.md`
+ * Run: `node --import tsx research/scripts/confidence.ts --out research/results/confidence.md`
  *
  * @module
  */
 import { writeFileSync } from "node:fs";
-import { resolveRetrieval } from "../../knowledge/config.js";
-import { buildIndexSnapshot } from "../../knowledge/knowledgeIndex.js";
-import { phraseWordCount } from "../../knowledge/normalize.js";
+import { discrimination } from "../../src/eval/run.js";
+import { resolveRetrieval } from "../../src/knowledge/config.js";
+import { buildIndexSnapshot } from "../../src/knowledge/knowledgeIndex.js";
+import { phraseWordCount } from "../../src/knowledge/normalize.js";
 import {
   CALIBRATED_HIGH_LEAD,
   CALIBRATED_HIGH_PHRASE_WORDS,
   CALIBRATED_MEDIUM_LEXICAL_LEAD,
   classifyConfidence,
   retrieve,
-} from "../../knowledge/retrieval.js";
+} from "../../src/knowledge/retrieval.js";
 import type {
   KnowledgeRetrievalConfidence,
   KnowledgeRetrievalConfig,
   KnowledgeScoredCandidate,
-} from "../../types/knowledge.js";
-import { discrimination } from "../run.js";
+} from "../../src/types/knowledge.js";
 import { isMain, loadDataset, markdownTable } from "./common.js";
 import { tunedRetrieval } from "./datasets.js";
 
@@ -148,7 +148,7 @@ export async function compareConfidenceRules(log: (line: string) => void = conso
   return [
     "# Confidence rule: class AUC on the training splits",
     "",
-    "Command: `node --import tsx src/eval/scripts/confidence.ts --out src/eval/results/confidence.md`",
+    "Command: `node --import tsx research/scripts/confidence.ts --out research/results/confidence.md`",
     "",
     "AUC = the chance that a query whose top result is relevant got a higher class (none < low < medium < high) than",
     "a query whose top result is not, ties counting half; 0.5 is chance. Configurations: the defaults, the English",

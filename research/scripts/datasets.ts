@@ -2,27 +2,27 @@
  * The retrieval-quality figures: every metric, latency and confidence calibration for a fixed set of
  * configurations on the shared collections' test splits (scifact, nfcorpus, cranfield) and on the example
  * knowledge base's questions. The tuned configuration comes from the grid search on the training splits
- * (`src/eval/results/best-config.json`, written by `gridSearch.ts`); the test splits are only measured here.
+ * (`research/results/best-config.json`, written by `gridSearch.ts`); the test splits are only measured here.
  *
- * Run: `npm run eval:datasets` (= `node --import tsx src/eval/scripts/datasets.ts --out src/eval/results/datasets.md`);
+ * Run: `npm run eval:datasets` (= `node --import tsx research/scripts/datasets.ts --out research/results/datasets.md`);
  * `--reports <dir>` also writes one HTML report per collection; `--only <name,...>` limits the collections.
  *
  * @module
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { KnowledgeConfidenceRule, KnowledgeRetrievalConfig } from "../../types/knowledge.js";
-import { type EvalCollection, loadEvalCollection } from "../collection.js";
-import { renderHtmlReport } from "../report.js";
+import { type EvalCollection, loadEvalCollection } from "../../src/eval/collection.js";
+import { renderHtmlReport } from "../../src/eval/report.js";
 import {
   CONFIDENCE_CLASSES,
   type EvalConfiguration,
   type EvalConfigurationResult,
   evaluateConfigurations,
-} from "../run.js";
+} from "../../src/eval/run.js";
+import type { KnowledgeConfidenceRule, KnowledgeRetrievalConfig } from "../../src/types/knowledge.js";
 import { figure, isMain, loadDataset, markdownTable, REPOSITORY_ROOT } from "./common.js";
 
-const RESULTS = join(REPOSITORY_ROOT, "src", "eval", "results");
+const RESULTS = join(REPOSITORY_ROOT, "research", "results");
 
 /** Lucene/Pyserini multifield BM25 as our settings: English analyzer, k1 0.9, b 0.4, title and body weight 1. */
 export const LUCENE_MULTIFIELD: KnowledgeRetrievalConfig = {
@@ -38,7 +38,7 @@ export const LUCENE_MULTIFIELD: KnowledgeRetrievalConfig = {
 export function tunedRetrieval(): KnowledgeRetrievalConfig {
   const path = join(RESULTS, "best-config.json");
   if (!existsSync(path))
-    throw new Error(`${path} is missing; run src/eval/scripts/gridSearch.ts --out first`);
+    throw new Error(`${path} is missing; run research/scripts/gridSearch.ts --out first`);
   const { retrieval } = JSON.parse(readFileSync(path, "utf8")) as { retrieval: KnowledgeRetrievalConfig };
   return retrieval;
 }

@@ -8,21 +8,21 @@
  * tokens joined by spaces, which the tokenizer reproduces unchanged) and indexing with analyzer "none"; the
  * Porter row is cross-checked against the engine's own `analyzer: "english"`.
  *
- * Run: `node --import tsx src/eval/scripts/stemmers.ts [--out src/eval/results/stemmers.md]`
+ * Run: `node --import tsx research/scripts/stemmers.ts [--out research/results/stemmers.md]`
  *
  * @module
  */
 import { writeFileSync } from "node:fs";
+import type { EvalQuery } from "../../src/eval/data.js";
+import { type EvalConfigurationSettings, evaluateConfigurations } from "../../src/eval/run.js";
 import {
   createEnglishAnalyzer,
   ENGLISH_STOP_WORDS,
   porterStem,
   type TokenAnalyzer,
-} from "../../knowledge/analyzer.js";
-import { tokenize } from "../../knowledge/normalize.js";
-import type { NormalizedKnowledgeEntry } from "../../types/knowledge.js";
-import type { EvalQuery } from "../data.js";
-import { type EvalConfigurationSettings, evaluateConfigurations } from "../run.js";
+} from "../../src/knowledge/analyzer.js";
+import { tokenize } from "../../src/knowledge/normalize.js";
+import type { NormalizedKnowledgeEntry } from "../../src/types/knowledge.js";
 import { porter2Stem, sStem } from "../stemmers.js";
 import { figure, isMain, loadDataset, markdownTable } from "./common.js";
 
@@ -131,7 +131,7 @@ export async function compareStemmers(log: (line: string) => void = console.erro
   return [
     '# Stemmer choice for `analyzer: "english"` (nDCG@10, training splits only)',
     "",
-    "Command: `node --import tsx src/eval/scripts/stemmers.ts --out src/eval/results/stemmers.md`",
+    "Command: `node --import tsx research/scripts/stemmers.ts --out research/results/stemmers.md`",
     "",
     'Exact and alias boosts off. "defaults" = k1 1.5, b 0.75, weights title 5 / summary 3 / body 1;',
     '"multifield" = k1 0.9, b 0.4, title 1, summary 0, body 1 (Lucene/Pyserini multifield BM25).',

@@ -7,10 +7,10 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type EvalCollection, loadEvalCollection } from "../collection.js";
+import { type EvalCollection, loadEvalCollection } from "../../src/eval/collection.js";
 
 /** The repository root (two levels above this file's folder). */
-export const REPOSITORY_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+export const REPOSITORY_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 /**
  * The shared BEIR collections, read in place (never copied): `$LEXGROUND_DATASETS`, else `../shared/datasets`
