@@ -3,6 +3,14 @@
  * pipeline as the query, so behaviour is consistent for every script, including the lossy cases (Hangul stays
  * decomposed, Indic vowel signs are removed) that NeuroLink has too.
  */
+import {
+  isAsciiAlphanumeric,
+  isAsciiLower,
+  isAsciiLowerOrDigit,
+  isAsciiUpper,
+  isHighSurrogate,
+  isNonAscii,
+} from "./characters.js";
 import { MAX_TOKEN_LENGTH } from "./defaults.js";
 
 const COMBINING_MARKS = /\p{M}+/gu;
@@ -34,8 +42,7 @@ export function normalizeText(text: string | null | undefined): string {
 /** Cuts a token to {@link MAX_TOKEN_LENGTH} code units without splitting a surrogate pair. */
 function capTokenLength(token: string): string {
   let end = MAX_TOKEN_LENGTH;
-  const code = token.charCodeAt(end - 1);
-  if (code >= 0xd800 && code <= 0xdbff) end -= 1;
+  if (isHighSurrogate(token.charCodeAt(end - 1))) end -= 1;
   return token.slice(0, end);
 }
 
@@ -63,10 +70,8 @@ export function scanAsciiTokens(
   let start = -1;
   for (let index = from; index < length; index++) {
     const code = text.charCodeAt(index);
-    const isUpper = code >= 65 && code <= 90;
-    const isLower = code >= 97 && code <= 122;
-    const isDigit = code >= 48 && code <= 57;
-    if (!isUpper && !isLower && !isDigit) {
+    const isUpper = isAsciiUpper(code);
+    if (!isUpper && !isAsciiLowerOrDigit(code)) {
       if (start >= 0) {
         onToken(start, Math.min(index, start + MAX_TOKEN_LENGTH));
         start = -1;
@@ -75,10 +80,9 @@ export function scanAsciiTokens(
     }
     if (start >= 0 && isUpper) {
       const previous = text.charCodeAt(index - 1);
-      const previousIsUpper = previous >= 65 && previous <= 90;
       const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
       // Split before a capital that follows a lowercase letter or digit, or that starts "Xy" after capitals.
-      if (previousIsUpper ? next >= 97 && next <= 122 : true) {
+      if (isAsciiUpper(previous) ? isAsciiLower(next) : true) {
         onToken(start, Math.min(index, start + MAX_TOKEN_LENGTH));
         start = index;
       }
@@ -115,11 +119,11 @@ export function forEachSegment(
   const length = text.length;
   for (let index = 0; index <= length; index++) {
     const code = index < length ? text.charCodeAt(index) : 32;
-    if (code >= 128) {
+    if (isNonAscii(code)) {
       hasNonAscii = true;
       continue;
     }
-    if ((code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57)) continue;
+    if (isAsciiAlphanumeric(code)) continue;
     if (index > segmentStart) {
       if (hasNonAscii) onUnicodeSegment(text.slice(segmentStart, index));
       else onAsciiRange(segmentStart, index);
@@ -179,17 +183,17 @@ function simpleAsciiPhraseKey(text: string): string | undefined {
   const length = text.length;
   for (let index = 0; index < length; index++) {
     const code = text.charCodeAt(index);
-    if (code >= 128) return undefined;
-    if (code >= 65 && code <= 90) {
+    if (isNonAscii(code)) return undefined;
+    if (isAsciiUpper(code)) {
       if (previous === 1) return undefined;
       if (previous === 2) {
         const next = index + 1 < length ? text.charCodeAt(index + 1) : 0;
-        if (next >= 97 && next <= 122) return undefined;
+        if (isAsciiLower(next)) return undefined;
       }
       previous = 2;
       hasCapital = true;
       run++;
-    } else if ((code >= 97 && code <= 122) || (code >= 48 && code <= 57)) {
+    } else if (isAsciiLowerOrDigit(code)) {
       previous = 1;
       run++;
     } else {

@@ -19,6 +19,25 @@ const FNV_PRIME = 0x01000193;
 export const INLINE_CHARACTERS = 16;
 /** Int32s per term record: length (-1 for a non-ASCII term), four packed words, tail offset; padded to 32 bytes. */
 const RECORD = 8;
+/** Record layout: the term's length in characters, or -1 for a non-ASCII term (kept in a `Map`). */
+const RECORD_LENGTH = 0;
+/** Record layout: the first of four packed words holding the first {@link INLINE_CHARACTERS} characters. */
+const RECORD_WORDS = 1;
+/** Record layout: where the characters after the 16th start in the byte pool. */
+const RECORD_TAIL = 5;
+/** Characters packed per 32-bit word, one byte each: character `k` is byte `k & 3` of word `k >> 2`. */
+const CHARACTER_IN_WORD_MASK = 3;
+const WORD_INDEX_SHIFT = 2;
+const BITS_PER_CHARACTER = 8;
+const BITS_PER_WORD = 32;
+const BYTE_MASK = 0xff;
+/** OR-ed into an ASCII letter's code, lowercases it (digits are unchanged). */
+const LOWERCASE_BIT = 32;
+
+/** Initial sizes: hash-table slots (a power of two), term records, and tail-pool bytes; each doubles as needed. */
+const INITIAL_SLOTS = 1 << 12;
+const INITIAL_RECORDS = 1 << 11;
+const INITIAL_POOL_BYTES = 1 << 12;
 
 /** First step of a packed hash. */
 export const PACKED_HASH_START = FNV_OFFSET;
@@ -56,8 +75,8 @@ function packRange(source: string, start: number, end: number, mask: number, wor
   words.fill(0);
   for (let index = start; index < end; index++) {
     word |= (source.charCodeAt(index) | mask) << shift;
-    shift += 8;
-    if (shift === 32) {
+    shift += BITS_PER_CHARACTER;
+    if (shift === BITS_PER_WORD) {
       hash = foldWord(hash, word);
       if (count < 4) words[count] = word;
       count++;
@@ -75,10 +94,10 @@ function packRange(source: string, start: number, end: number, mask: number, wor
 /** Term ↔ id dictionary of one lexical index; ids are dense, in first-seen order. */
 export class TermDictionary {
   // Slots of two Int32s: the hash and id + 1 (0 = empty).
-  private table = new Int32Array(2 << 12);
-  private mask = (1 << 12) - 1;
-  private records = new Int32Array(RECORD << 11);
-  private pool = new Uint8Array(1 << 12);
+  private table = new Int32Array(2 * INITIAL_SLOTS);
+  private mask = INITIAL_SLOTS - 1;
+  private records = new Int32Array(RECORD * INITIAL_RECORDS);
+  private pool = new Uint8Array(INITIAL_POOL_BYTES);
   private poolLength = 0;
   private count = 0;
   private readonly nonAsciiIds = new Map<string, number>();
@@ -96,14 +115,16 @@ export class TermDictionary {
     if (id < 0 || id >= this.count) throw new RangeError(`no term with id ${id}`);
     const base = id * RECORD;
     const records = this.records;
-    const length = records[base]!;
+    const length = records[base + RECORD_LENGTH]!;
     if (length < 0) return this.nonAsciiTerms.get(id)!;
     const codes: number[] = new Array(length);
     for (let index = 0; index < length; index++) {
       codes[index] =
         index < INLINE_CHARACTERS
-          ? (records[base + 1 + (index >> 2)]! >>> ((index & 3) * 8)) & 0xff
-          : this.pool[records[base + 5]! + index - INLINE_CHARACTERS]!;
+          ? (records[base + RECORD_WORDS + (index >> WORD_INDEX_SHIFT)]! >>>
+              ((index & CHARACTER_IN_WORD_MASK) * BITS_PER_CHARACTER)) &
+            BYTE_MASK
+          : this.pool[records[base + RECORD_TAIL]! + index - INLINE_CHARACTERS]!;
     }
     let text = "";
     // Chunks keep the argument count of fromCharCode small.
@@ -152,7 +173,7 @@ export class TermDictionary {
    */
   internRange(source: string, start: number, end: number): number {
     const words = this.scratchWords;
-    const hash = packRange(source, start, end, 32, words);
+    const hash = packRange(source, start, end, LOWERCASE_BIT, words);
     return this.internPacked(
       source,
       start,
@@ -187,10 +208,10 @@ export class TermDictionary {
     const id = this.addRecord(length);
     const base = id * RECORD;
     const records = this.records;
-    records[base + 1] = word0;
-    records[base + 2] = word1;
-    records[base + 3] = word2;
-    records[base + 4] = word3;
+    records[base + RECORD_WORDS] = word0;
+    records[base + RECORD_WORDS + 1] = word1;
+    records[base + RECORD_WORDS + 2] = word2;
+    records[base + RECORD_WORDS + 3] = word3;
     if (length > INLINE_CHARACTERS) {
       const tail = length - INLINE_CHARACTERS;
       if (this.poolLength + tail > this.pool.length) {
@@ -198,9 +219,9 @@ export class TermDictionary {
         grown.set(this.pool);
         this.pool = grown;
       }
-      records[base + 5] = this.poolLength;
+      records[base + RECORD_TAIL] = this.poolLength;
       const pool = this.pool;
-      const mask = lowercase ? 32 : 0;
+      const mask = lowercase ? LOWERCASE_BIT : 0;
       for (let index = 0; index < tail; index++)
         pool[this.poolLength + index] = source.charCodeAt(start + INLINE_CHARACTERS + index) | mask;
       this.poolLength += tail;
@@ -231,12 +252,13 @@ export class TermDictionary {
       if (table[2 * slot] === hash) {
         const base = (stored - 1) * RECORD;
         if (
-          records[base] === length &&
-          records[base + 1] === word0 &&
-          records[base + 2] === word1 &&
-          records[base + 3] === word2 &&
-          records[base + 4] === word3 &&
-          (length <= INLINE_CHARACTERS || this.sameTail(records[base + 5]!, source, start, length, lowercase))
+          records[base + RECORD_LENGTH] === length &&
+          records[base + RECORD_WORDS] === word0 &&
+          records[base + RECORD_WORDS + 1] === word1 &&
+          records[base + RECORD_WORDS + 2] === word2 &&
+          records[base + RECORD_WORDS + 3] === word3 &&
+          (length <= INLINE_CHARACTERS ||
+            this.sameTail(records[base + RECORD_TAIL]!, source, start, length, lowercase))
         )
           return stored - 1;
       }
@@ -252,7 +274,7 @@ export class TermDictionary {
     lowercase: boolean,
   ): boolean {
     const pool = this.pool;
-    const mask = lowercase ? 32 : 0;
+    const mask = lowercase ? LOWERCASE_BIT : 0;
     for (let index = INLINE_CHARACTERS; index < length; index++)
       if (pool[offset + index - INLINE_CHARACTERS] !== (source.charCodeAt(start + index) | mask))
         return false;
@@ -267,7 +289,7 @@ export class TermDictionary {
       grown.set(this.records);
       this.records = grown;
     }
-    this.records[id * RECORD] = length;
+    this.records[id * RECORD + RECORD_LENGTH] = length;
     this.termsCache = null;
     return id;
   }

@@ -1,0 +1,53 @@
+/** The exported form of a finished lexical index (what an index artifact stores), and its consistency check. */
+import type {
+  KnowledgeAnalyzerName,
+  KnowledgeFieldWeights,
+  KnowledgeScoringMode,
+} from "../types/knowledge.js";
+import { FIELD_COUNT } from "./postings.js";
+
+/** The finished state of a `KnowledgeLexicalIndex`, for serialization into an index artifact. */
+export type KnowledgeLexicalIndexParts = {
+  fieldWeights: KnowledgeFieldWeights;
+  k1: number;
+  b: number;
+  analyzer: KnowledgeAnalyzerName;
+  scoring: KnowledgeScoringMode;
+  ids: readonly string[];
+  terms: readonly string[];
+  averageLengths: Float64Array;
+  ranks: Int32Array;
+  postings: readonly {
+    offsets: Int32Array;
+    docs: Int32Array;
+    contributions: Float64Array;
+    active: boolean;
+  }[];
+  bm25fShares: Float64Array | null;
+};
+
+export /** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */
+function assertPartsConsistent(parts: KnowledgeLexicalIndexParts): void {
+  const documentCount = parts.ids.length;
+  const termCount = parts.terms.length;
+  const expectedPostings = parts.scoring === "bm25f" ? 1 : FIELD_COUNT;
+  if (parts.postings.length !== expectedPostings || parts.ranks.length !== documentCount) {
+    throw new RangeError(
+      "index parts are inconsistent: posting lists or ranks do not match the document count",
+    );
+  }
+  for (const postings of parts.postings) {
+    if (!postings.active) continue;
+    const total = postings.offsets[termCount];
+    if (
+      postings.offsets.length !== termCount + 1 ||
+      total !== postings.docs.length ||
+      total !== postings.contributions.length
+    ) {
+      throw new RangeError("index parts are inconsistent: posting offsets do not match the term count");
+    }
+    for (const doc of postings.docs)
+      if (doc < 0 || doc >= documentCount)
+        throw new RangeError("index parts are inconsistent: posting refers to a missing document");
+  }
+}

@@ -1,0 +1,393 @@
+/**
+ * The field-aware BM25 index: documents are added (tokenized straight into term ids), finalized once into
+ * per-field postings, then searched. Entries get dense integer ids; postings of each field are
+ * compressed-sparse-row typed arrays per term whose postings carry their finished BM25 contribution, so a query
+ * only adds precomputed numbers for the postings of its own terms. Eligibility is a byte mask applied while
+ * scoring, before top-K.
+ */
+import type {
+  IndexedKnowledgeDocument,
+  KnowledgeAnalyzerName,
+  KnowledgeFieldWeights,
+  KnowledgeLexicalMatch,
+  KnowledgeLexicalSearcher,
+  KnowledgeScoringMode,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
+import { assertIndexParameters } from "./bm25.js";
+import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES, MAX_QUERY_TOKENS } from "./defaults.js";
+import {
+  buildDocument,
+  type DocumentWithRawTexts,
+  entryFieldTexts,
+  RAW_FIELD_TEXTS,
+  resolveFieldWeights,
+} from "./document.js";
+import { assertPartsConsistent, type KnowledgeLexicalIndexParts } from "./indexParts.js";
+import {
+  bm25fPostings,
+  createFieldBuilder,
+  FIELD_COUNT,
+  type FieldBuilder,
+  type FieldPostings,
+  fieldPostings,
+  inactivePostings,
+} from "./postings.js";
+import { rankIds } from "./ranking.js";
+import { type ScoringScratch, scoreQuery } from "./scoring.js";
+import { TermCounter } from "./termCounter.js";
+import { TermDictionary } from "./termDictionary.js";
+
+/** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
+export type KnowledgeLexicalIndexOptions = {
+  /** BM25 term-frequency saturation. Default 1.5. */
+  k1?: number;
+  /** BM25 length normalization. Default 0.75. */
+  b?: number;
+  /** Analyzer for document and query tokens. Default `"none"`. */
+  analyzer?: KnowledgeAnalyzerName;
+  /** Evidence combination. Default `"sum"`. */
+  scoring?: KnowledgeScoringMode;
+};
+
+/** Most postings reserved in advance over all fields (2^26: 512 MB of term ids and frequencies). */
+export const MAX_RESERVED_POSTINGS = 1 << 26;
+
+/**
+ * Field-aware BM25 index (NeuroLink's "BM25F-style" scorer): per field, Okapi BM25 with Lucene's always-positive
+ * IDF (see `bm25.ts`), df counted in that field only and N over every document, then summed with the field
+ * weights. `k1` (default 1.5) is in [0, ∞), `b` (default 0.75) in [0, 1]. A field whose weight is ≤ 0, or that is
+ * empty in every document, is skipped. Use: `add` each document, `finalize` once, then `search`.
+ *
+ * With `scoring: "bm25f"`, the weighted, length-normalized term frequencies of all fields are summed before one
+ * saturation, with one IDF over documents containing the term in any scored field; the per-field breakdown then
+ * splits each term's score in proportion to the fields' normalized frequencies.
+ */
+export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
+  /** Resolved field weights. */
+  readonly fieldWeights: Readonly<KnowledgeFieldWeights>;
+  readonly k1: number;
+  readonly b: number;
+  readonly analyzerName: KnowledgeAnalyzerName;
+  readonly scoring: KnowledgeScoringMode;
+  private readonly analyzer: TokenAnalyzer | null;
+  private readonly dictionary = new TermDictionary();
+  /** Term frequencies of the document being added (build state, released by finalize). */
+  private counter: TermCounter | null = new TermCounter(this.dictionary);
+  private readonly ids: string[] = [];
+  private readonly denseIds = new Map<string, number>();
+  /** Per-field build buffers; null once finalized. */
+  private builders: FieldBuilder[] | null;
+  private postings: FieldPostings[] = [];
+  private averageLengths: Float64Array = new Float64Array(FIELD_COUNT);
+  /** Rank of each dense id in code-unit order of entry ids: the deterministic tie-break. */
+  private ranks: Int32Array = new Int32Array(0);
+  /** BM25F only: per posting, each field's share of its score (for the breakdown). */
+  private bm25fShares: Float64Array | null = null;
+  private finalized = false;
+  /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
+  private statisticsReady = false;
+  private pendingField: Generator<void, FieldPostings, void> | null = null;
+  /** Accumulators reused by every search (allocated by the first). */
+  private scratch: ScoringScratch | null = null;
+
+  constructor(fieldWeights?: Partial<KnowledgeFieldWeights>, options: KnowledgeLexicalIndexOptions = {}) {
+    this.fieldWeights = Object.freeze(resolveFieldWeights(fieldWeights));
+    this.k1 = options.k1 ?? DEFAULT_BM25_K1;
+    this.b = options.b ?? DEFAULT_BM25_B;
+    this.analyzerName = options.analyzer ?? "none";
+    this.scoring = options.scoring ?? "sum";
+    this.analyzer = getAnalyzer(this.analyzerName);
+    assertIndexParameters(this.fieldWeights, this.k1, this.b);
+    this.builders = Array.from({ length: FIELD_COUNT }, createFieldBuilder);
+  }
+
+  /** Number of documents added. */
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** Entry id of a dense id. */
+  idAt(denseId: number): string {
+    return this.ids[denseId]!;
+  }
+
+  /** Dense id of an entry id, or -1. */
+  denseIdOf(id: string): number {
+    return this.denseIds.get(id) ?? -1;
+  }
+
+  /** Adds one document. Ids must be unique; documents cannot be added after {@link finalize}. */
+  add(document: IndexedKnowledgeDocument): void {
+    const rawTexts = this.analyzer ? undefined : (document as DocumentWithRawTexts)[RAW_FIELD_TEXTS];
+    this.addDocument(document.id, rawTexts, document);
+  }
+
+  /**
+   * Sizes the build buffers for `documentCount` documents in all, extrapolated from the documents added so far,
+   * so that large builds allocate each buffer about once instead of doubling it: every large allocation can
+   * trigger a full garbage collection, which walks the host's whole heap.
+   * @internal
+   */
+  reserveFor(documentCount: number, maxReservedPostings = MAX_RESERVED_POSTINGS): void {
+    const builders = this.builders;
+    const added = this.ids.length;
+    if (!builders || added === 0 || documentCount <= added) return;
+    const scale = (documentCount / added) * 1.1;
+    const estimates = builders.map((builder) => Math.ceil(builder.terms.length * scale) + 1024);
+    // Unusual first documents (say, a run of megabyte bodies) must not make the estimate a huge allocation:
+    // past the cap the buffers are scaled down and simply keep doubling when they fill.
+    const total = estimates.reduce((sum, estimate) => sum + estimate, 0);
+    const shrink = total > maxReservedPostings ? maxReservedPostings / total : 1;
+    builders.forEach((builder, field) => {
+      const postings = Math.ceil(estimates[field]! * shrink);
+      builder.terms.reserve(postings);
+      builder.frequencies.reserve(postings);
+      builder.ends.reserve(documentCount);
+      builder.lengths.reserve(documentCount);
+    });
+  }
+
+  /**
+   * Adds an entry's search document straight from the entry's texts (what a snapshot build does), without the
+   * intermediate document object.
+   * @internal
+   */
+  addEntry(entry: NormalizedKnowledgeEntry): void {
+    if (this.analyzer) this.add(buildDocument(entry));
+    else this.addDocument(entry.id, entryFieldTexts(entry), undefined);
+  }
+
+  private addDocument(
+    id: string,
+    rawTexts: readonly (readonly string[])[] | undefined,
+    document: IndexedKnowledgeDocument | undefined,
+  ): void {
+    const builders = this.builders;
+    const counter = this.counter;
+    if (!builders || !counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
+    if (this.denseIds.has(id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
+    const docId = this.ids.length;
+    this.ids.push(id);
+    this.denseIds.set(id, docId);
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const builder = builders[field]!;
+      const marker = docId * FIELD_COUNT + field + 1;
+      let length: number;
+      if (rawTexts) length = counter.countTexts(rawTexts[field]!, marker);
+      else {
+        const raw = document?.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
+        length = counter.countTokens(this.analyzer ? this.analyzer(raw) : raw, marker);
+      }
+      builder.lengths.push(length);
+      builder.total += length;
+      for (const termId of counter.fieldTerms) {
+        builder.terms.push(termId);
+        builder.frequencies.push(counter.frequency(termId));
+      }
+      builder.ends.push(builder.terms.length);
+      counter.clearField();
+    }
+  }
+
+  /** Computes average field lengths, IDF and every posting's contribution, and releases the build state. */
+  finalize(): void {
+    while (!this.finalizeStep()) {
+      // Runs every step synchronously.
+    }
+  }
+
+  /**
+   * One step of {@link finalize}: the statistics first, then one field's postings per call (BM25F: all at once),
+   * then the ranks. Returns true when the index is finalized. Lets an async build yield between fields, which are
+   * each large at scale.
+   */
+  finalizeStep(): boolean {
+    if (this.finalized) return true;
+    const builders = this.builders!;
+    const documentCount = this.ids.length;
+    const termCount = this.dictionary.size;
+    const field = this.postings.length;
+    if (field === 0 && !this.statisticsReady) {
+      for (let index = 0; index < FIELD_COUNT; index++) {
+        this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
+      }
+      this.statisticsReady = true;
+      return false;
+    }
+    const complete = this.scoring === "bm25f" ? field === 1 : field === FIELD_COUNT;
+    if (!complete) {
+      if (this.scoring === "bm25f") {
+        const { shares, ...postings } = bm25fPostings(
+          builders,
+          termCount,
+          documentCount,
+          this.fieldWeights,
+          this.averageLengths,
+          this.k1,
+          this.b,
+        );
+        this.bm25fShares = shares;
+        this.postings.push(postings);
+        return false;
+      }
+      if (!this.pendingField) {
+        const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+        const averageLength = this.averageLengths[field]!;
+        if (!(weight > 0) || !(averageLength > 0)) {
+          this.postings.push(inactivePostings());
+          return false;
+        }
+        this.pendingField = fieldPostings(
+          builders[field]!,
+          termCount,
+          documentCount,
+          weight,
+          averageLength,
+          this.k1,
+          this.b,
+        );
+      }
+      const step = this.pendingField.next();
+      if (step.done) {
+        this.postings.push(step.value);
+        this.pendingField = null;
+      }
+      return false;
+    }
+    this.ranks = rankIds(this.ids);
+    this.builders = null;
+    this.counter?.release();
+    this.counter = null;
+    this.finalized = true;
+    return true;
+  }
+
+  /**
+   * Searches with an eligibility set of entry ids (the seed's contract). Results are sorted by score descending,
+   * ties by entry id in code-unit order; at most `topK`.
+   */
+  search(
+    queryTokens: string[],
+    topK: number,
+    eligibleEntryIds?: ReadonlySet<string>,
+  ): KnowledgeLexicalMatch[] {
+    let mask: Uint8Array | null = null;
+    if (eligibleEntryIds) {
+      mask = new Uint8Array(this.ids.length);
+      for (const id of eligibleEntryIds) {
+        const denseId = this.denseIds.get(id);
+        if (denseId !== undefined) mask[denseId] = 1;
+      }
+    }
+    return this.searchWithMask(queryTokens, topK, mask);
+  }
+
+  /**
+   * Searches with an eligibility mask indexed by dense id (1 = eligible; null = all eligible). This is the hot
+   * path: it touches only the postings of the query's own terms.
+   */
+  searchWithMask(
+    queryTokens: readonly string[],
+    topK: number,
+    mask: Uint8Array | null,
+  ): KnowledgeLexicalMatch[] {
+    if (!this.finalized) throw new Error("KnowledgeLexicalIndex.search: call finalize() first");
+    const documentCount = this.ids.length;
+    if (documentCount === 0 || queryTokens.length === 0 || !(topK > 0)) return [];
+    const termIds = this.queryTermIds(queryTokens);
+    if (termIds.length === 0) return [];
+    this.scratch ??= {
+      totals: new Float64Array(documentCount),
+      fieldTotals: Array.from({ length: FIELD_COUNT }, () => new Float64Array(documentCount)),
+      marks: new Uint8Array(documentCount),
+      touched: new Int32Array(documentCount),
+    };
+    return scoreQuery(
+      {
+        ids: this.ids,
+        ranks: this.ranks,
+        postings: this.postings,
+        bm25f: this.scoring === "bm25f",
+        bm25fShares: this.bm25fShares,
+      },
+      termIds,
+      topK,
+      mask,
+      this.scratch,
+    );
+  }
+
+  /** Distinct known term ids of the query, in first-occurrence order, at most {@link MAX_QUERY_TOKENS}. */
+  private queryTermIds(queryTokens: readonly string[]): number[] {
+    const analyzed = this.analyzer ? this.analyzer(queryTokens) : queryTokens;
+    const seen = new Set<string>();
+    const termIds: number[] = [];
+    for (const token of analyzed) {
+      if (seen.has(token)) continue;
+      if (seen.size >= MAX_QUERY_TOKENS) break;
+      seen.add(token);
+      const termId = this.dictionary.get(token);
+      if (termId >= 0) termIds.push(termId);
+    }
+    return termIds;
+  }
+
+  /** The finished state, for an index artifact. The arrays are the index's own: do not modify them. */
+  exportParts(): KnowledgeLexicalIndexParts {
+    if (!this.finalized) throw new Error("KnowledgeLexicalIndex.exportParts: call finalize() first");
+    return {
+      fieldWeights: { ...this.fieldWeights },
+      k1: this.k1,
+      b: this.b,
+      analyzer: this.analyzerName,
+      scoring: this.scoring,
+      ids: this.ids,
+      terms: this.dictionary.allTerms(),
+      averageLengths: this.averageLengths,
+      ranks: this.ranks,
+      postings: this.postings,
+      bm25fShares: this.bm25fShares,
+    };
+  }
+
+  /** Recreates a finished index from {@link exportParts} output (checked for consistency). */
+  static fromParts(parts: KnowledgeLexicalIndexParts): KnowledgeLexicalIndex {
+    const index = new KnowledgeLexicalIndex(parts.fieldWeights, {
+      k1: parts.k1,
+      b: parts.b,
+      analyzer: parts.analyzer,
+      scoring: parts.scoring,
+    });
+    assertPartsConsistent(parts);
+    for (const id of parts.ids) {
+      if (index.denseIds.has(id))
+        throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
+      index.denseIds.set(id, index.ids.length);
+      index.ids.push(id);
+    }
+    for (const term of parts.terms) index.dictionary.intern(term);
+    if (index.dictionary.size !== parts.terms.length)
+      throw new RangeError("index parts are inconsistent: duplicate terms");
+    index.averageLengths = parts.averageLengths;
+    index.ranks = parts.ranks;
+    index.postings = parts.postings.map((postings) => ({ ...postings }));
+    index.bm25fShares = parts.bm25fShares;
+    index.builders = null;
+    index.counter = null;
+    index.finalized = true;
+    return index;
+  }
+
+  /** Approximate bytes held by the finished index (typed arrays plus an estimate for maps and strings). */
+  estimateBytes(): number {
+    let bytes = 0;
+    for (const postings of this.postings) {
+      bytes += postings.offsets.byteLength + postings.docs.byteLength + postings.contributions.byteLength;
+    }
+    if (this.bm25fShares) bytes += this.bm25fShares.byteLength;
+    return bytes;
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * Snapshot compilation: the build of an immutable snapshot from validated entries (incremental, so an async
+ * caller can yield), the phrase and relation maps, and the compiled companion of each snapshot (dense entries,
+ * per-scope eligibility building blocks, the phrase trie).
+ */
+import type {
+  KnowledgeFieldWeights,
+  KnowledgeIndexSnapshot,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
+import { normalizePhrases, phraseKey } from "./normalize.js";
+import { PhraseTrie } from "./phraseTrie.js";
+import { compareCodeUnits } from "./ranking.js";
+
+/** Options of {@link buildIndexSnapshot}: the index parameters plus field weights (partial allowed). */
+export type KnowledgeIndexBuildOptions = KnowledgeLexicalIndexOptions & {
+  fieldWeights?: Partial<KnowledgeFieldWeights>;
+};
+
+/** Internal, compiled companions of a snapshot built here: dense entries and precomputed lookups. */
+export type CompiledSnapshot = {
+  lexical: KnowledgeLexicalIndex;
+  /** Entries by dense id. */
+  entries: NormalizedKnowledgeEntry[];
+  /** Active entries with no integrations (eligible in every scope unless their domain is blocked). */
+  universalMask: Uint8Array;
+  /** Lowercased integration → dense ids of active entries bound to it. */
+  activeByIntegration: Map<string, Int32Array>;
+  /** Domain → dense ids. */
+  byDomain: Map<string, Int32Array>;
+  /** The exact and alias phrase keys as a token trie (phrase lookup). */
+  phraseTrie: PhraseTrie;
+  /** Scope key → eligibility mask (bounded LRU). */
+  eligibilityCache: Map<string, Uint8Array>;
+};
+
+const compiledSnapshots = new WeakMap<KnowledgeIndexSnapshot, CompiledSnapshot>();
+
+/** The compiled companion of a snapshot built by {@link buildIndexSnapshot}, if any. */
+export function getCompiledSnapshot(snapshot: KnowledgeIndexSnapshot): CompiledSnapshot | undefined {
+  return compiledSnapshots.get(snapshot);
+}
+
+/** Registers a compiled companion (used when a snapshot is loaded from an artifact). */
+export function registerCompiledSnapshot(snapshot: KnowledgeIndexSnapshot, compiled: CompiledSnapshot): void {
+  compiledSnapshots.set(snapshot, compiled);
+}
+
+/**
+ * Builds the immutable snapshot of a validated entry set. The second argument is the field weights (as in
+ * NeuroLink; a partial object is merged over the defaults) or {@link KnowledgeIndexBuildOptions}.
+ */
+export function buildIndexSnapshot(
+  entries: readonly NormalizedKnowledgeEntry[],
+  weightsOrOptions?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): KnowledgeIndexSnapshot {
+  const builder = startIndexBuild(entries, weightsOrOptions);
+  while (!builder.step(Number.POSITIVE_INFINITY)) {
+    // Runs to completion synchronously.
+  }
+  return builder.finish();
+}
+
+/** An incremental snapshot build, so an async caller can yield to the event loop between chunks. */
+export type IndexBuild = {
+  /** Indexes entries for up to `budgetMs`; returns true when every entry is indexed. */
+  step(budgetMs: number): boolean;
+  /** Finalizes and returns the snapshot. */
+  finish(): KnowledgeIndexSnapshot;
+};
+
+function isBuildOptions(value: unknown): value is KnowledgeIndexBuildOptions {
+  if (!value || typeof value !== "object") return false;
+  return ["fieldWeights", "k1", "b", "analyzer", "scoring"].some((key) => key in value);
+}
+
+/** Starts an incremental build; see {@link buildIndexSnapshot}. */
+export function startIndexBuild(
+  entries: readonly NormalizedKnowledgeEntry[],
+  weightsOrOptions?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): IndexBuild {
+  const options: KnowledgeIndexBuildOptions = isBuildOptions(weightsOrOptions)
+    ? weightsOrOptions
+    : { fieldWeights: (weightsOrOptions ?? undefined) as Partial<KnowledgeFieldWeights> | undefined };
+  const lexical = new KnowledgeLexicalIndex(options.fieldWeights, options);
+  // Dense ids follow code-unit order of entry ids, which makes "lower id first" the natural tie-break.
+  const sorted = sortById(entries);
+  const maps = new SnapshotMaps();
+  let next = 0;
+  return {
+    step(budgetMs: number): boolean {
+      const deadline =
+        budgetMs === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : performance.now() + budgetMs;
+      while (next < sorted.length) {
+        const entry = sorted[next++]!;
+        maps.add(entry, normalizePhrases([entry.id, entry.title]));
+        lexical.addEntry(entry);
+        if (next === RESERVE_AFTER_DOCUMENTS) lexical.reserveFor(sorted.length);
+        if ((next & DEADLINE_CHECK_MASK) === 0 && performance.now() >= deadline) return false;
+      }
+      // Then finalize the postings one field at a time, so an async build can yield between fields.
+      while (!lexical.finalizeStep()) if (performance.now() >= deadline) return false;
+      return true;
+    },
+    finish(): KnowledgeIndexSnapshot {
+      lexical.finalize();
+      return maps.finish(lexical, sorted);
+    },
+  };
+}
+
+/** Documents indexed before the build buffers are sized for the whole registry. */
+const RESERVE_AFTER_DOCUMENTS = 1024;
+/** The build checks its deadline after every 64 entries (when the count's low six bits are zero). */
+const DEADLINE_CHECK_MASK = 63;
+
+/**
+ * The entries in code-unit order of their ids. Manifests written by `lexground build` are already in that order
+ * (checked in one pass); otherwise the ids are sorted by the engine's native string sort, which compares code
+ * units and is several times faster than a comparator at 100k entries. Duplicate ids (only possible when a
+ * caller skips validation) take the comparator path, so the index reports them.
+ */
+function sortById(entries: readonly NormalizedKnowledgeEntry[]): NormalizedKnowledgeEntry[] {
+  let ordered = true;
+  for (let index = 1; index < entries.length && ordered; index++)
+    ordered = entries[index - 1]!.id < entries[index]!.id;
+  if (ordered) return entries.slice();
+  const byId = new Map<string, NormalizedKnowledgeEntry>();
+  for (const entry of entries) byId.set(entry.id, entry);
+  if (byId.size !== entries.length)
+    return entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
+  const ids = entries.map((entry) => entry.id).sort();
+  return ids.map((id) => byId.get(id)!);
+}
+
+/** The phrase and relation maps of a snapshot, filled entry by entry. */
+class SnapshotMaps {
+  private readonly entriesById = new Map<string, NormalizedKnowledgeEntry>();
+  private readonly exactIndex = new Map<string, Set<string>>();
+  private readonly aliasIndex = new Map<string, Set<string>>();
+  private readonly relationIndex = new Map<string, string[]>();
+  private readonly phraseTrie = new PhraseTrie();
+
+  add(entry: NormalizedKnowledgeEntry, exactKeys: readonly string[]): void {
+    this.entriesById.set(entry.id, entry);
+    for (const key of exactKeys) this.addKey(this.exactIndex, this.aliasIndex, key, entry.id);
+    for (const alias of entry.aliases) {
+      const key = phraseKey(alias);
+      if (key !== "") this.addKey(this.aliasIndex, this.exactIndex, key, entry.id);
+    }
+    const relations =
+      entry.parentEntryId !== undefined
+        ? [...entry.relatedEntryIds, entry.parentEntryId]
+        : entry.relatedEntryIds.slice();
+    if (relations.length > 0) this.relationIndex.set(entry.id, relations);
+  }
+
+  private addKey(
+    map: Map<string, Set<string>>,
+    otherMap: Map<string, Set<string>>,
+    key: string,
+    id: string,
+  ): void {
+    let ids = map.get(key);
+    if (!ids) {
+      ids = new Set();
+      map.set(key, ids);
+      // The trie holds each distinct key once, whichever map it is in.
+      if (!otherMap.has(key)) this.phraseTrie.add(key);
+    }
+    ids.add(id);
+  }
+
+  /** Freezes the snapshot and registers its compiled companion. */
+  finish(
+    lexical: KnowledgeLexicalIndex,
+    entries: readonly NormalizedKnowledgeEntry[],
+  ): KnowledgeIndexSnapshot {
+    const snapshot: KnowledgeIndexSnapshot = {
+      entriesById: this.entriesById,
+      exactIndex: this.exactIndex,
+      aliasIndex: this.aliasIndex,
+      relationIndex: this.relationIndex,
+      lexical,
+      entryCount: this.entriesById.size,
+    };
+    this.phraseTrie.trimToSize();
+    compiledSnapshots.set(snapshot, compileSnapshot(lexical, entries, this.phraseTrie));
+    return Object.freeze(snapshot);
+  }
+}
+
+/**
+ * Assembles a snapshot around an already finished lexical index (loaded from an artifact): the phrase and
+ * relation maps are recomputed from the entries, which is cheap next to indexing their text.
+ */
+export function assembleSnapshot(
+  entries: readonly NormalizedKnowledgeEntry[],
+  lexical: KnowledgeLexicalIndex,
+): KnowledgeIndexSnapshot {
+  const maps = new SnapshotMaps();
+  for (const entry of entries) {
+    if (lexical.denseIdOf(entry.id) < 0)
+      throw new RangeError(`entry ${JSON.stringify(entry.id)} is not in the lexical index`);
+    maps.add(entry, normalizePhrases([entry.id, entry.title]));
+  }
+  if (entries.length !== lexical.size) throw new RangeError("the entries do not match the lexical index");
+  return maps.finish(lexical, entries);
+}
+
+/** Precomputes the per-scope eligibility building blocks. */
+export function compileSnapshot(
+  lexical: KnowledgeLexicalIndex,
+  entries: readonly NormalizedKnowledgeEntry[],
+  phraseTrie: PhraseTrie,
+): CompiledSnapshot {
+  const count = entries.length;
+  const denseEntries: NormalizedKnowledgeEntry[] = new Array(count);
+  const universalMask = new Uint8Array(count);
+  const integrationLists = new Map<string, number[]>();
+  const domainLists = new Map<string, number[]>();
+  for (const entry of entries) {
+    const doc = lexical.denseIdOf(entry.id);
+    denseEntries[doc] = entry;
+    let domainList = domainLists.get(entry.domain);
+    if (!domainList) {
+      domainList = [];
+      domainLists.set(entry.domain, domainList);
+    }
+    domainList.push(doc);
+    if (entry.status !== "active") continue;
+    if (entry.integrations.length === 0) {
+      universalMask[doc] = 1;
+      continue;
+    }
+    const seen = new Set<string>();
+    for (const integration of entry.integrations) {
+      const key = integration.toLowerCase();
+      if (seen.has(key)) continue;
+      seen.add(key);
+      let list = integrationLists.get(key);
+      if (!list) {
+        list = [];
+        integrationLists.set(key, list);
+      }
+      list.push(doc);
+    }
+  }
+  const toTyped = (lists: Map<string, number[]>): Map<string, Int32Array> => {
+    const typed = new Map<string, Int32Array>();
+    for (const [key, list] of lists) typed.set(key, Int32Array.from(list));
+    return typed;
+  };
+  return {
+    lexical,
+    entries: denseEntries,
+    universalMask,
+    activeByIntegration: toTyped(integrationLists),
+    byDomain: toTyped(domainLists),
+    phraseTrie,
+    eligibilityCache: new Map(),
+  };
+}
