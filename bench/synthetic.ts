@@ -6,7 +6,7 @@
  * product knowledge base: title ~4 tokens, aliases ~3, keywords ~5, summary ~20, body ~200. Everything is drawn
  * from one seeded PRNG, so a given seed and size always give the same registry and queries.
  */
-import { KNOWLEDGE_ENTRY_KINDS } from "../src/knowledge/resolve.js";
+import { KNOWLEDGE_ENTRY_KINDS } from "../src/knowledge/defaults.js";
 import type { KnowledgeEntryInput, KnowledgeEntryKind, KnowledgeStatus } from "../src/types/knowledge.js";
 import type { BenchQuery } from "./workload.js";
 

@@ -67,8 +67,10 @@ export {
   ELIGIBILITY_CACHE_LIMIT,
   FALLBACK_VERSION,
   HISTORY_TURN_CHARS,
+  KNOWLEDGE_ENTRY_KINDS,
   KNOWLEDGE_FIELD_NAMES,
   KNOWLEDGE_INDEX_CACHE_LIMIT,
+  KNOWLEDGE_STATUSES,
   MAX_ALIASES_PER_ENTRY,
   MAX_BODY_CHARS,
   MAX_ENTRIES,
@@ -118,8 +120,6 @@ export {
   type KnowledgePresetApplication,
 } from "./knowledge/presets.js";
 export {
-  KNOWLEDGE_ENTRY_KINDS,
-  KNOWLEDGE_STATUSES,
   manifestToSources,
   normalizeAndValidate,
   resolveEntry,

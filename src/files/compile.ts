@@ -37,6 +37,8 @@ import {
   type Node as YamlNode,
 } from "yaml";
 import { manifestToSources } from "../index.js";
+import { KNOWLEDGE_ENTRY_FIELDS } from "../knowledge/defaults.js";
+import { compareCodeUnits } from "../knowledge/knowledgeIndex.js";
 import type {
   KnowledgeEntryInput,
   KnowledgeManifest,
@@ -49,26 +51,11 @@ import { locateJsonSyntaxError } from "./json.js";
 /** Schema version written into every compiled manifest. */
 export const MANIFEST_SCHEMA_VERSION = "1";
 
-/** Entry fields in the order they are written to a manifest. Anything else in an entry file is reported. */
-export const ENTRY_FIELD_ORDER = [
-  "id",
-  "title",
-  "summary",
-  "domain",
-  "integrations",
-  "kind",
-  "status",
-  "aliases",
-  "keywords",
-  "relatedEntryIds",
-  "parentEntryId",
-  "body",
-] as const;
-
 /** A field of an authored entry. */
-export type EntryFieldName = (typeof ENTRY_FIELD_ORDER)[number];
+export type EntryFieldName = (typeof KNOWLEDGE_ENTRY_FIELDS)[number];
 
-const ENTRY_FIELDS: ReadonlySet<string> = new Set(ENTRY_FIELD_ORDER);
+/** Entry fields (in the order they are written to a manifest). Anything else in an entry file is reported. */
+const ENTRY_FIELDS: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_FIELDS);
 const MARKDOWN_EXTENSIONS = new Set([".md", ".markdown"]);
 const DATA_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
 const CATALOG_FILE_NAMES = ["catalog.yaml", "catalog.yml"];
@@ -488,7 +475,7 @@ function shapeEntry(
       context.notes.push({
         level: "warning",
         code: "unknown-field",
-        message: `unknown field "${key}" is ignored (known fields: ${ENTRY_FIELD_ORDER.join(", ")})`,
+        message: `unknown field "${key}" is ignored (known fields: ${KNOWLEDGE_ENTRY_FIELDS.join(", ")})`,
         file: context.file,
         ...(keyLines.has(key) ? { line: keyLines.get(key)! } : {}),
         ...(entryId !== undefined ? { entryId } : {}),
@@ -497,7 +484,7 @@ function shapeEntry(
     }
   }
   const shaped: Record<string, unknown> = {};
-  for (const field of ENTRY_FIELD_ORDER) {
+  for (const field of KNOWLEDGE_ENTRY_FIELDS) {
     let fieldValue = Object.hasOwn(record, field) ? record[field] : undefined;
     let fieldLine = keyLines.get(field);
     if (field === "id" && fieldValue === undefined && defaults.id !== undefined) fieldValue = defaults.id;
@@ -819,11 +806,6 @@ async function readCatalogFile(path: string, cwd: string, notes: KnowledgeCompil
     id: typeof record.id === "string" ? record.id : basename(dirname(path)),
     ...(typeof record.name === "string" ? { name: record.name } : {}),
   };
-}
-
-/** Code-unit comparison (not locale), the order used for every id in lexground. */
-export function compareCodeUnits(left: string, right: string): number {
-  return left < right ? -1 : left > right ? 1 : 0;
 }
 
 function entrySortKey(entry: unknown): string {

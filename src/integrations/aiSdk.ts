@@ -33,10 +33,10 @@ import type {
   SharedV3ProviderMetadata,
 } from "@ai-sdk/provider";
 import { DEFAULT_RECENT_TURNS, HISTORY_TURN_CHARS, MAX_QUERY_CHARS } from "../knowledge/defaults.js";
+import { LruCache } from "../knowledge/lruCache.js";
 import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
 import type {
   KnowledgeConversationTurn,
-  KnowledgeGroundingConfig,
   KnowledgeGroundingMetadata,
   KnowledgeGroundingOutcome,
   KnowledgeIndexSnapshot,
@@ -48,11 +48,16 @@ import {
   GroundingIntegrationError,
   groundSafely,
   type KnowledgeEngineLike,
+  type KnowledgeEngineSource,
   parseScope,
   resolveEngine,
 } from "./engine.js";
 
-export { GroundingIntegrationError, type KnowledgeEngineLike } from "./engine.js";
+export {
+  GroundingIntegrationError,
+  type KnowledgeEngineLike,
+  type KnowledgeEngineSource,
+} from "./engine.js";
 
 /** Default `providerOptions` namespace read by {@link groundingMiddleware}. */
 export const DEFAULT_PROVIDER_OPTIONS_KEY = "lexground";
@@ -81,18 +86,7 @@ export type GroundingCallInfo = {
 /**
  * Options of {@link groundingMiddleware}: exactly one of `engine` and `config`, and optional tuning.
  */
-export type GroundingMiddlewareOptions = (
-  | {
-      /** The engine to ground with; share one engine between the middleware, the client and the tools. */
-      engine: KnowledgeEngineLike;
-      config?: undefined;
-    }
-  | {
-      /** A configuration to build a private engine from (the build starts at once; see `middleware.engine`). */
-      config: KnowledgeGroundingConfig;
-      engine?: undefined;
-    }
-) & {
+export type GroundingMiddlewareOptions = KnowledgeEngineSource & {
   /**
    * `providerOptions` namespace holding the per-call scope, e.g. `providerOptions.lexground.enabledIntegrations`.
    * Default `"lexground"`. Providers only read their own namespace, so the key is left in place. The grounding
@@ -333,7 +327,8 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
   const now = options.now ?? Date.now;
   const onGrounding = options.onGrounding;
   const instanceShadow = options.shadow;
-  const memo = new Map<string, MemoEntry>();
+  // Refreshed on reuse; 0 keeps nothing, so every step grounds anew.
+  const memo = new LruCache<string, MemoEntry>(memoLimit);
   // Links the parameters handed to the model with their grounding, for wrapGenerate/wrapStream.
   const groundingByParams = new WeakMap<LanguageModelV3CallOptions, StepGrounding>();
 
@@ -366,9 +361,6 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
       const fresh = now() - existing.createdAt <= memoTtlMs;
       const sameSnapshot = !existing.settled || existing.snapshot === currentSnapshot();
       if (fresh && sameSnapshot) {
-        // Refresh the entry's position: the map's insertion order is the eviction order.
-        memo.delete(memoKey);
-        memo.set(memoKey, existing);
         return { outcome: await existing.promise, reused: true };
       }
       memo.delete(memoKey);
@@ -381,7 +373,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     }).then((grounded) => {
       // Whatever the engine returned, a turn in shadow mode never gets a block into its prompt.
       const outcome = shadow === true ? asShadowOutcome(grounded) : grounded;
-      const stored = memo.get(memoKey);
+      const stored = memo.peek(memoKey);
       if (stored?.promise === promise) {
         stored.settled = true;
         stored.snapshot = currentSnapshot();
@@ -394,10 +386,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
       return outcome;
     });
     const entry: MemoEntry = { promise, createdAt: now(), settled: false, snapshot: undefined };
-    if (memoLimit > 0) {
-      memo.set(memoKey, entry);
-      while (memo.size > memoLimit) memo.delete(memo.keys().next().value as string);
-    }
+    memo.set(memoKey, entry);
     return { outcome: await promise, reused: false };
   };
 

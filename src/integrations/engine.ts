@@ -32,10 +32,18 @@ export type KnowledgeEngineLike = {
   getResolvedRetrieval?(): KnowledgeResolvedRetrieval;
 };
 
-/** Where an adapter gets its engine: an existing one, or a configuration to build one from. */
+/** Where an adapter gets its engine: exactly one of an existing engine and a configuration to build one from. */
 export type KnowledgeEngineSource =
-  | { engine: KnowledgeEngineLike; config?: undefined }
-  | { config: KnowledgeGroundingConfig; engine?: undefined };
+  | {
+      /** The engine to use; share one engine between the client, the middleware, the tools and the retriever. */
+      engine: KnowledgeEngineLike;
+      config?: undefined;
+    }
+  | {
+      /** A configuration to build a private engine from (its build starts at once). */
+      config: KnowledgeGroundingConfig;
+      engine?: undefined;
+    };
 
 /**
  * Raised for invalid adapter input: options of `groundingMiddleware`, `KnowledgeRetriever` or

@@ -16,7 +16,11 @@
 import { importPeerDependency, PEER_DEPENDENCY_RANGES } from "../peerDependency.js";
 
 export { MissingPeerDependencyError } from "../peerDependency.js";
-export { GroundingIntegrationError, type KnowledgeEngineLike } from "./engine.js";
+export {
+  GroundingIntegrationError,
+  type KnowledgeEngineLike,
+  type KnowledgeEngineSource,
+} from "./engine.js";
 export type { KnowledgeDocumentMetadata, KnowledgeRetrieverInput } from "./langchainRetriever.js";
 
 // Loaded here rather than imported statically: a static import of a missing package fails while Node links the

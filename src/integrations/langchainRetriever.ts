@@ -11,18 +11,27 @@ import { BaseRetriever, type BaseRetrieverInput } from "@langchain/core/retrieve
 import type {
   KnowledgeConversationTurn,
   KnowledgeEntryKind,
-  KnowledgeGroundingConfig,
   KnowledgeGroundingMetadata,
   KnowledgeGroundingOutcome,
   KnowledgeRequestScope,
   KnowledgeRetrievalConfidence,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { GroundingIntegrationError, type KnowledgeEngineLike, parseScope, resolveEngine } from "./engine.js";
+import {
+  GroundingIntegrationError,
+  type KnowledgeEngineLike,
+  type KnowledgeEngineSource,
+  parseScope,
+  resolveEngine,
+} from "./engine.js";
 import { searchKnowledgeEntries } from "./search.js";
 
 export { MissingPeerDependencyError } from "../peerDependency.js";
-export { GroundingIntegrationError, type KnowledgeEngineLike } from "./engine.js";
+export {
+  GroundingIntegrationError,
+  type KnowledgeEngineLike,
+  type KnowledgeEngineSource,
+} from "./engine.js";
 
 /** Metadata of every {@link Document} returned by {@link KnowledgeRetriever}. */
 export type KnowledgeDocumentMetadata = {
@@ -48,18 +57,7 @@ export type KnowledgeDocumentMetadata = {
 
 /** Options of {@link KnowledgeRetriever}: exactly one of `engine` and `config`, plus LangChain's retriever fields. */
 export type KnowledgeRetrieverInput = BaseRetrieverInput &
-  (
-    | {
-        /** The engine to search; share it with the rest of the application. */
-        engine: KnowledgeEngineLike;
-        config?: undefined;
-      }
-    | {
-        /** A configuration to build a private engine from (its build starts at once). */
-        config: KnowledgeGroundingConfig;
-        engine?: undefined;
-      }
-  ) & {
+  KnowledgeEngineSource & {
     /** Integrations enabled for every search of this retriever. Default: none (integration-free entries only). */
     scope?: KnowledgeRequestScope;
     /** Earlier conversation turns that add context to every query (the engine reads the last 4). */

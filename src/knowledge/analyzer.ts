@@ -12,6 +12,7 @@
  * recommended preset (`research/results/recommended-preset.md`).
  */
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
+import { describeChoices, KNOWLEDGE_ANALYZER_NAMES } from "./defaults.js";
 
 /** Maps tokens to analyzed tokens (may drop some). */
 export type TokenAnalyzer = (tokens: readonly string[]) => string[];
@@ -371,6 +372,6 @@ export function getAnalyzer(name: KnowledgeAnalyzerName): TokenAnalyzer | null {
     return englishExtended;
   }
   throw new RangeError(
-    `unknown analyzer ${JSON.stringify(name)}; expected "none", "english" or "english-extended"`,
+    `unknown analyzer ${JSON.stringify(name)}; expected ${describeChoices(KNOWLEDGE_ANALYZER_NAMES)}`,
   );
 }

@@ -14,9 +14,11 @@ import type {
 } from "../types/knowledge.js";
 import {
   DEFAULT_ALIAS_BOOST,
+  DEFAULT_ANALYZER,
   DEFAULT_BM25_B,
   DEFAULT_BM25_K1,
   DEFAULT_CANDIDATE_LIMIT,
+  DEFAULT_CONFIDENCE_RULE,
   DEFAULT_EXACT_BOOST,
   DEFAULT_LONG_BODY_TOKENS,
   DEFAULT_MAX_CONTEXT_TOKENS,
@@ -25,8 +27,15 @@ import {
   DEFAULT_PASSAGES_MODE,
   DEFAULT_RELATION_LIMIT,
   DEFAULT_RESULT_LIMIT,
+  DEFAULT_SCORING_MODE,
   DEFAULT_TIMEOUT_MS,
+  describeChoices,
+  KNOWLEDGE_ANALYZER_NAMES,
+  KNOWLEDGE_CONFIDENCE_RULES,
+  KNOWLEDGE_EXPANSION_CONFIDENCES,
   KNOWLEDGE_FIELD_NAMES,
+  KNOWLEDGE_PASSAGE_MODES,
+  KNOWLEDGE_SCORING_MODES,
   MAX_TIMER_DELAY_MS,
 } from "./defaults.js";
 import { resolveFieldWeights } from "./knowledgeIndex.js";
@@ -42,10 +51,10 @@ import {
 } from "./resolve.js";
 import { isUint8Array } from "./runtime.js";
 
-const ANALYZERS: ReadonlySet<string> = new Set(["none", "english", "english-extended"]);
-const SCORING_MODES: ReadonlySet<string> = new Set(["sum", "bm25f"]);
-const CONFIDENCE_RULES: ReadonlySet<string> = new Set(["seed", "calibrated"]);
-const EXPANSION_CONFIDENCES: ReadonlySet<string> = new Set(["high", "medium", "low"]);
+/** Whether `value` is one of `choices` (an option's allowed values from defaults.ts). */
+function isOneOf(choices: readonly string[], value: unknown): boolean {
+  return typeof value === "string" && choices.includes(value);
+}
 
 /**
  * Merges retrieval configuration with the defaults. Each value is `config ?? default`, so an explicit 0 is kept;
@@ -64,9 +73,9 @@ export function resolveRetrieval(config?: KnowledgeRetrievalConfig | null): Know
     aliasBoost: source.aliasBoost ?? DEFAULT_ALIAS_BOOST,
     k1: source.k1 ?? DEFAULT_BM25_K1,
     b: source.b ?? DEFAULT_BM25_B,
-    analyzer: source.analyzer ?? "none",
-    scoring: source.scoring ?? "sum",
-    confidenceRule: source.confidenceRule ?? "seed",
+    analyzer: source.analyzer ?? DEFAULT_ANALYZER,
+    scoring: source.scoring ?? DEFAULT_SCORING_MODE,
+    confidenceRule: source.confidenceRule ?? DEFAULT_CONFIDENCE_RULE,
   };
   if (source.minRelativeScore !== undefined) resolved.minRelativeScore = source.minRelativeScore;
   if (source.scoreGapRatio !== undefined) resolved.scoreGapRatio = source.scoreGapRatio;
@@ -369,6 +378,10 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
     if (typeof value !== "number" || !check(value))
       fail(path, `must be ${expectation}, got ${describeValue(value)}`);
   };
+  const choice = (path: string, value: unknown, choices: readonly string[]): void => {
+    if (value !== undefined && !isOneOf(choices, value))
+      fail(path, `must be ${describeChoices(choices)}, got ${describeValue(value)}`);
+  };
   if (record.timeoutMs !== undefined) {
     number(
       "timeoutMs",
@@ -447,24 +460,9 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
       number("retrieval.aliasBoost", retrieval.aliasBoost, isFiniteNumber, "a finite number");
       number("retrieval.k1", retrieval.k1, isNonNegative, "a finite number >= 0");
       number("retrieval.b", retrieval.b, (value) => value >= 0 && value <= 1, "a number in [0, 1]");
-      if (retrieval.analyzer !== undefined && !ANALYZERS.has(retrieval.analyzer as string)) {
-        fail(
-          "retrieval.analyzer",
-          `must be "none", "english" or "english-extended", got ${describeValue(retrieval.analyzer)}`,
-        );
-      }
-      if (retrieval.scoring !== undefined && !SCORING_MODES.has(retrieval.scoring as string)) {
-        fail("retrieval.scoring", `must be "sum" or "bm25f", got ${describeValue(retrieval.scoring)}`);
-      }
-      if (
-        retrieval.confidenceRule !== undefined &&
-        !CONFIDENCE_RULES.has(retrieval.confidenceRule as string)
-      ) {
-        fail(
-          "retrieval.confidenceRule",
-          `must be "seed" or "calibrated", got ${describeValue(retrieval.confidenceRule)}`,
-        );
-      }
+      choice("retrieval.analyzer", retrieval.analyzer, KNOWLEDGE_ANALYZER_NAMES);
+      choice("retrieval.scoring", retrieval.scoring, KNOWLEDGE_SCORING_MODES);
+      choice("retrieval.confidenceRule", retrieval.confidenceRule, KNOWLEDGE_CONFIDENCE_RULES);
       const isFraction: Check = (value) => value >= 0 && value <= 1;
       number("retrieval.minRelativeScore", retrieval.minRelativeScore, isFraction, "a number in [0, 1]");
       number("retrieval.scoreGapRatio", retrieval.scoreGapRatio, isFraction, "a number in [0, 1]");
@@ -475,15 +473,11 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
         "an integer >= 1",
       );
       number("retrieval.expansionFromTop", retrieval.expansionFromTop, isCount, "an integer >= 0");
-      if (
-        retrieval.expansionMinConfidence !== undefined &&
-        !EXPANSION_CONFIDENCES.has(retrieval.expansionMinConfidence as string)
-      ) {
-        fail(
-          "retrieval.expansionMinConfidence",
-          `must be "high", "medium" or "low", got ${describeValue(retrieval.expansionMinConfidence)}`,
-        );
-      }
+      choice(
+        "retrieval.expansionMinConfidence",
+        retrieval.expansionMinConfidence,
+        KNOWLEDGE_EXPANSION_CONFIDENCES,
+      );
       const weights = retrieval.fieldWeights;
       if (weights !== undefined) {
         if (!weights || typeof weights !== "object" || Array.isArray(weights)) {
@@ -520,15 +514,16 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
   return issues;
 }
 
-const PASSAGE_MODES: ReadonlySet<string> = new Set(["off", "auto"]);
-
 /** Checks the passage options of a context configuration (`context.passages` and its knobs). */
 function validatePassageOptions(
   context: KnowledgeContextConfig,
   fail: (path: string, message: string) => void,
 ): void {
-  if (context.passages !== undefined && !PASSAGE_MODES.has(context.passages as string)) {
-    fail("context.passages", `must be "off" or "auto", got ${describeValue(context.passages)}`);
+  if (context.passages !== undefined && !isOneOf(KNOWLEDGE_PASSAGE_MODES, context.passages)) {
+    fail(
+      "context.passages",
+      `must be ${describeChoices(KNOWLEDGE_PASSAGE_MODES)}, got ${describeValue(context.passages)}`,
+    );
   }
   const positiveInteger = (path: string, value: unknown): void => {
     if (value === undefined) return;

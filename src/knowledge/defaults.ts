@@ -2,7 +2,19 @@
  * Every default, limit and constant of the grounding engine, in one place. Values marked "parity" are NeuroLink's;
  * limits are lexground's own and bound the work any single input can cause.
  */
-import type { KnowledgeFieldName, KnowledgeFieldWeights, KnowledgePassageMode } from "../types/knowledge.js";
+import type {
+  KnowledgeAnalyzerName,
+  KnowledgeConfidenceRule,
+  KnowledgeEntryInput,
+  KnowledgeEntryKind,
+  KnowledgeFieldName,
+  KnowledgeFieldWeights,
+  KnowledgePassageMode,
+  KnowledgeRetrievalConfidence,
+  KnowledgeScoringMode,
+  KnowledgeStatus,
+} from "../types/knowledge.js";
+import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 
 /** Per-field BM25 weights (parity). */
 export const DEFAULT_FIELD_WEIGHTS: Readonly<KnowledgeFieldWeights> = Object.freeze({
@@ -57,6 +69,104 @@ export const KNOWLEDGE_INDEX_CACHE_LIMIT = 32;
 export const CONFIDENCE_DOMINANCE_RATIO = 1.5;
 /** Fields with lexical evidence needed for `medium` confidence (parity). */
 export const CONFIDENCE_MIN_FIELDS = 2;
+
+/** Analyzer for BM25 tokens when none is set: the seed's tokenizer only (parity). */
+export const DEFAULT_ANALYZER: KnowledgeAnalyzerName = "none";
+/** How per-field evidence is combined when not set: per-field BM25 summed by weight (parity). */
+export const DEFAULT_SCORING_MODE: KnowledgeScoringMode = "sum";
+/** Confidence rule when none is set: the seed's (parity). */
+export const DEFAULT_CONFIDENCE_RULE: KnowledgeConfidenceRule = "seed";
+/** Kind of an entry that does not set one (parity). */
+export const DEFAULT_ENTRY_KIND: KnowledgeEntryKind = "text";
+/** Status of an entry that does not set one (parity). */
+export const DEFAULT_ENTRY_STATUS: KnowledgeStatus = "active";
+
+// Enumerations: the allowed values of each option and entry field. Validation, the defaults above and the messages
+// that list the choices all read them from here.
+
+/** Values of `retrieval.analyzer`. */
+export const KNOWLEDGE_ANALYZER_NAMES: readonly KnowledgeAnalyzerName[] = Object.freeze([
+  "none",
+  "english",
+  "english-extended",
+]);
+/** Values of `retrieval.scoring`. */
+export const KNOWLEDGE_SCORING_MODES: readonly KnowledgeScoringMode[] = Object.freeze(["sum", "bm25f"]);
+/** Values of `retrieval.confidenceRule`. */
+export const KNOWLEDGE_CONFIDENCE_RULES: readonly KnowledgeConfidenceRule[] = Object.freeze([
+  "seed",
+  "calibrated",
+]);
+/** Values of `retrieval.expansionMinConfidence` (every confidence class but `"none"`). */
+export const KNOWLEDGE_EXPANSION_CONFIDENCES: readonly Exclude<KnowledgeRetrievalConfidence, "none">[] =
+  Object.freeze(["high", "medium", "low"]);
+/** Values of `context.passages`. */
+export const KNOWLEDGE_PASSAGE_MODES: readonly KnowledgePassageMode[] = Object.freeze(["off", "auto"]);
+/** Entry kinds accepted by validation. */
+export const KNOWLEDGE_ENTRY_KINDS: readonly KnowledgeEntryKind[] = Object.freeze([
+  "concept",
+  "text",
+  "configuration",
+  "tool",
+  "procedure",
+  "policy",
+  "troubleshooting",
+]);
+/** The allowed values as a validation message writes them: `"a", "b" or "c"`. */
+export function describeChoices(choices: readonly string[]): string {
+  const quoted = choices.map((choice) => JSON.stringify(choice));
+  return quoted.length < 2 ? quoted.join("") : `${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}`;
+}
+
+/** Lifecycle statuses accepted by validation. */
+export const KNOWLEDGE_STATUSES: readonly KnowledgeStatus[] = Object.freeze([
+  "draft",
+  "active",
+  "deprecated",
+]);
+
+/**
+ * The fields of an authored entry, in the order a compiled manifest writes them (identity first, the body last).
+ * Validation reports any other key as `unknown-field`; the folder compiler reports it as an unknown field too.
+ */
+export const KNOWLEDGE_ENTRY_FIELDS = Object.freeze([
+  "id",
+  "title",
+  "summary",
+  "domain",
+  "integrations",
+  "kind",
+  "status",
+  "aliases",
+  "keywords",
+  "relatedEntryIds",
+  "parentEntryId",
+  "body",
+] as const satisfies readonly (keyof KnowledgeEntryInput)[]);
+
+/**
+ * The keys that make an index-build argument `KnowledgeIndexBuildOptions`-shaped rather than a field-weights
+ * object (the second argument of `buildIndexSnapshot` and the cache key may be either).
+ */
+export const INDEX_BUILD_OPTION_NAMES = Object.freeze([
+  "fieldWeights",
+  "k1",
+  "b",
+  "analyzer",
+  "scoring",
+] as const);
+
+/**
+ * The index-build argument as options: itself when it holds any of {@link INDEX_BUILD_OPTION_NAMES}, otherwise a
+ * field-weights object (NeuroLink's form) wrapped as `{ fieldWeights }`; `{}` for anything that is not an object.
+ */
+export function toIndexBuildOptions(weightsOrOptions: unknown): KnowledgeIndexBuildOptions {
+  if (typeof weightsOrOptions !== "object" || weightsOrOptions === null) return {};
+  if (INDEX_BUILD_OPTION_NAMES.some((name) => name in weightsOrOptions)) {
+    return weightsOrOptions as KnowledgeIndexBuildOptions;
+  }
+  return { fieldWeights: weightsOrOptions as Partial<KnowledgeFieldWeights> };
+}
 
 /** Scored fields in scoring order. */
 export const KNOWLEDGE_FIELD_NAMES: readonly KnowledgeFieldName[] = Object.freeze([

@@ -15,11 +15,14 @@ import type {
 import { deserializeIndexSnapshot, serializeIndexSnapshot } from "./artifact.js";
 import {
   CACHE_SCHEMA_VERSION,
+  DEFAULT_ANALYZER,
   DEFAULT_BM25_B,
   DEFAULT_BM25_K1,
+  DEFAULT_SCORING_MODE,
   FALLBACK_VERSION,
   KNOWLEDGE_FIELD_NAMES,
   KNOWLEDGE_INDEX_CACHE_LIMIT,
+  toIndexBuildOptions,
 } from "./defaults.js";
 import {
   compareCodeUnits,
@@ -27,6 +30,7 @@ import {
   resolveFieldWeights,
   startIndexBuild,
 } from "./knowledgeIndex.js";
+import { LruCache } from "./lruCache.js";
 import {
   type NormalizedSourceGroup,
   normalizeSources,
@@ -35,6 +39,7 @@ import {
 } from "./resolve.js";
 import { readFileBytes, yieldToEventLoop } from "./runtime.js";
 import { createSha256 } from "./sha256.js";
+import { runSteps, runStepsYielding } from "./steps.js";
 
 export { KNOWLEDGE_INDEX_CACHE_LIMIT } from "./defaults.js";
 
@@ -56,7 +61,7 @@ export type KnowledgeIndexBuildResult = {
  */
 export type KnowledgeIndexArtifactSource = string | Uint8Array;
 
-const cache = new Map<string, Promise<KnowledgeIndexBuildResult>>();
+const cache = new LruCache<string, Promise<KnowledgeIndexBuildResult>>(KNOWLEDGE_INDEX_CACHE_LIMIT);
 
 /** Milliseconds of synchronous indexing between yields to the event loop during a cached (async) build. */
 const BUILD_SLICE_MS = 8;
@@ -72,10 +77,11 @@ function stableStringify(value: unknown): string {
 }
 
 /**
- * {@link stableStringify} of a normalized entry: one native `JSON.stringify` of an object holding its known keys
- * in sorted order (string keys keep insertion order; `JSON.stringify` leaves out an absent `parentEntryId`, as
- * before). Hashing every entry's content is the main cost of computing a cache key, and the generic recursive form
- * is several times slower. A test checks both give the same text.
+ * {@link stableStringify} of a normalized entry: one native `JSON.stringify` of an object holding its fields in
+ * sorted order (string keys keep insertion order; `JSON.stringify` leaves out an absent `parentEntryId`, as
+ * before). Hashing every entry's content is the main cost of computing a cache key, and both the generic recursive
+ * form and a loop over a field list are slower than this literal. `satisfies` makes the compiler reject a field
+ * of `NormalizedKnowledgeEntry` left out here; a test checks both forms give the same text.
  */
 export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
   return JSON.stringify({
@@ -92,18 +98,10 @@ export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
     summary: entry.summary,
     title: entry.title,
     version: entry.version,
-  });
+  } satisfies Record<keyof NormalizedKnowledgeEntry, unknown>);
 }
 
 export { stableStringify as stableStringifyForTests };
-
-function normalizeOptions(options?: unknown): KnowledgeIndexBuildOptions {
-  if (typeof options !== "object" || options === null) return {};
-  if (["fieldWeights", "k1", "b", "analyzer", "scoring"].some((key) => key in options)) {
-    return options as KnowledgeIndexBuildOptions;
-  }
-  return { fieldWeights: options as Partial<KnowledgeFieldWeights> };
-}
 
 /**
  * The cache key of a normalized source set: schema version, resolved weights, non-default index parameters, then
@@ -129,10 +127,7 @@ export function buildKnowledgeIndexCacheKey(
   fieldWeights?: Partial<KnowledgeFieldWeights>,
 ): string {
   const [groups, options] = keyArguments(sourcesOrGroups, optionsOrFallbackVersion, fieldWeights);
-  const steps = cacheKeySteps(groups, options);
-  let step = steps.next();
-  while (!step.done) step = steps.next();
-  return step.value;
+  return runSteps(cacheKeySteps(groups, options));
 }
 
 /** Reads both forms of {@link buildKnowledgeIndexCacheKey}'s arguments as groups and options. */
@@ -155,17 +150,7 @@ export async function buildKnowledgeIndexCacheKeyAsync(
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
   sliceMs = BUILD_SLICE_MS,
 ): Promise<string> {
-  const steps = cacheKeySteps(groups, options);
-  let sliceStart = performance.now();
-  let step = steps.next();
-  while (!step.done) {
-    if (performance.now() - sliceStart >= sliceMs) {
-      await yieldToEventLoop();
-      sliceStart = performance.now();
-    }
-    step = steps.next();
-  }
-  return step.value;
+  return runStepsYielding(cacheKeySteps(groups, options), sliceMs);
 }
 
 /** Hashing entries is the main cost of a key; a generator lets a caller pause between entries. */
@@ -173,7 +158,7 @@ function* cacheKeySteps(
   groups: readonly NormalizedSourceGroup[],
   options?: unknown,
 ): Generator<void, string, void> {
-  const resolvedOptions = normalizeOptions(options);
+  const resolvedOptions = toIndexBuildOptions(options);
   const weights = resolveFieldWeights(resolvedOptions.fieldWeights);
   const parts = [
     CACHE_SCHEMA_VERSION,
@@ -181,9 +166,14 @@ function* cacheKeySteps(
   ];
   const k1 = resolvedOptions.k1 ?? DEFAULT_BM25_K1;
   const b = resolvedOptions.b ?? DEFAULT_BM25_B;
-  const analyzer = resolvedOptions.analyzer ?? "none";
-  const scoring = resolvedOptions.scoring ?? "sum";
-  if (k1 !== DEFAULT_BM25_K1 || b !== DEFAULT_BM25_B || analyzer !== "none" || scoring !== "sum") {
+  const analyzer = resolvedOptions.analyzer ?? DEFAULT_ANALYZER;
+  const scoring = resolvedOptions.scoring ?? DEFAULT_SCORING_MODE;
+  if (
+    k1 !== DEFAULT_BM25_K1 ||
+    b !== DEFAULT_BM25_B ||
+    analyzer !== DEFAULT_ANALYZER ||
+    scoring !== DEFAULT_SCORING_MODE
+  ) {
     parts.push(`params=k1=${k1},b=${b},analyzer=${analyzer},scoring=${scoring}`);
   }
   for (const group of groups) {
@@ -207,11 +197,6 @@ function* cacheKeySteps(
   return parts.join("|");
 }
 
-function touch(key: string, promise: Promise<KnowledgeIndexBuildResult>): void {
-  cache.delete(key);
-  cache.set(key, promise);
-}
-
 /**
  * Validates the sources and returns the cached snapshot for their content, building it (asynchronously, yielding
  * to the event loop every few milliseconds) on a miss. Never rejects for bad sources: validation problems come
@@ -232,7 +217,6 @@ export async function getOrBuildKnowledgeIndexSnapshot(
   const cacheKey = await buildKnowledgeIndexCacheKeyAsync(normalized.groups, options);
   const existing = cache.get(cacheKey);
   if (existing) {
-    touch(cacheKey, existing);
     return { ...(await existing), cacheHit: true };
   }
   const promise = (async (): Promise<KnowledgeIndexBuildResult> => {
@@ -250,14 +234,13 @@ export async function getOrBuildKnowledgeIndexSnapshot(
         notes.push(`prebuilt index not used (${reason}); built from the sources instead`);
       }
     }
-    const build = startIndexBuild(normalized.entries, normalizeOptions(options));
+    const build = startIndexBuild(normalized.entries, toIndexBuildOptions(options));
     while (!build.step(BUILD_SLICE_MS)) await yieldToEventLoop();
     return { snapshot: build.finish(), validation: normalized.validation, cacheKey, origin: "built", notes };
   })();
   cache.set(cacheKey, promise);
-  while (cache.size > KNOWLEDGE_INDEX_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
   promise.catch(() => {
-    if (cache.get(cacheKey) === promise) cache.delete(cacheKey);
+    if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
   });
   return { ...(await promise), cacheHit: false };
 }
@@ -290,9 +273,4 @@ export function clearKnowledgeIndexCache(): void {
 /** Number of cached builds. */
 export function getKnowledgeIndexCacheSize(): number {
   return cache.size;
-}
-
-/** Cached keys, least recently used first (for diagnostics and tests). */
-export function getKnowledgeIndexCacheKeys(): string[] {
-  return [...cache.keys()];
 }

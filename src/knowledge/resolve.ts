@@ -16,7 +16,12 @@ import type {
 } from "../types/knowledge.js";
 import { encodeCitationPart } from "./citation.js";
 import {
+  DEFAULT_ENTRY_KIND,
+  DEFAULT_ENTRY_STATUS,
   FALLBACK_VERSION,
+  KNOWLEDGE_ENTRY_FIELDS,
+  KNOWLEDGE_ENTRY_KINDS,
+  KNOWLEDGE_STATUSES,
   MAX_ALIASES_PER_ENTRY,
   MAX_BODY_CHARS,
   MAX_ENTRIES,
@@ -25,41 +30,11 @@ import {
   MAX_RELATIONS_PER_ENTRY,
 } from "./defaults.js";
 import { phraseKey } from "./normalize.js";
-import { yieldToEventLoop } from "./runtime.js";
-
-/** Entry kinds accepted by validation. */
-export const KNOWLEDGE_ENTRY_KINDS: readonly KnowledgeEntryKind[] = Object.freeze([
-  "concept",
-  "text",
-  "configuration",
-  "tool",
-  "procedure",
-  "policy",
-  "troubleshooting",
-]);
-/** Lifecycle statuses accepted by validation. */
-export const KNOWLEDGE_STATUSES: readonly KnowledgeStatus[] = Object.freeze([
-  "draft",
-  "active",
-  "deprecated",
-]);
+import { runSteps, runStepsYielding } from "./steps.js";
 
 const KIND_SET: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_KINDS);
 const STATUS_SET: ReadonlySet<string> = new Set(KNOWLEDGE_STATUSES);
-const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set([
-  "id",
-  "title",
-  "summary",
-  "domain",
-  "integrations",
-  "kind",
-  "status",
-  "body",
-  "aliases",
-  "keywords",
-  "relatedEntryIds",
-  "parentEntryId",
-]);
+const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_FIELDS);
 /** Freezes an array after copying it, so no caller can change a snapshot through it. */
 function frozenCopy(values: readonly string[] | undefined): string[] {
   return Object.freeze(values ? values.slice() : []) as string[];
@@ -77,8 +52,8 @@ export function resolveEntry(input: KnowledgeEntryInput, version: string): Norma
     summary: input.summary,
     domain: input.domain,
     integrations: frozenCopy(Array.isArray(input.integrations) ? input.integrations : []),
-    kind: input.kind ?? "text",
-    status: input.status ?? "active",
+    kind: input.kind ?? DEFAULT_ENTRY_KIND,
+    status: input.status ?? DEFAULT_ENTRY_STATUS,
     body: input.body ?? "",
     aliases: frozenCopy(input.aliases),
     keywords: frozenCopy(input.keywords),
@@ -458,9 +433,7 @@ export function normalizeSources(
   const entries: NormalizedKnowledgeEntry[] = [];
   const groups: NormalizedSourceGroup[] = [];
   try {
-    for (const _ of collectEntries(sources, options, issues, entries, groups)) {
-      // Drained synchronously.
-    }
+    runSteps(collectEntries(sources, options, issues, entries, groups));
   } catch (caught) {
     // Reached only through exotic inputs such as throwing getters or revoked proxies.
     issues.add("error", "unreadable-input", `sources could not be read: ${String(caught)}`, {
@@ -484,13 +457,7 @@ export async function normalizeSourcesAsync(
   const entries: NormalizedKnowledgeEntry[] = [];
   const groups: NormalizedSourceGroup[] = [];
   try {
-    let sliceStart = performance.now();
-    for (const _ of collectEntries(sources, options, issues, entries, groups)) {
-      if (performance.now() - sliceStart >= sliceMs) {
-        await yieldToEventLoop();
-        sliceStart = performance.now();
-      }
-    }
+    await runStepsYielding(collectEntries(sources, options, issues, entries, groups), sliceMs);
   } catch (caught) {
     issues.add("error", "unreadable-input", `sources could not be read: ${String(caught)}`, {
       path: "sources",
@@ -834,7 +801,7 @@ function validateEntry(
 
   const rawKind = input.kind;
   const kind = (
-    unreadableField(context, "kind", rawKind) ? "text" : (rawKind ?? "text")
+    unreadableField(context, "kind", rawKind) ? DEFAULT_ENTRY_KIND : (rawKind ?? DEFAULT_ENTRY_KIND)
   ) as KnowledgeEntryKind;
   if (typeof kind !== "string" || !KIND_SET.has(kind)) {
     error(
@@ -846,7 +813,7 @@ function validateEntry(
   }
   const rawStatus = input.status;
   const status = (
-    unreadableField(context, "status", rawStatus) ? "active" : (rawStatus ?? "active")
+    unreadableField(context, "status", rawStatus) ? DEFAULT_ENTRY_STATUS : (rawStatus ?? DEFAULT_ENTRY_STATUS)
   ) as KnowledgeStatus;
   if (typeof status !== "string" || !STATUS_SET.has(status)) {
     error(
@@ -950,8 +917,8 @@ function validateEntry(
     summary,
     domain,
     integrations,
-    kind: KIND_SET.has(kind) ? kind : "text",
-    status: STATUS_SET.has(status) ? status : "active",
+    kind: KIND_SET.has(kind) ? kind : DEFAULT_ENTRY_KIND,
+    status: STATUS_SET.has(status) ? status : DEFAULT_ENTRY_STATUS,
   };
   if (body !== undefined) resolvedInput.body = body;
   if (aliases !== undefined) resolvedInput.aliases = aliases;

@@ -6,6 +6,7 @@
  * @module
  */
 
+import { LruCache } from "../../knowledge/lruCache.js";
 import type { ChatMessage } from "../types.js";
 import { inMemorySessionKey, sessionKeyParts } from "./sessionKey.js";
 import type {
@@ -39,7 +40,8 @@ type StoredSession = { session: ConversationSessionKey; messages: ChatMessage[] 
 /** Bounded in-process conversation store. */
 export class InMemoryConversationStore implements ConversationMemoryStore {
   readonly kind = "memory";
-  private readonly sessions = new Map<string, StoredSession>();
+  // Least recently used sessions are dropped beyond `maxSessions`, and reported to the eviction listeners.
+  private readonly sessions: LruCache<string, StoredSession>;
   private readonly maxSessions: number;
   private readonly maxMessagesPerSession: number;
   private readonly evictionListeners: MemoryEvictionListener[] = [];
@@ -47,32 +49,26 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
 
   constructor(options: InMemoryConversationStoreOptions = {}) {
     this.maxSessions = Math.max(1, Math.floor(options.maxSessions ?? 50));
+    this.sessions = new LruCache(this.maxSessions, (_, stored) => this.evicted(stored.session));
     this.maxMessagesPerSession = Math.max(1, Math.floor(options.maxMessagesPerSession ?? 100));
   }
 
   async getRecentMessages(session: ConversationSessionKey, limit: number): Promise<ChatMessage[]> {
     const key = inMemorySessionKey(session);
-    const stored = this.sessions.get(key);
+    const stored = limit <= 0 ? this.sessions.peek(key) : this.sessions.get(key);
     if (!stored || limit <= 0) return [];
-    this.touch(key, stored);
     return stored.messages.slice(-limit);
   }
 
   async appendMessages(session: ConversationSessionKey, messages: readonly ChatMessage[]): Promise<void> {
     const key = inMemorySessionKey(session);
-    const existing = this.sessions.get(key);
+    const existing = this.sessions.peek(key);
     const next = (existing?.messages ?? []).concat(messages.map(copyMessage));
     const { userId, sessionId } = sessionKeyParts(session);
-    this.touch(key, {
+    this.sessions.set(key, {
       session: existing?.session ?? (userId === undefined ? { sessionId } : { sessionId, userId }),
       messages: next.length > this.maxMessagesPerSession ? next.slice(-this.maxMessagesPerSession) : next,
     });
-    while (this.sessions.size > this.maxSessions) {
-      const oldest = this.sessions.entries().next().value;
-      if (oldest === undefined) break;
-      this.sessions.delete(oldest[0]);
-      this.evicted(oldest[1].session);
-    }
   }
 
   /** Registers a listener called with each session evicted to stay within `maxSessions`. */
@@ -102,12 +98,6 @@ export class InMemoryConversationStore implements ConversationMemoryStore {
 
   async close(): Promise<void> {
     this.sessions.clear();
-  }
-
-  /** Map order is recency order: re-inserting moves the session to the most recent end. */
-  private touch(key: string, stored: StoredSession): void {
-    this.sessions.delete(key);
-    this.sessions.set(key, stored);
   }
 
   private evicted(session: ConversationSessionKey): void {
