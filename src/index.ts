@@ -7,12 +7,18 @@
  */
 
 export {
+  type ArtifactIndexOptions,
+  contentKeySources,
   deserializeIndexSnapshot,
   INDEX_ARTIFACT_FORMAT_VERSION,
+  type IndexArtifactExpectations,
   KnowledgeArtifactError,
   type KnowledgeArtifactErrorCode,
+  type KnowledgeArtifactSource,
   type KnowledgeIndexArtifactHeader,
+  loadIndexArtifact,
   readIndexArtifactHeader,
+  readIndexArtifactHeaderFrom,
   serializeIndexSnapshot,
 } from "./knowledge/artifact.js";
 export {
@@ -98,6 +104,7 @@ export {
   clearKnowledgeIndexCache,
   getKnowledgeIndexCacheSize,
   getOrBuildKnowledgeIndexSnapshot,
+  getOrLoadKnowledgeIndexArtifact,
   type KnowledgeIndexArtifactSource,
   type KnowledgeIndexBuildResult,
 } from "./knowledge/indexCache.js";

@@ -12,11 +12,14 @@ import {
 } from "../../test/property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import {
+  contentKeySources,
   deserializeIndexSnapshot,
   KnowledgeArtifactError,
+  loadIndexArtifact,
   readIndexArtifactHeader,
   serializeIndexSnapshot,
 } from "./artifact.js";
+import { checksum32 } from "./checksum.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { buildIndexArtifact, buildKnowledgeIndexCacheKey, clearKnowledgeIndexCache } from "./indexCache.js";
@@ -27,6 +30,39 @@ import { retrieve } from "./retrieval.js";
 afterEach(() => clearKnowledgeIndexCache());
 
 const sources = [settingsSource, policiesSource];
+
+function sortedKeys(map: Map<string, unknown>): string[] {
+  return [...map.keys()].sort();
+}
+
+/** The artifact with its header JSON changed by `change` (and a matching header checksum): a crafted file. */
+function withHeader(bytes: Uint8Array, change: (header: Record<string, unknown>) => void): Uint8Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLength = view.getUint32(12, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(24, 24 + headerLength)));
+  const payload = bytes.subarray(Math.ceil((24 + headerLength) / 8) * 8);
+  change(header);
+  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+  const payloadStart = Math.ceil((24 + headerBytes.length) / 8) * 8;
+  const output = new Uint8Array(payloadStart + payload.length);
+  output.set(bytes.subarray(0, 12));
+  const outputView = new DataView(output.buffer);
+  outputView.setUint32(12, headerBytes.length, true);
+  outputView.setUint32(16, checksum32(headerBytes), true);
+  output.set(headerBytes, 24);
+  output.set(payload, payloadStart);
+  return output;
+}
+
+function expectArtifactError(run: () => unknown, code: string): void {
+  try {
+    run();
+    expect.unreachable(`expected a KnowledgeArtifactError with code ${code}`);
+  } catch (caught) {
+    expect(caught).toBeInstanceOf(KnowledgeArtifactError);
+    expect((caught as KnowledgeArtifactError).code).toBe(code);
+  }
+}
 
 describe("index artifact round trip", () => {
   it("a loaded snapshot retrieves exactly like the built one", () => {
@@ -50,29 +86,35 @@ describe("index artifact round trip", () => {
           };
           const built = buildIndexSnapshot(normalized.entries, options);
           const key = buildKnowledgeIndexCacheKey(normalized.groups, options);
-          const bytes = serializeIndexSnapshot(built, key, { includeEntries: true });
+          const bytes = serializeIndexSnapshot(built, key);
           const { snapshot: loaded, header } = deserializeIndexSnapshot(bytes, key);
           expect(header.entryCount).toBe(built.entryCount);
-          expect([...loaded.exactIndex.keys()].sort()).toEqual([...built.exactIndex.keys()].sort());
-          expect([...loaded.aliasIndex.keys()].sort()).toEqual([...built.aliasIndex.keys()].sort());
-          // The engine's path: a lean artifact (no entries) loaded with the caller's own normalized entries.
-          const lean = serializeIndexSnapshot(built, key);
-          expect(lean.byteLength).toBeLessThan(bytes.byteLength);
-          expect(() => deserializeIndexSnapshot(lean, key)).toThrow(/does not contain its entries/);
-          const { snapshot: loadedLean } = deserializeIndexSnapshot(lean, key, normalized.entries);
+          expect(header.sources).toEqual([{ id: "s", version: "2", entryCount: registry.length }]);
+          expect(loaded.entryCount).toBe(built.entryCount);
+          // The lazy maps read like the built ones.
+          expect([...loaded.entriesById.entries()]).toEqual([...built.entriesById.entries()]);
+          expect(loaded.entriesById.size).toBe(built.entriesById.size);
+          expect(sortedKeys(loaded.exactIndex)).toEqual(sortedKeys(built.exactIndex));
+          expect(sortedKeys(loaded.aliasIndex)).toEqual(sortedKeys(built.aliasIndex));
+          for (const [phrase, ids] of built.exactIndex) expect(loaded.exactIndex.get(phrase)).toEqual(ids);
+          for (const [phrase, ids] of built.aliasIndex) expect(loaded.aliasIndex.get(phrase)).toEqual(ids);
+          expect(new Map(loaded.relationIndex)).toEqual(built.relationIndex);
+          expect(loaded.relationIndex.size).toBe(built.relationIndex.size);
           for (const request of requests) {
             const fromBuilt = retrieve(built, request, resolved, blocked);
             const fromLoaded = retrieve(loaded, request, resolved, blocked);
             expect(fromLoaded).toEqual(fromBuilt);
-            expect(retrieve(loadedLean, request, resolved, blocked)).toEqual(fromBuilt);
             expect(assembleKnowledgeContext(fromLoaded)).toEqual(assembleKnowledgeContext(fromBuilt));
           }
-          // Deterministic bytes (RELIABILITY 38).
-          expect(
-            serializeIndexSnapshot(buildIndexSnapshot([...normalized.entries].reverse(), options), key, {
-              includeEntries: true,
-            }),
-          ).toEqual(bytes);
+          // Deterministic bytes (RELIABILITY 38), also when written again from the loaded snapshot (compared as
+          // buffers: a generic deep equality of tens of kilobytes is slow).
+          const reversed = serializeIndexSnapshot(
+            buildIndexSnapshot([...normalized.entries].reverse(), options),
+            key,
+          );
+          const again = serializeIndexSnapshot(loaded, key);
+          expect(Buffer.from(reversed).equals(bytes)).toBe(true);
+          expect(Buffer.from(again).equals(bytes)).toBe(true);
         },
       ),
       { seed: propertySeed("artifact round trip"), numRuns: propertyRuns(150) },
@@ -80,35 +122,165 @@ describe("index artifact round trip", () => {
   });
 
   it("rejects other files, other versions, corruption and other content with typed errors", async () => {
-    const bytes = await buildIndexArtifact(sources, undefined, undefined, { includeEntries: true });
+    const bytes = await buildIndexArtifact(sources);
     const key = readIndexArtifactHeader(bytes).cacheKey;
-    const expectCode = (data: Uint8Array, code: string, expected?: string) => {
-      try {
-        deserializeIndexSnapshot(data, expected);
-        expect.unreachable();
-      } catch (caught) {
-        expect(caught).toBeInstanceOf(KnowledgeArtifactError);
-        expect((caught as KnowledgeArtifactError).code).toBe(code);
-      }
-    };
-    expectCode(
-      new TextEncoder().encode('{"not": "an index"} padding padding padding padding'),
+    expectArtifactError(
+      () => deserializeIndexSnapshot(new TextEncoder().encode('{"not": "an index"} padding padding padding')),
       "not-an-index-artifact",
     );
-    const otherVersion = bytes.slice();
-    new DataView(otherVersion.buffer).setUint32(8, 99, true);
-    expectCode(otherVersion, "unsupported-format-version");
-    const flipped = bytes.slice();
-    flipped[flipped.length - 100]! ^= 0xff;
-    expectCode(flipped, "corrupt", key);
-    expectCode(bytes.subarray(0, bytes.length - 1), "corrupt");
-    expectCode(bytes, "content-mismatch", `${key}x`);
+    expectArtifactError(() => deserializeIndexSnapshot(new Uint8Array(3)), "not-an-index-artifact");
+    for (const version of [1, 3, 99]) {
+      const otherVersion = bytes.slice();
+      new DataView(otherVersion.buffer).setUint32(8, version, true);
+      expectArtifactError(() => deserializeIndexSnapshot(otherVersion), "unsupported-format-version");
+    }
+    expectArtifactError(() => deserializeIndexSnapshot(bytes, `${key}x`), "content-mismatch");
     // Unaligned input (a Buffer slice at an odd offset) still loads.
     const unaligned = new Uint8Array(bytes.length + 3);
     unaligned.set(bytes, 3);
     expect(deserializeIndexSnapshot(unaligned.subarray(3), key).snapshot.entryCount).toBe(3);
   });
+
+  it("a flipped byte anywhere is a typed error: at load, or when its entry is read", () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const built = buildIndexSnapshot(normalized.entries);
+    const bytes = serializeIndexSnapshot(built, buildKnowledgeIndexCacheKey(normalized.groups));
+    const header = readIndexArtifactHeader(bytes);
+    const entriesStart = bytes.length - header.entryRecords.length;
+    // Every fifth byte (so every section, record and prefix field), to keep the test short.
+    for (let position = 0; position < bytes.length; position += 5) {
+      const flipped = bytes.slice();
+      flipped[position]! ^= 0x5a;
+      if (position < entriesStart) {
+        // Magic, version, lengths, header, sections: refused before anything is used.
+        try {
+          deserializeIndexSnapshot(flipped);
+          // The reserved prefix bytes and the padding between sections are covered by no checksum.
+          expect(
+            position === 20 ||
+              position === 21 ||
+              position === 22 ||
+              position === 23 ||
+              isPadding(bytes, position),
+          ).toBe(true);
+        } catch (caught) {
+          expect(caught).toBeInstanceOf(KnowledgeArtifactError);
+          expect(["corrupt", "not-an-index-artifact", "unsupported-format-version"]).toContain(
+            (caught as KnowledgeArtifactError).code,
+          );
+        }
+      } else {
+        // An entry record: the artifact loads; reading that entry is a typed error, the others read fine.
+        const { snapshot } = deserializeIndexSnapshot(flipped);
+        const failures: string[] = [];
+        for (const id of built.entriesById.keys()) {
+          try {
+            expect(snapshot.entriesById.get(id)).toEqual(built.entriesById.get(id));
+          } catch (caught) {
+            expect(caught).toBeInstanceOf(KnowledgeArtifactError);
+            expect((caught as KnowledgeArtifactError).code).toBe("corrupt");
+            failures.push(id);
+          }
+        }
+        expect(failures).toHaveLength(1);
+      }
+    }
+  });
+
+  it("a truncated or extended artifact is corrupt at every length (sampled)", () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const bytes = serializeIndexSnapshot(
+      buildIndexSnapshot(normalized.entries),
+      buildKnowledgeIndexCacheKey(normalized.groups),
+    );
+    const lengths = new Set<number>();
+    for (let length = 0; length < bytes.length; length += 11) lengths.add(length);
+    for (let length = 0; length < 200; length++) lengths.add(length).add(bytes.length - 1 - length);
+    for (const length of lengths) {
+      try {
+        deserializeIndexSnapshot(bytes.subarray(0, length));
+        expect.unreachable();
+      } catch (caught) {
+        expect(caught).toBeInstanceOf(KnowledgeArtifactError);
+        expect(["corrupt", "not-an-index-artifact"]).toContain((caught as KnowledgeArtifactError).code);
+      }
+    }
+    const extended = new Uint8Array(bytes.length + 8);
+    extended.set(bytes);
+    expectArtifactError(() => deserializeIndexSnapshot(extended), "corrupt");
+  });
+
+  it("huge or impossible declared lengths and counts are refused without allocating them", () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const bytes = serializeIndexSnapshot(
+      buildIndexSnapshot(normalized.entries),
+      buildKnowledgeIndexCacheKey(normalized.groups),
+    );
+    const hugeHeader = bytes.slice();
+    new DataView(hugeHeader.buffer).setUint32(12, 0xffffffff, true);
+    expectArtifactError(() => deserializeIndexSnapshot(hugeHeader), "corrupt");
+    const crafted: ((header: Record<string, unknown>) => void)[] = [
+      (header) => {
+        header.payloadLength = 2 ** 52;
+      },
+      (header) => {
+        (header.sections as Record<string, { length: number }>)["lexical.docs.4"]!.length = 2 ** 40;
+      },
+      (header) => {
+        (header.sections as Record<string, { offset: number }>)["lexical.ranks"]!.offset = 3;
+      },
+      (header) => {
+        header.entryRecords = { offset: 0, length: 2 ** 45 };
+      },
+      (header) => {
+        header.entryCount = 2 ** 31;
+      },
+      (header) => {
+        header.entryCount = -1;
+      },
+      (header) => {
+        header.termCount = 1e9;
+      },
+      (header) => {
+        header.phraseKeyCount = 1e9;
+      },
+      (header) => {
+        header.phraseEdgeCount = 0;
+      },
+      (header) => {
+        header.postings = [{ active: true, postingCount: 1 }];
+      },
+      (header) => {
+        header.options = { fieldWeights: { title: -1 }, k1: 1, b: 2, analyzer: "none", scoring: "sum" };
+      },
+      (header) => {
+        header.sections = null;
+      },
+      (header) => {
+        delete (header.sections as Record<string, unknown>)["entries.checksums"];
+      },
+    ];
+    for (const change of crafted) {
+      const started = performance.now();
+      expectArtifactError(() => deserializeIndexSnapshot(withHeader(bytes, change)), "corrupt");
+      // Generous: refusing must not mean reading or allocating what the header claims.
+      expect(performance.now() - started).toBeLessThan(2_000);
+    }
+  });
 });
+
+/** Whether `position` is alignment padding after a section or the header (bytes no checksum covers). */
+function isPadding(bytes: Uint8Array, position: number): boolean {
+  const header = readIndexArtifactHeader(bytes);
+  const headerEnd = 24 + new DataView(bytes.buffer, bytes.byteOffset).getUint32(12, true);
+  const payloadStart = bytes.length - header.payloadLength;
+  if (position < payloadStart) return position >= headerEnd;
+  const offset = position - payloadStart;
+  const covering = Object.values(header.sections).some(
+    (section) => offset >= section.offset && offset < section.offset + section.length,
+  );
+  return !covering && offset < header.entryRecords.offset;
+}
 
 describe("engine with a prebuilt index", () => {
   it("loads a matching artifact from a file instead of building", async () => {
@@ -155,5 +327,163 @@ describe("engine with a prebuilt index", () => {
     await engine.ready();
     expect(engine.getStatus().snapshotOrigin).toBe("built");
     expect(engine.getStatus().notes?.[0]).toContain("different content or index settings");
+  });
+});
+
+describe("engine from a self-contained artifact alone", () => {
+  const queries = [
+    { query: "enable multi step flow", scope: { enabledIntegrations: ["integration-a"] } },
+    { query: "policy types for an administrator" },
+    { query: "progress bar", recentTurns: [{ role: "user" as const, text: "onboarding wizard" }] },
+    { query: "nothing matches zzz" },
+  ];
+
+  it("serves from a file or bytes with no sources: same outcomes as the engine built from the sources", async () => {
+    const directory = await mkdtemp(join(tmpdir(), "lexground-artifact-"));
+    try {
+      const bytes = await buildIndexArtifact(sources);
+      const path = join(directory, "kb.lxg");
+      await writeFile(path, bytes);
+      const fromSources = new KnowledgeGroundingEngine({ enabled: true, sources });
+      for (const indexArtifact of [path, bytes]) {
+        clearKnowledgeIndexCache();
+        const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact });
+        await engine.ready();
+        const status = engine.getStatus();
+        expect(status).toMatchObject({
+          ready: true,
+          entryCount: 3,
+          snapshotOrigin: "artifact",
+          lastError: null,
+        });
+        expect(status.content?.sources).toEqual([
+          { id: "account-settings", version: "1", entryCount: 2 },
+          { id: "access-policies", version: "1", entryCount: 1 },
+        ]);
+        expect(status.content?.key).toBe(readIndexArtifactHeader(bytes).cacheKey);
+        for (const input of queries) {
+          const loaded = await engine.ground(input);
+          const built = await fromSources.ground(input);
+          expect(loaded.ephemeralContext).toEqual(built.ephemeralContext);
+          expect({ ...loaded.metadata, durationMs: 0 }).toEqual({ ...built.metadata, durationMs: 0 });
+          expect({ ...loaded.retrieval, durationMs: 0 }).toEqual({ ...built.retrieval, durationMs: 0 });
+        }
+      }
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("property: an engine started from the artifact alone grounds exactly like the engine built from the sources", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        registryArbitrary,
+        fc.array(requestArbitrary, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom("neurolink", "recommended"),
+        async (registry, requests, preset) => {
+          const registrySources = [{ id: "s", version: "7", entries: registry }];
+          if (!normalizeSources(registrySources, { manifestVersion: "0" }).validation.ok) return;
+          clearKnowledgeIndexCache();
+          const built = new KnowledgeGroundingEngine({ enabled: true, sources: registrySources, preset });
+          await built.ready();
+          const snapshot = built.getSnapshot()!;
+          const bytes = serializeIndexSnapshot(snapshot, built.getStatus().content!.key);
+          clearKnowledgeIndexCache();
+          const loaded = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: bytes, preset });
+          await loaded.ready();
+          expect(loaded.getStatus().snapshotOrigin).toBe("artifact");
+          for (const request of requests) {
+            const input = {
+              query: request.query,
+              recentTurns: request.recentTurns,
+              scope: { enabledIntegrations: request.enabledIntegrations },
+            };
+            const fromArtifact = await loaded.ground(input);
+            const fromSources = await built.ground(input);
+            expect(fromArtifact.ephemeralContext).toEqual(fromSources.ephemeralContext);
+            expect({ ...fromArtifact.retrieval, durationMs: 0 }).toEqual({
+              ...fromSources.retrieval,
+              durationMs: 0,
+            });
+          }
+        },
+      ),
+      { seed: propertySeed("artifact-only engine"), numRuns: propertyRuns(60) },
+    );
+  });
+
+  it("an artifact built with other index settings is refused with a typed reason, not served", async () => {
+    const bytes = await buildIndexArtifact(sources);
+    clearKnowledgeIndexCache();
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      indexArtifact: bytes,
+      preset: "recommended",
+    });
+    await engine.ready();
+    const status = engine.getStatus();
+    expect(status.ready).toBe(false);
+    expect(status.lastError).toContain("other index settings");
+    const outcome = await engine.ground({ query: "policy types" });
+    expect(outcome.ephemeralContext).toBeNull();
+    expect(outcome.metadata.failureReason).toBe("build-failed");
+    await expect(
+      new KnowledgeGroundingEngine({
+        enabled: true,
+        indexArtifact: bytes,
+        preset: "recommended",
+        strict: true,
+      }).ready(),
+    ).rejects.toMatchObject({ code: "KNOWLEDGE_BUILD_FAILED" });
+  });
+
+  it("a damaged, foreign or missing artifact leaves the engine without an index and says why", async () => {
+    const bytes = await buildIndexArtifact(sources);
+    const truncated = bytes.subarray(0, bytes.length - 10);
+    const otherVersion = bytes.slice();
+    new DataView(otherVersion.buffer).setUint32(8, 1, true);
+    const cases: [string | Uint8Array, RegExp][] = [
+      [truncated, /damaged/],
+      [otherVersion, /format 1 is not supported/],
+      [new TextEncoder().encode("not an artifact at all, just text"), /not a lexground index artifact/],
+      ["/nonexistent/kb.lxg", /cannot be read/],
+    ];
+    for (const [indexArtifact, reason] of cases) {
+      clearKnowledgeIndexCache();
+      const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact, logger: null });
+      await engine.ready();
+      expect(engine.getStatus().ready).toBe(false);
+      expect(engine.getStatus().lastError).toMatch(reason);
+      expect((await engine.ground({ query: "policy" })).metadata.failureReason).toBe("build-failed");
+    }
+  });
+
+  it("a turn decodes only the entries it renders", async () => {
+    const bytes = await buildIndexArtifact(sources);
+    const { snapshot } = await loadIndexArtifact(bytes);
+    const read: string[] = [];
+    const original = snapshot.entriesById.get.bind(snapshot.entriesById);
+    Object.defineProperty(snapshot.entriesById, "get", {
+      value: (id: string) => {
+        read.push(id);
+        return original(id);
+      },
+    });
+    const selection = retrieve(
+      snapshot,
+      { query: "policy types", recentTurns: [], enabledIntegrations: [] },
+      (await import("./config.js")).resolveRetrieval(undefined),
+    );
+    expect(selection.primary.map((entry) => entry.id)).toEqual(["access.policy-types"]);
+    // Read twice (selection, then its relations), decoded once.
+    expect(new Set(read)).toEqual(new Set(["access.policy-types"]));
+  });
+
+  it("the content key's sources are parsed back", () => {
+    const key = buildKnowledgeIndexCacheKey(normalizeSources(sources, { manifestVersion: "0" }).groups);
+    expect(contentKeySources(key)).toEqual([
+      { id: "account-settings", version: "1", entryCount: 2 },
+      { id: "access-policies", version: "1", entryCount: 1 },
+    ]);
   });
 });

@@ -1,26 +1,59 @@
 /**
- * Prebuilt index artifacts: a built snapshot written as one binary file, so replicas start by loading instead of
- * tokenizing and indexing every entry.
+ * Prebuilt index artifacts: a built snapshot written as one self-contained binary file (format 2), so a replica
+ * starts by loading instead of validating, hashing, tokenizing and indexing every entry, and needs nothing else:
+ * the entries travel inside the artifact, and its content key (see `buildKnowledgeIndexCacheKey`) is stored in it.
  *
  * Layout (all integers little-endian):
  *   8 bytes   magic "LXGINDEX"
  *   4 bytes   format version (uint32)
  *   4 bytes   header length in bytes (uint32)
- *   header    UTF-8 JSON: format version, cache key, index options, counts, and the sections' offsets/lengths
- *   sections  typed arrays and UTF-8 JSON blobs, each aligned to 8 bytes, offsets relative to the payload start
- *   32 bytes  SHA-256 of everything before it
+ *   4 bytes   checksum of the header bytes (uint32, see `checksum.ts`)
+ *   4 bytes   zero
+ *   header    UTF-8 JSON: content key, sources, index options, counts, and every section's offset, length and
+ *             checksum (offsets relative to the payload start, each aligned to 8 bytes)
+ *   sections  typed arrays and UTF-8 blobs: the lexical index (`artifactLexical.ts`), the phrase trie and its
+ *             exact/alias entry lists, the scope lists (status, integrations, domains), the entry table
+ *   entries   last: one UTF-8 JSON record per entry, in dense-id order, located by the entry table
  *
- * The cache key (see `buildKnowledgeIndexCacheKey`) identifies the content and index parameters the artifact was
- * built from; a loader compares it with the key of the sources it was configured with and refuses a mismatch.
+ * Loading reads and checks every section except the entry records, which are read (from the file, when the
+ * artifact is a path) and checked against their own checksums only when a turn needs them: a turn decodes the
+ * entries it renders and nothing else.
  */
-import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import { assembleSnapshot, compareCodeUnits, KnowledgeLexicalIndex } from "./knowledgeIndex.js";
-import { createSha256 } from "./sha256.js";
+import type {
+  KnowledgeEntryKind,
+  KnowledgeIndexSnapshot,
+  KnowledgeStatus,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import {
+  type ArtifactIndexOptions,
+  type LexicalSectionsMeta,
+  readLexicalSections,
+  type SectionReader,
+  writeLexicalSections,
+} from "./artifactLexical.js";
+import { checksum32 } from "./checksum.js";
+import { KNOWLEDGE_ENTRY_KINDS, KNOWLEDGE_STATUSES } from "./defaults.js";
+import {
+  type CompiledSnapshot,
+  getCompiledSnapshot,
+  KnowledgeLexicalIndex,
+  registerCompiledSnapshot,
+} from "./knowledgeIndex.js";
+import { PhraseTrie } from "./phraseTrie.js";
+import { openRandomAccessFile } from "./runtime.js";
+
+export type { ArtifactIndexOptions } from "./artifactLexical.js";
 
 /** Version of the artifact layout; readers refuse other versions. */
-export const INDEX_ARTIFACT_FORMAT_VERSION = 1;
+export const INDEX_ARTIFACT_FORMAT_VERSION = 2;
 const MAGIC = "LXGINDEX";
-const DIGEST_BYTES = 32;
+const PREFIX_BYTES = 24;
+/** Largest header accepted (a header holds counts and the section table: kilobytes in practice). */
+const MAX_HEADER_BYTES = 16 * 1024 * 1024;
+/** Decoded entries kept per loaded snapshot (least recently used dropped), and their characters at most. */
+const ENTRY_CACHE_LIMIT = 4_096;
+const ENTRY_CACHE_MAX_CHARS = 32_000_000;
 
 /** Why an artifact could not be used. */
 export type KnowledgeArtifactErrorCode =
@@ -28,8 +61,10 @@ export type KnowledgeArtifactErrorCode =
   | "unsupported-format-version"
   | "corrupt"
   | "content-mismatch"
+  | "options-mismatch"
   | "entries-required"
-  | "unsupported-platform";
+  | "unsupported-platform"
+  | "unreadable";
 
 /** An artifact that cannot be loaded, with a machine-readable `code`. */
 export class KnowledgeArtifactError extends Error {
@@ -42,22 +77,32 @@ export class KnowledgeArtifactError extends Error {
   }
 }
 
+/** One source the artifact's entries came from (parsed from its content key). */
+export type KnowledgeArtifactSource = { id: string; version: string; entryCount: number };
+
 /** The artifact header (informational fields plus the section table). */
 export type KnowledgeIndexArtifactHeader = {
   formatVersion: number;
+  /** The content key of the sources and index settings the artifact was built from. */
   cacheKey: string;
   createdBy: string;
   entryCount: number;
+  /** The sources (id, version, entry count) the entries came from, in the key's order. */
+  sources: KnowledgeArtifactSource[];
   termCount: number;
-  options: {
-    fieldWeights: Record<string, number>;
-    k1: number;
-    b: number;
-    analyzer: string;
-    scoring: string;
-  };
-  postings: { active: boolean; postingCount: number }[];
-  sections: Record<string, { offset: number; length: number }>;
+  /** Distinct exact and alias phrase keys. */
+  phraseKeyCount: number;
+  /** Edges of the phrase trie. */
+  phraseEdgeCount: number;
+  /** Entries with at least one related or parent entry. */
+  relationCount: number;
+  options: ArtifactIndexOptions;
+  postings: LexicalSectionsMeta["postings"];
+  /** Byte length of everything after the header (sections and entry records). */
+  payloadLength: number;
+  sections: Record<string, { offset: number; length: number; checksum: number }>;
+  /** Where the entry records start and how many bytes they take (located by the `entries.offsets` section). */
+  entryRecords: { offset: number; length: number };
 };
 
 type Section = { name: string; bytes: Uint8Array };
@@ -69,229 +114,930 @@ function isLittleEndian(): boolean {
   return new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 }
 
-function bytesEqual(left: Uint8Array, right: Uint8Array): boolean {
-  if (left.length !== right.length) return false;
-  for (let index = 0; index < left.length; index++) if (left[index] !== right[index]) return false;
-  return true;
-}
-
-function bytesOf(array: Int32Array | Float64Array): Uint8Array {
+function bytesOf(array: Int32Array | Uint32Array | Float64Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
 
+function align8(value: number): number {
+  return Math.ceil(value / 8) * 8;
+}
+
+/** Concatenates UTF-8 encodings of `strings`, with each one's start and the total as offsets. */
+function encodeStrings(strings: readonly string[]): { blob: Uint8Array; offsets: Float64Array } {
+  const offsets = new Float64Array(strings.length + 1);
+  let buffer = new Uint8Array(1 << 16);
+  let length = 0;
+  for (let index = 0; index < strings.length; index++) {
+    const text = strings[index]!;
+    const needed = length + text.length * 3;
+    if (needed > buffer.length) {
+      const grown = new Uint8Array(Math.max(needed, buffer.length * 2));
+      grown.set(buffer.subarray(0, length));
+      buffer = grown;
+    }
+    length += encoder.encodeInto(text, buffer.subarray(length)).written;
+    offsets[index + 1] = length;
+  }
+  return { blob: buffer.subarray(0, length), offsets };
+}
+
+/** An entry as the JSON array of its fields (field names are not repeated per entry). */
+function entryRecord(entry: NormalizedKnowledgeEntry): string {
+  return JSON.stringify([
+    entry.id,
+    entry.title,
+    entry.summary,
+    entry.domain,
+    entry.integrations,
+    entry.kind,
+    entry.status,
+    entry.body,
+    entry.aliases,
+    entry.keywords,
+    entry.relatedEntryIds,
+    entry.version,
+    entry.parentEntryId ?? null,
+  ]);
+}
+
+/** The sources of a content key: its `id:version:count:sha256` parts, decoded. */
+export function contentKeySources(cacheKey: string): KnowledgeArtifactSource[] {
+  const sources: KnowledgeArtifactSource[] = [];
+  for (const part of cacheKey.split("|")) {
+    const fields = part.split(":");
+    if (fields.length !== 4 || !/^\d+$/.test(fields[2]!) || !/^[0-9a-f]{64}$/.test(fields[3]!)) continue;
+    try {
+      sources.push({
+        id: decodeURIComponent(fields[0]!),
+        version: decodeURIComponent(fields[1]!),
+        entryCount: Number(fields[2]),
+      });
+    } catch {
+      // Not a source part.
+    }
+  }
+  return sources;
+}
+
 /**
- * Serializes a snapshot built by lexground into an artifact tagged with its cache key. By default the entries
- * themselves are left out: whoever loads the artifact has them already (the manifest or sources it was built
- * from, which the cache key check compares anyway), and they are often most of the size. Pass
- * `{ includeEntries: true }` for an artifact that loads on its own.
+ * Serializes a snapshot built by lexground into a self-contained artifact tagged with its content key: the
+ * lexical index, the phrase and scope structures and every entry. (`options` is accepted for compatibility with
+ * format 1, whose artifacts could leave the entries out; format 2 always holds them.)
  */
 export function serializeIndexSnapshot(
   snapshot: KnowledgeIndexSnapshot,
   cacheKey: string,
-  options: { includeEntries?: boolean } = {},
+  _options: { includeEntries?: boolean } = {},
 ): Uint8Array {
   if (!isLittleEndian())
     throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
-  if (!(snapshot.lexical instanceof KnowledgeLexicalIndex)) {
-    throw new TypeError("serializeIndexSnapshot: the snapshot's lexical index was not built by lexground");
+  const compiled = getCompiledSnapshot(snapshot);
+  if (!(snapshot.lexical instanceof KnowledgeLexicalIndex) || !compiled) {
+    throw new TypeError("serializeIndexSnapshot: the snapshot was not built by lexground");
   }
-  const parts = snapshot.lexical.exportParts();
-  const entries = parts.ids.map((id) => snapshot.entriesById.get(id)!);
-  const sections: Section[] = [
-    ...(options.includeEntries ? [{ name: "entries", bytes: encoder.encode(JSON.stringify(entries)) }] : []),
-    { name: "ids", bytes: encoder.encode(JSON.stringify(parts.ids)) },
-    { name: "terms", bytes: encoder.encode(JSON.stringify(parts.terms)) },
-    { name: "averageLengths", bytes: bytesOf(parts.averageLengths) },
-    { name: "ranks", bytes: bytesOf(parts.ranks) },
-  ];
-  parts.postings.forEach((postings, index) => {
-    if (!postings.active) return;
-    sections.push({ name: `offsets.${index}`, bytes: bytesOf(postings.offsets) });
-    sections.push({ name: `docs.${index}`, bytes: bytesOf(postings.docs) });
-    sections.push({ name: `contributions.${index}`, bytes: bytesOf(postings.contributions) });
-  });
-  if (parts.bm25fShares) sections.push({ name: "bm25fShares", bytes: bytesOf(parts.bm25fShares) });
+  const lexical = writeLexicalSections(snapshot.lexical);
+  const ids = lexical.ids;
+  const count = ids.length;
+  const denseOf = (id: string): number =>
+    snapshot.lexical instanceof KnowledgeLexicalIndex ? snapshot.lexical.denseIdOf(id) : -1;
 
+  // Phrases: the trie's arrays, its keys, and per key the dense ids of the entries it names (exact, alias).
+  const trie = compiled.phraseTrie.exportParts();
+  const keys = encodeStrings(trie.keys);
+  const phraseLists = (map: Map<string, Set<string>>): { offsets: Int32Array; docs: Int32Array } => {
+    const offsets = new Int32Array(trie.keys.length + 1);
+    const docs: number[] = [];
+    trie.keys.forEach((key, index) => {
+      for (const id of map.get(key) ?? []) docs.push(denseOf(id));
+      offsets[index + 1] = docs.length;
+    });
+    return { offsets, docs: Int32Array.from(docs) };
+  };
+  const exact = phraseLists(snapshot.exactIndex);
+  const alias = phraseLists(snapshot.aliasIndex);
+
+  // Scopes: what eligibility masks are built from.
+  const lists = (map: Map<string, Int32Array>) => {
+    const names = [...map.keys()];
+    const offsets = new Int32Array(names.length + 1);
+    let total = 0;
+    names.forEach((name, index) => {
+      total += map.get(name)!.length;
+      offsets[index + 1] = total;
+    });
+    const docs = new Int32Array(total);
+    names.forEach((name, index) => {
+      docs.set(map.get(name)!, offsets[index]!);
+    });
+    return { names, offsets, docs };
+  };
+  const integrations = lists(compiled.activeByIntegration);
+  const domains = lists(compiled.byDomain);
+
+  // Entries: one record each, in dense order, with a checksum per record.
+  const records: string[] = new Array(count);
+  let relationCount = 0;
+  for (let doc = 0; doc < count; doc++) {
+    const entry = snapshot.entriesById.get(ids[doc]!)!;
+    records[doc] = entryRecord(entry);
+    if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) relationCount++;
+  }
+  const encodedEntries = encodeStrings(records);
+  records.length = 0;
+  const entryChecksums = new Uint32Array(count);
+  for (let doc = 0; doc < count; doc++) {
+    entryChecksums[doc] = checksum32(
+      encodedEntries.blob.subarray(encodedEntries.offsets[doc]!, encodedEntries.offsets[doc + 1]!),
+    );
+  }
+
+  const sections: Section[] = [
+    ...lexical.sections,
+    { name: "phrases.keys", bytes: keys.blob },
+    { name: "phrases.keyOffsets", bytes: bytesOf(keys.offsets) },
+    { name: "phrases.nodePrefixLength", bytes: bytesOf(trie.nodePrefixLength) },
+    { name: "phrases.nodeKey", bytes: bytesOf(trie.nodeKey) },
+    { name: "phrases.nodeSample", bytes: bytesOf(trie.nodeSample) },
+    { name: "phrases.table", bytes: bytesOf(trie.table) },
+    { name: "phrases.exactOffsets", bytes: bytesOf(exact.offsets) },
+    { name: "phrases.exactDocs", bytes: bytesOf(exact.docs) },
+    { name: "phrases.aliasOffsets", bytes: bytesOf(alias.offsets) },
+    { name: "phrases.aliasDocs", bytes: bytesOf(alias.docs) },
+    { name: "scope.universal", bytes: compiled.universalMask },
+    { name: "scope.integrationNames", bytes: encoder.encode(JSON.stringify(integrations.names)) },
+    { name: "scope.integrationOffsets", bytes: bytesOf(integrations.offsets) },
+    { name: "scope.integrationDocs", bytes: bytesOf(integrations.docs) },
+    { name: "scope.domainNames", bytes: encoder.encode(JSON.stringify(domains.names)) },
+    { name: "scope.domainOffsets", bytes: bytesOf(domains.offsets) },
+    { name: "scope.domainDocs", bytes: bytesOf(domains.docs) },
+    { name: "entries.offsets", bytes: bytesOf(encodedEntries.offsets) },
+    { name: "entries.checksums", bytes: bytesOf(entryChecksums) },
+  ];
   const table: KnowledgeIndexArtifactHeader["sections"] = {};
   let offset = 0;
   for (const section of sections) {
-    table[section.name] = { offset, length: section.bytes.byteLength };
+    table[section.name] = { offset, length: section.bytes.byteLength, checksum: checksum32(section.bytes) };
     offset += align8(section.bytes.byteLength);
   }
+  const entryRecords = { offset, length: encodedEntries.blob.byteLength };
   const header: KnowledgeIndexArtifactHeader = {
     formatVersion: INDEX_ARTIFACT_FORMAT_VERSION,
     cacheKey,
     createdBy: "lexground",
-    entryCount: parts.ids.length,
-    termCount: parts.terms.length,
-    options: {
-      fieldWeights: { ...parts.fieldWeights },
-      k1: parts.k1,
-      b: parts.b,
-      analyzer: parts.analyzer,
-      scoring: parts.scoring,
-    },
-    postings: parts.postings.map((postings) => ({
-      active: postings.active,
-      postingCount: postings.docs.length,
-    })),
+    entryCount: count,
+    sources: contentKeySources(cacheKey),
+    termCount: lexical.meta.termCount,
+    phraseKeyCount: trie.keys.length,
+    phraseEdgeCount: trie.edgeCount,
+    relationCount,
+    options: lexical.options,
+    postings: lexical.meta.postings,
+    payloadLength: offset + entryRecords.length,
     sections: table,
+    entryRecords,
   };
   const headerBytes = encoder.encode(JSON.stringify(header));
-  const payloadStart = align8(16 + headerBytes.byteLength);
-  const total = payloadStart + offset + DIGEST_BYTES;
-  const output = new Uint8Array(total);
+  const payloadStart = align8(PREFIX_BYTES + headerBytes.byteLength);
+  const output = new Uint8Array(payloadStart + header.payloadLength);
   output.set(encoder.encode(MAGIC), 0);
   const view = new DataView(output.buffer);
   view.setUint32(8, INDEX_ARTIFACT_FORMAT_VERSION, true);
   view.setUint32(12, headerBytes.byteLength, true);
-  output.set(headerBytes, 16);
+  view.setUint32(16, checksum32(headerBytes), true);
+  output.set(headerBytes, PREFIX_BYTES);
   for (const section of sections) output.set(section.bytes, payloadStart + table[section.name]!.offset);
-  output.set(
-    createSha256()
-      .update(output.subarray(0, total - DIGEST_BYTES))
-      .digest(),
-    total - DIGEST_BYTES,
-  );
+  output.set(encodedEntries.blob, payloadStart + entryRecords.offset);
   return output;
 }
 
-function align8(value: number): number {
-  return (value + 7) & ~7;
+/** Where an artifact's bytes come from: memory, or a file read at positions. */
+type ByteSource = {
+  size: number;
+  /** Bytes at `position`; 8-byte aligned when `aligned` is set (typed-array views need it). */
+  read(position: number, length: number, aligned?: boolean): Uint8Array;
+  close(): void;
+};
+
+function memorySource(data: Uint8Array): ByteSource {
+  return {
+    size: data.byteLength,
+    read(position, length, aligned) {
+      const view = data.subarray(position, position + length);
+      // A Buffer from Node's pool may start anywhere; a copy is aligned.
+      return aligned && view.byteOffset % 8 !== 0 ? view.slice() : view;
+    },
+    close() {},
+  };
 }
 
-/** Reads only the header of an artifact (for a cheap compatibility check). */
-export function readIndexArtifactHeader(data: Uint8Array): KnowledgeIndexArtifactHeader {
-  if (data.byteLength < 16 + DIGEST_BYTES || decoder.decode(data.subarray(0, 8)) !== MAGIC) {
+function corrupt(message: string): KnowledgeArtifactError {
+  return new KnowledgeArtifactError("corrupt", `index artifact is damaged: ${message}`);
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** Checks the parts of the header that decide what is read and allocated, against the artifact's real size. */
+function checkHeader(header: unknown, payloadBytes: number): KnowledgeIndexArtifactHeader {
+  if (typeof header !== "object" || header === null || Array.isArray(header))
+    throw corrupt("the header is not an object");
+  const record = header as Record<string, unknown>;
+  for (const key of [
+    "entryCount",
+    "termCount",
+    "phraseKeyCount",
+    "phraseEdgeCount",
+    "relationCount",
+    "payloadLength",
+  ] as const) {
+    if (!isCount(record[key])) throw corrupt(`header field ${key} is not a count`);
+  }
+  if (typeof record.cacheKey !== "string") throw corrupt("the header has no content key");
+  if (record.payloadLength !== payloadBytes) {
+    throw corrupt(
+      `the file holds ${payloadBytes} bytes after its header where ${record.payloadLength as number} were written (truncated or extended)`,
+    );
+  }
+  const sections = record.sections;
+  if (typeof sections !== "object" || sections === null || Array.isArray(sections))
+    throw corrupt("the header has no section table");
+  for (const [name, section] of Object.entries(sections as Record<string, unknown>)) {
+    const value = section as Record<string, unknown> | null;
+    if (
+      typeof value !== "object" ||
+      value === null ||
+      !isCount(value.offset) ||
+      !isCount(value.length) ||
+      !isCount(value.checksum) ||
+      value.offset % 8 !== 0 ||
+      value.offset + value.length > payloadBytes
+    ) {
+      throw corrupt(`section ${name} is outside the file`);
+    }
+  }
+  const entryRecords = record.entryRecords as Record<string, unknown> | null;
+  if (
+    typeof entryRecords !== "object" ||
+    entryRecords === null ||
+    !isCount(entryRecords.offset) ||
+    !isCount(entryRecords.length) ||
+    entryRecords.offset + entryRecords.length > payloadBytes
+  ) {
+    throw corrupt("the entry records are outside the file");
+  }
+  const options = record.options as Record<string, unknown> | null;
+  if (typeof options !== "object" || options === null || typeof options.fieldWeights !== "object")
+    throw corrupt("the header has no index options");
+  if (!Array.isArray(record.postings) || !Array.isArray(record.sources))
+    throw corrupt("the header has no posting or source table");
+  return header as KnowledgeIndexArtifactHeader;
+}
+
+/** Reads and checks the fixed prefix and the header. */
+function readHeaderFrom(source: ByteSource): { header: KnowledgeIndexArtifactHeader; payloadStart: number } {
+  if (source.size < PREFIX_BYTES) {
+    throw new KnowledgeArtifactError("not-an-index-artifact", "not a lexground index artifact (too short)");
+  }
+  const prefix = source.read(0, PREFIX_BYTES);
+  let magic = "";
+  for (let index = 0; index < 8; index++) magic += String.fromCharCode(prefix[index]!);
+  if (magic !== MAGIC) {
     throw new KnowledgeArtifactError(
       "not-an-index-artifact",
       "not a lexground index artifact (bad magic bytes)",
     );
   }
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const view = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   const formatVersion = view.getUint32(8, true);
   if (formatVersion !== INDEX_ARTIFACT_FORMAT_VERSION) {
     throw new KnowledgeArtifactError(
       "unsupported-format-version",
-      `index artifact format ${formatVersion} is not supported (this lexground reads format ${INDEX_ARTIFACT_FORMAT_VERSION}); rebuild it`,
+      `index artifact format ${formatVersion} is not supported (this lexground reads format ${INDEX_ARTIFACT_FORMAT_VERSION}); rebuild it with lexground build --index`,
     );
   }
   const headerLength = view.getUint32(12, true);
-  if (16 + headerLength > data.byteLength - DIGEST_BYTES)
-    throw new KnowledgeArtifactError("corrupt", "index artifact header is truncated");
+  if (headerLength > MAX_HEADER_BYTES || PREFIX_BYTES + headerLength > source.size)
+    throw corrupt(`its header length (${headerLength} bytes) exceeds the file`);
+  const headerBytes = source.read(PREFIX_BYTES, headerLength);
+  if (checksum32(headerBytes) !== view.getUint32(16, true))
+    throw corrupt("the header checksum does not match");
+  let parsed: unknown;
   try {
-    return JSON.parse(decoder.decode(data.subarray(16, 16 + headerLength))) as KnowledgeIndexArtifactHeader;
+    parsed = JSON.parse(decoder.decode(headerBytes));
   } catch {
-    throw new KnowledgeArtifactError("corrupt", "index artifact header is not valid JSON");
+    throw corrupt("the header is not valid JSON");
   }
+  const payloadStart = align8(PREFIX_BYTES + headerLength);
+  if (payloadStart > source.size) throw corrupt("it ends inside its header");
+  return { header: checkHeader(parsed, source.size - payloadStart), payloadStart };
+}
+
+/** Reads only the header of an artifact (for a cheap compatibility check). */
+export function readIndexArtifactHeader(data: Uint8Array): KnowledgeIndexArtifactHeader {
+  return readHeaderFrom(memorySource(data)).header;
 }
 
 /**
- * Loads a snapshot from an artifact. Checks the magic, format version and SHA-256 digest, and (when given) that
- * the artifact was built for `expectedCacheKey`; throws {@link KnowledgeArtifactError} otherwise.
- *
- * `entries`, when given together with `expectedCacheKey`, are the caller's normalized entries of exactly the
- * content that key names (the engine has them from validation); they are used instead of decoding the artifact's
- * own copy, which is the larger part of loading.
+ * Reads and checks the header of an artifact given as bytes or a file path (only the header is read), and that
+ * it meets `expected`; throws {@link KnowledgeArtifactError} otherwise.
  */
-export function deserializeIndexSnapshot(
-  data: Uint8Array,
-  expectedCacheKey?: string,
-  entries?: readonly NormalizedKnowledgeEntry[],
-): { snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader } {
-  if (!isLittleEndian())
-    throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
-  const header = readIndexArtifactHeader(data);
-  if (expectedCacheKey !== undefined && header.cacheKey !== expectedCacheKey) {
+export function readIndexArtifactHeaderFrom(
+  artifact: string | Uint8Array,
+  expected: IndexArtifactExpectations = {},
+): KnowledgeIndexArtifactHeader {
+  let source: ByteSource;
+  if (typeof artifact === "string") {
+    try {
+      const file = openRandomAccessFile(artifact);
+      source = {
+        size: file.size,
+        read: (position, length) => file.readSync(position, length),
+        close: () => file.close(),
+      };
+    } catch (caught) {
+      throw new KnowledgeArtifactError(
+        "unreadable",
+        `index artifact ${artifact} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
+      );
+    }
+  } else {
+    source = memorySource(artifact);
+  }
+  try {
+    const { header } = readHeaderFrom(source);
+    checkExpectations(header, expected);
+    return header;
+  } finally {
+    source.close();
+  }
+}
+
+/** What a caller may require of an artifact before it is used. */
+export type IndexArtifactExpectations = {
+  /** The content key of the caller's sources and settings: a different key is a `content-mismatch`. */
+  cacheKey?: string;
+  /** The caller's index settings: different settings are an `options-mismatch`. */
+  options?: ArtifactIndexOptions;
+};
+
+/** Whether two sets of index settings build the same index. */
+export function sameIndexOptions(left: ArtifactIndexOptions, right: ArtifactIndexOptions): boolean {
+  const fields = new Set([...Object.keys(left.fieldWeights), ...Object.keys(right.fieldWeights)]);
+  for (const field of fields) if (left.fieldWeights[field] !== right.fieldWeights[field]) return false;
+  return (
+    left.k1 === right.k1 &&
+    left.b === right.b &&
+    left.analyzer === right.analyzer &&
+    left.scoring === right.scoring
+  );
+}
+
+function describeOptions(options: ArtifactIndexOptions): string {
+  const weights = Object.entries(options.fieldWeights)
+    .map(([field, weight]) => `${field} ${weight}`)
+    .join(", ");
+  return `weights ${weights}; k1 ${options.k1}, b ${options.b}, analyzer ${options.analyzer}, scoring ${options.scoring}`;
+}
+
+function checkExpectations(header: KnowledgeIndexArtifactHeader, expected: IndexArtifactExpectations): void {
+  if (expected.cacheKey !== undefined && header.cacheKey !== expected.cacheKey) {
     throw new KnowledgeArtifactError(
       "content-mismatch",
       "index artifact was built from different content or index settings than the configured sources",
     );
   }
-  const digestAt = data.byteLength - DIGEST_BYTES;
-  const digest = createSha256().update(data.subarray(0, digestAt)).digest();
-  if (!bytesEqual(digest, data.subarray(digestAt)))
-    throw new KnowledgeArtifactError("corrupt", "index artifact checksum does not match");
-  // Typed-array views need 8-byte alignment; a Buffer from a pool may start anywhere.
-  const aligned = data.byteOffset % 8 === 0 ? data : data.slice();
-  const headerLength = new DataView(aligned.buffer, aligned.byteOffset).getUint32(12, true);
-  const payloadStart = aligned.byteOffset + align8(16 + headerLength);
-  const section = (name: string): { offset: number; length: number } => {
-    const found = header.sections[name];
-    if (!found || payloadStart + found.offset + found.length > aligned.byteOffset + digestAt) {
-      throw new KnowledgeArtifactError(
-        "corrupt",
-        `index artifact section ${name} is missing or out of bounds`,
-      );
-    }
-    return found;
-  };
-  const int32 = (name: string): Int32Array => {
-    const { offset, length } = section(name);
-    return new Int32Array(aligned.buffer, payloadStart + offset, length / 4);
-  };
-  const float64 = (name: string): Float64Array => {
-    const { offset, length } = section(name);
-    return new Float64Array(aligned.buffer, payloadStart + offset, length / 8);
-  };
-  const json = <T>(name: string): T => {
-    const { offset, length } = section(name);
-    return JSON.parse(decoder.decode(new Uint8Array(aligned.buffer, payloadStart + offset, length))) as T;
-  };
-  try {
-    if ((entries === undefined || expectedCacheKey === undefined) && !header.sections.entries) {
-      throw new KnowledgeArtifactError(
-        "entries-required",
-        "this index artifact does not contain its entries: load it together with the sources used to build it",
-      );
-    }
-    const denseEntries =
-      entries !== undefined && expectedCacheKey !== undefined
-        ? entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id))
-        : json<NormalizedKnowledgeEntry[]>("entries").map((entry) => {
-            for (const key of ["integrations", "aliases", "keywords", "relatedEntryIds"] as const) {
-              Object.freeze(entry[key]);
-            }
-            return Object.freeze(entry);
-          });
-    const ids = json<string[]>("ids");
-    if (denseEntries.length !== ids.length || denseEntries.some((entry, index) => entry.id !== ids[index])) {
-      throw new KnowledgeArtifactError(
-        "content-mismatch",
-        "index artifact entries do not match the given entries",
-      );
-    }
-    const postings = header.postings.map((info, index) =>
-      info.active
-        ? {
-            active: true,
-            offsets: int32(`offsets.${index}`),
-            docs: int32(`docs.${index}`),
-            contributions: float64(`contributions.${index}`),
-          }
-        : {
-            active: false,
-            offsets: new Int32Array(0),
-            docs: new Int32Array(0),
-            contributions: new Float64Array(0),
-          },
+  if (expected.options !== undefined && !sameIndexOptions(header.options, expected.options)) {
+    throw new KnowledgeArtifactError(
+      "options-mismatch",
+      `index artifact was built with other index settings (${describeOptions(header.options)}) than this engine's (${describeOptions(expected.options)}); rebuild it with the same preset and retrieval settings`,
     );
-    const lexical = KnowledgeLexicalIndex.fromParts({
-      fieldWeights: header.options.fieldWeights as never,
-      k1: header.options.k1,
-      b: header.options.b,
-      analyzer: header.options.analyzer as never,
-      scoring: header.options.scoring as never,
-      ids: denseEntries.map((entry) => entry.id),
-      terms: json<string[]>("terms"),
-      averageLengths: float64("averageLengths"),
-      ranks: int32("ranks"),
-      postings,
-      bm25fShares: header.sections.bm25fShares ? float64("bm25fShares") : null,
-    });
-    return { snapshot: assembleSnapshot(denseEntries, lexical), header };
+  }
+}
+
+/** A loaded artifact's entries, decoded from their records on demand. */
+class EntryRecords {
+  private readonly cache = new Map<number, NormalizedKnowledgeEntry>();
+  private cachedChars = 0;
+
+  constructor(
+    private readonly source: ByteSource,
+    private readonly start: number,
+    private readonly offsets: Float64Array,
+    private readonly checksums: Uint32Array,
+    readonly ids: readonly string[],
+  ) {}
+
+  /** The entry of a dense id (decoded, checked and frozen on first use; kept in a bounded cache). */
+  at(doc: number): NormalizedKnowledgeEntry {
+    const cached = this.cache.get(doc);
+    if (cached) {
+      this.cache.delete(doc);
+      this.cache.set(doc, cached);
+      return cached;
+    }
+    const from = this.offsets[doc]!;
+    const bytes = this.source.read(this.start + from, this.offsets[doc + 1]! - from);
+    if (checksum32(bytes) !== this.checksums[doc])
+      throw corrupt(`the record of entry ${JSON.stringify(this.ids[doc])} does not match its checksum`);
+    const entry = decodeEntryRecord(bytes, this.ids[doc]!);
+    const chars = entry.body.length + entry.summary.length + entry.title.length;
+    this.cache.set(doc, entry);
+    this.cachedChars += chars;
+    while (
+      this.cache.size > ENTRY_CACHE_LIMIT ||
+      (this.cachedChars > ENTRY_CACHE_MAX_CHARS && this.cache.size > 1)
+    ) {
+      const [oldest, evicted] = this.cache.entries().next().value!;
+      this.cache.delete(oldest);
+      this.cachedChars -= evicted.body.length + evicted.summary.length + evicted.title.length;
+    }
+    return entry;
+  }
+}
+
+const KINDS = new Set<string>(KNOWLEDGE_ENTRY_KINDS);
+const STATUSES = new Set<string>(KNOWLEDGE_STATUSES);
+
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+/** An entry from its record, checked field by field (a record that passed its checksum was written by us). */
+function decodeEntryRecord(bytes: Uint8Array, expectedId: string): NormalizedKnowledgeEntry {
+  let record: unknown;
+  try {
+    record = JSON.parse(decoder.decode(bytes));
+  } catch {
+    throw corrupt(`the record of entry ${JSON.stringify(expectedId)} is not valid JSON`);
+  }
+  const fields = record as unknown[];
+  if (
+    !Array.isArray(fields) ||
+    fields.length !== 13 ||
+    fields[0] !== expectedId ||
+    ![1, 2, 3, 7, 11].every((index) => typeof fields[index] === "string") ||
+    !KINDS.has(fields[5] as string) ||
+    !STATUSES.has(fields[6] as string) ||
+    ![4, 8, 9, 10].every((index) => isStringList(fields[index])) ||
+    (fields[12] !== null && typeof fields[12] !== "string")
+  ) {
+    throw corrupt(`the record of entry ${JSON.stringify(expectedId)} is not an entry`);
+  }
+  const entry: NormalizedKnowledgeEntry = {
+    id: expectedId,
+    title: fields[1] as string,
+    summary: fields[2] as string,
+    domain: fields[3] as string,
+    integrations: Object.freeze(fields[4] as string[]) as string[],
+    kind: fields[5] as KnowledgeEntryKind,
+    status: fields[6] as KnowledgeStatus,
+    body: fields[7] as string,
+    aliases: Object.freeze(fields[8] as string[]) as string[],
+    keywords: Object.freeze(fields[9] as string[]) as string[],
+    relatedEntryIds: Object.freeze(fields[10] as string[]) as string[],
+    version: fields[11] as string,
+  };
+  if (fields[12] !== null) entry.parentEntryId = fields[12] as string;
+  return Object.freeze(entry);
+}
+
+function readOnly(): never {
+  throw new TypeError("the maps of a loaded index snapshot are read-only");
+}
+
+/** `entriesById` of a loaded snapshot: entries are decoded when read, in dense (id) order when iterated. */
+class LazyEntryMap extends Map<string, NormalizedKnowledgeEntry> {
+  constructor(
+    private readonly records: EntryRecords,
+    private readonly lexical: KnowledgeLexicalIndex,
+  ) {
+    super();
+  }
+  override get(id: string): NormalizedKnowledgeEntry | undefined {
+    const doc = typeof id === "string" ? this.lexical.denseIdOf(id) : -1;
+    return doc < 0 ? undefined : this.records.at(doc);
+  }
+  override has(id: string): boolean {
+    return typeof id === "string" && this.lexical.denseIdOf(id) >= 0;
+  }
+  override get size(): number {
+    return this.records.ids.length;
+  }
+  override *entries(): MapIterator<[string, NormalizedKnowledgeEntry]> {
+    for (let doc = 0; doc < this.records.ids.length; doc++)
+      yield [this.records.ids[doc]!, this.records.at(doc)];
+  }
+  override *keys(): MapIterator<string> {
+    yield* this.records.ids;
+  }
+  override *values(): MapIterator<NormalizedKnowledgeEntry> {
+    for (let doc = 0; doc < this.records.ids.length; doc++) yield this.records.at(doc);
+  }
+  override [Symbol.iterator](): MapIterator<[string, NormalizedKnowledgeEntry]> {
+    return this.entries();
+  }
+  override forEach(
+    callback: (
+      value: NormalizedKnowledgeEntry,
+      key: string,
+      map: Map<string, NormalizedKnowledgeEntry>,
+    ) => void,
+    thisArgument?: unknown,
+  ): void {
+    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
+  }
+  override set(): this {
+    return readOnly();
+  }
+  override delete(): boolean {
+    return readOnly();
+  }
+  override clear(): void {
+    readOnly();
+  }
+}
+
+/** `exactIndex` or `aliasIndex` of a loaded snapshot: phrase key → ids, read from the trie's per-key lists. */
+class LazyPhraseMap extends Map<string, Set<string>> {
+  private count = -1;
+  constructor(
+    private readonly trie: PhraseTrie,
+    private readonly offsets: Int32Array,
+    private readonly docs: Int32Array,
+    private readonly ids: readonly string[],
+  ) {
+    super();
+  }
+  private idsAt(index: number): Set<string> | undefined {
+    const start = this.offsets[index]!;
+    const end = this.offsets[index + 1]!;
+    if (start === end) return undefined;
+    const ids = new Set<string>();
+    for (let position = start; position < end; position++) ids.add(this.ids[this.docs[position]!]!);
+    return ids;
+  }
+  override get(key: string): Set<string> | undefined {
+    if (typeof key !== "string") return undefined;
+    const index = this.trie.indexOf(key);
+    return index < 0 ? undefined : this.idsAt(index);
+  }
+  override has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+  override get size(): number {
+    if (this.count < 0) {
+      let count = 0;
+      for (let index = 0; index + 1 < this.offsets.length; index++)
+        if (this.offsets[index + 1]! > this.offsets[index]!) count++;
+      this.count = count;
+    }
+    return this.count;
+  }
+  override *entries(): MapIterator<[string, Set<string>]> {
+    for (let index = 0; index + 1 < this.offsets.length; index++) {
+      const ids = this.idsAt(index);
+      if (ids) yield [this.trie.keyAt(index), ids];
+    }
+  }
+  override *keys(): MapIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+  override *values(): MapIterator<Set<string>> {
+    for (const [, ids] of this.entries()) yield ids;
+  }
+  override [Symbol.iterator](): MapIterator<[string, Set<string>]> {
+    return this.entries();
+  }
+  override forEach(
+    callback: (value: Set<string>, key: string, map: Map<string, Set<string>>) => void,
+    thisArgument?: unknown,
+  ): void {
+    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
+  }
+  override set(): this {
+    return readOnly();
+  }
+  override delete(): boolean {
+    return readOnly();
+  }
+  override clear(): void {
+    readOnly();
+  }
+}
+
+/** `relationIndex` of a loaded snapshot: an entry's related ids then its parent, read from its record. */
+class LazyRelationMap extends Map<string, string[]> {
+  constructor(
+    private readonly entryMap: LazyEntryMap,
+    private readonly relationCount: number,
+  ) {
+    super();
+  }
+  override get(id: string): string[] | undefined {
+    const entry = this.entryMap.get(id);
+    if (!entry) return undefined;
+    const relations =
+      entry.parentEntryId !== undefined
+        ? [...entry.relatedEntryIds, entry.parentEntryId]
+        : entry.relatedEntryIds.slice();
+    return relations.length > 0 ? relations : undefined;
+  }
+  override has(id: string): boolean {
+    return this.get(id) !== undefined;
+  }
+  override get size(): number {
+    return this.relationCount;
+  }
+  override *entries(): MapIterator<[string, string[]]> {
+    for (const id of this.entryMap.keys()) {
+      const relations = this.get(id);
+      if (relations) yield [id, relations];
+    }
+  }
+  override *keys(): MapIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+  override *values(): MapIterator<string[]> {
+    for (const [, relations] of this.entries()) yield relations;
+  }
+  override [Symbol.iterator](): MapIterator<[string, string[]]> {
+    return this.entries();
+  }
+  override forEach(
+    callback: (value: string[], key: string, map: Map<string, string[]>) => void,
+    thisArgument?: unknown,
+  ): void {
+    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
+  }
+  override set(): this {
+    return readOnly();
+  }
+  override delete(): boolean {
+    return readOnly();
+  }
+  override clear(): void {
+    readOnly();
+  }
+}
+
+/** Closes the file of a loaded snapshot once nothing refers to the snapshot's entries any more. */
+const fileCloser =
+  typeof FinalizationRegistry === "function"
+    ? new FinalizationRegistry<ByteSource>((source) => {
+        try {
+          source.close();
+        } catch {
+          // Already closed.
+        }
+      })
+    : null;
+
+/** Sections read for a load, each checked against its checksum. */
+function sectionReader(
+  header: KnowledgeIndexArtifactHeader,
+  fetch: (name: string, offset: number, length: number) => Uint8Array,
+): SectionReader & { bytes(name: string): Uint8Array; uint32(name: string): Uint32Array } {
+  const bytes = (name: string): Uint8Array => {
+    const found = header.sections[name];
+    if (!found) throw corrupt(`section ${name} is missing`);
+    const data = fetch(name, found.offset, found.length);
+    if (checksum32(data) !== found.checksum) throw corrupt(`section ${name} does not match its checksum`);
+    return data;
+  };
+  const typed = <T>(
+    name: string,
+    size: number,
+    make: (buffer: ArrayBufferLike, offset: number, length: number) => T,
+  ): T => {
+    const data = bytes(name);
+    if (data.byteLength % size !== 0) throw corrupt(`section ${name} has a partial element`);
+    return make(data.buffer, data.byteOffset, data.byteLength / size);
+  };
+  return {
+    has: (name) => header.sections[name] !== undefined,
+    bytes,
+    json<T>(name: string): T {
+      try {
+        return JSON.parse(decoder.decode(bytes(name))) as T;
+      } catch (caught) {
+        if (caught instanceof KnowledgeArtifactError) throw caught;
+        throw corrupt(`section ${name} is not valid JSON`);
+      }
+    },
+    int32: (name) => typed(name, 4, (buffer, offset, length) => new Int32Array(buffer, offset, length)),
+    uint32: (name) => typed(name, 4, (buffer, offset, length) => new Uint32Array(buffer, offset, length)),
+    float64: (name) => typed(name, 8, (buffer, offset, length) => new Float64Array(buffer, offset, length)),
+  };
+}
+
+/** Name → dense ids lists of the scope sections, checked to name existing entries. */
+function readLists(
+  read: ReturnType<typeof sectionReader>,
+  prefix: "integration" | "domain",
+  count: number,
+): Map<string, Int32Array> {
+  const names = read.json<unknown>(`scope.${prefix}Names`);
+  const offsets = read.int32(`scope.${prefix}Offsets`);
+  const docs = read.int32(`scope.${prefix}Docs`);
+  if (!isStringList(names) || offsets.length !== names.length + 1 || offsets[0] !== 0)
+    throw corrupt(`the ${prefix} lists do not match their names`);
+  const map = new Map<string, Int32Array>();
+  names.forEach((name, index) => {
+    const start = offsets[index]!;
+    const end = offsets[index + 1]!;
+    if (start > end || end > docs.length) throw corrupt(`the ${prefix} lists are out of order`);
+    map.set(name, docs.subarray(start, end));
+  });
+  for (const doc of docs)
+    if (doc < 0 || doc >= count) throw corrupt(`a ${prefix} list names a missing entry`);
+  return map;
+}
+
+/** Assembles the snapshot from checked sections; the entry records stay in `source` until read. */
+function assembleLoaded(
+  header: KnowledgeIndexArtifactHeader,
+  payloadStart: number,
+  source: ByteSource,
+  read: ReturnType<typeof sectionReader>,
+): KnowledgeIndexSnapshot {
+  const count = header.entryCount;
+  const lexical = readLexicalSections(
+    header.options,
+    { termCount: header.termCount, postings: header.postings },
+    count,
+    read,
+  );
+  const ids = lexical.exportParts().ids;
+
+  const entryOffsets = read.float64("entries.offsets");
+  const checksums = read.uint32("entries.checksums");
+  if (entryOffsets.length !== count + 1 || checksums.length !== count || entryOffsets[0] !== 0)
+    throw corrupt("the entry table does not match the entry count");
+  for (let doc = 0; doc < count; doc++) {
+    if (!(entryOffsets[doc + 1]! >= entryOffsets[doc]!)) throw corrupt("the entry table is out of order");
+  }
+  if (entryOffsets[count] !== header.entryRecords.length)
+    throw corrupt("the entry table does not cover the records");
+  const records = new EntryRecords(
+    source,
+    payloadStart + header.entryRecords.offset,
+    entryOffsets,
+    checksums,
+    ids,
+  );
+
+  const keyOffsets = read.float64("phrases.keyOffsets");
+  const keyBlob = read.bytes("phrases.keys");
+  const keyCount = header.phraseKeyCount;
+  if (
+    keyOffsets.length !== keyCount + 1 ||
+    keyOffsets[0] !== 0 ||
+    keyOffsets[keyCount] !== keyBlob.byteLength
+  )
+    throw corrupt("the phrase key table does not match its keys");
+  for (let index = 0; index < keyCount; index++)
+    if (!(keyOffsets[index + 1]! >= keyOffsets[index]!))
+      throw corrupt("the phrase key table is out of order");
+  const trie = PhraseTrie.fromParts(
+    {
+      nodePrefixLength: read.int32("phrases.nodePrefixLength"),
+      nodeKey: read.int32("phrases.nodeKey"),
+      nodeSample: read.int32("phrases.nodeSample"),
+      table: read.int32("phrases.table"),
+      edgeCount: header.phraseEdgeCount,
+    },
+    keyCount,
+    (index) => decoder.decode(keyBlob.subarray(keyOffsets[index]!, keyOffsets[index + 1]!)),
+  );
+  const phraseLists = (name: "exact" | "alias") => {
+    const offsets = read.int32(`phrases.${name}Offsets`);
+    const docs = read.int32(`phrases.${name}Docs`);
+    if (offsets.length !== keyCount + 1 || offsets[0] !== 0 || offsets[keyCount] !== docs.length)
+      throw corrupt(`the ${name} phrase lists do not match the keys`);
+    for (let index = 0; index < keyCount; index++)
+      if (offsets[index + 1]! < offsets[index]!) throw corrupt(`the ${name} phrase lists are out of order`);
+    for (const doc of docs)
+      if (doc < 0 || doc >= count) throw corrupt(`an ${name} phrase names a missing entry`);
+    return new LazyPhraseMap(trie, offsets, docs, ids);
+  };
+  const entriesById = new LazyEntryMap(records, lexical);
+  const universalMask = read.bytes("scope.universal");
+  if (universalMask.length !== count) throw corrupt("the scope mask does not match the entry count");
+  const snapshot: KnowledgeIndexSnapshot = Object.freeze({
+    entriesById,
+    exactIndex: phraseLists("exact"),
+    aliasIndex: phraseLists("alias"),
+    relationIndex: new LazyRelationMap(entriesById, header.relationCount),
+    lexical,
+    entryCount: count,
+  });
+  const compiled: CompiledSnapshot = {
+    lexical,
+    // Entries are read through `entriesById` on demand; the dense list is not materialized.
+    entries: [],
+    universalMask: universalMask.slice(),
+    activeByIntegration: readLists(read, "integration", count),
+    byDomain: readLists(read, "domain", count),
+    phraseTrie: trie,
+    eligibilityCache: new Map(),
+  };
+  registerCompiledSnapshot(snapshot, compiled);
+  return snapshot;
+}
+
+function loadFrom(
+  source: ByteSource,
+  expected: IndexArtifactExpectations,
+  fetch: (name: string, offset: number, length: number) => Uint8Array,
+  head: { header: KnowledgeIndexArtifactHeader; payloadStart: number },
+): { snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader } {
+  checkExpectations(head.header, expected);
+  try {
+    const read = sectionReader(head.header, fetch);
+    const snapshot = assembleLoaded(head.header, head.payloadStart, source, read);
+    return { snapshot, header: head.header };
   } catch (caught) {
     if (caught instanceof KnowledgeArtifactError) throw caught;
-    throw new KnowledgeArtifactError("corrupt", `index artifact could not be read: ${String(caught)}`);
+    throw corrupt(caught instanceof Error ? caught.message : String(caught));
   }
+}
+
+/**
+ * Loads a snapshot from an artifact's bytes. Checks the magic, format version, header and section checksums,
+ * and (when given) that the artifact was built for `expectedCacheKey`; throws {@link KnowledgeArtifactError}
+ * otherwise. Entries are decoded from `data` when first read (their records are checked then), so `data` must
+ * not be modified afterwards. (`entries`, accepted for compatibility with format 1, is not needed: the artifact
+ * holds its entries, and the key check guarantees they are the caller's.)
+ */
+export function deserializeIndexSnapshot(
+  data: Uint8Array,
+  expectedCacheKey?: string,
+  _entries?: readonly NormalizedKnowledgeEntry[],
+): { snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader } {
+  return loadBytesWith(data, expectedCacheKey === undefined ? {} : { cacheKey: expectedCacheKey });
+}
+
+/**
+ * Loads a snapshot from an artifact given as bytes or as a file path (Node only). A file is opened, its header
+ * and index sections are read without blocking the event loop, and it stays open for the entry records, which
+ * are read when a turn needs them; it is closed when the snapshot is garbage-collected. Throws
+ * {@link KnowledgeArtifactError} (code `unreadable` when the file cannot be opened or read).
+ */
+export async function loadIndexArtifact(
+  artifact: string | Uint8Array,
+  expected: IndexArtifactExpectations = {},
+): Promise<{ snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader }> {
+  if (typeof artifact !== "string") return loadBytesWith(artifact, expected);
+  if (!isLittleEndian())
+    throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
+  let file: ReturnType<typeof openRandomAccessFile>;
+  try {
+    file = openRandomAccessFile(artifact);
+  } catch (caught) {
+    throw new KnowledgeArtifactError(
+      "unreadable",
+      `index artifact ${artifact} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
+    );
+  }
+  const source: ByteSource = {
+    size: file.size,
+    read: (position, length) => file.readSync(position, length),
+    close: () => file.close(),
+  };
+  try {
+    const head = readHeaderFrom(source);
+    checkExpectations(head.header, expected);
+    // The index sections, read up front (asynchronously), each into its own aligned buffer.
+    const prefetched = new Map<string, Uint8Array>();
+    for (const [name, section] of Object.entries(head.header.sections)) {
+      prefetched.set(name, await file.read(head.payloadStart + section.offset, section.length));
+    }
+    const loaded = loadFrom(source, expected, (name) => prefetched.get(name)!, head);
+    fileCloser?.register(loaded.snapshot.entriesById, source);
+    return loaded;
+  } catch (caught) {
+    file.close();
+    if (caught instanceof KnowledgeArtifactError) throw caught;
+    throw new KnowledgeArtifactError(
+      "unreadable",
+      `index artifact ${artifact} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
+    );
+  }
+}
+
+function loadBytesWith(
+  data: Uint8Array,
+  expected: IndexArtifactExpectations,
+): { snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader } {
+  if (!isLittleEndian())
+    throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
+  const source = memorySource(data);
+  const head = readHeaderFrom(source);
+  return loadFrom(
+    source,
+    expected,
+    (_name, offset, length) => source.read(head.payloadStart + offset, length, true),
+    head,
+  );
 }

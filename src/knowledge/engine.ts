@@ -19,6 +19,7 @@ import type {
   KnowledgeTelemetryTracer,
   KnowledgeValidationIssue,
 } from "../types/knowledge.js";
+import { contentKeySources } from "./artifact.js";
 import {
   readGroundingConfig,
   resolveGroundingConfiguration,
@@ -28,7 +29,7 @@ import {
 } from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { DEFAULT_RECENT_TURNS, DEFAULT_TIMEOUT_MS, FALLBACK_VERSION } from "./defaults.js";
-import { getOrBuildKnowledgeIndexSnapshot } from "./indexCache.js";
+import { getOrBuildKnowledgeIndexSnapshot, getOrLoadKnowledgeIndexArtifact } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
@@ -208,6 +209,8 @@ export class KnowledgeGroundingEngine {
   private buildThrewAt: number | null = null;
   private configValid: boolean;
   private snapshotOrigin: KnowledgeEngineStatus["snapshotOrigin"];
+  /** The content key of the serving snapshot (null when installed from elsewhere). */
+  private contentKey: string | null = null;
   private notes: string[] = [];
   /** Shadow mode by default (`config.shadow`); a turn's `shadow` overrides it. */
   private readonly shadow: boolean;
@@ -255,7 +258,10 @@ export class KnowledgeGroundingEngine {
     // The arrays are copied now: a host that clears or reuses them later changes nothing until it rebuilds.
     this.sources = snapshotSourceArrays(safeConfig.sources);
     const sourcesShape = shapeOf(this.sources);
-    const hasSources = isUnreadable(sourcesShape) || (Array.isArray(this.sources) && this.sources.length > 0);
+    const hasSources =
+      isUnreadable(sourcesShape) ||
+      (Array.isArray(this.sources) && this.sources.length > 0) ||
+      safeConfig.indexArtifact !== undefined;
     if (!this.configValid) {
       this.validationIssues = configIssues;
       this.lastError = `invalid knowledge grounding configuration: ${configIssues.map((issue) => issue.message).join("; ")}`;
@@ -363,12 +369,12 @@ export class KnowledgeGroundingEngine {
     try {
       // A prebuilt artifact applies to the configured sources only, not to sources given to rebuild().
       const artifact = useArtifact ? this.config.indexArtifact : undefined;
-      const result = await getOrBuildKnowledgeIndexSnapshot(
-        sources,
-        this.indexOptions(),
-        FALLBACK_VERSION,
-        artifact,
-      );
+      // Without sources, a self-contained artifact is the knowledge base: loaded on its own, nothing validated.
+      const artifactOnly =
+        artifact !== undefined && (sources === undefined || (Array.isArray(sources) && sources.length === 0));
+      const result = artifactOnly
+        ? await getOrLoadKnowledgeIndexArtifact(artifact, this.indexOptions())
+        : await getOrBuildKnowledgeIndexSnapshot(sources, this.indexOptions(), FALLBACK_VERSION, artifact);
       const latest = generation >= this.statusGeneration;
       if (latest) {
         this.statusGeneration = generation;
@@ -391,6 +397,7 @@ export class KnowledgeGroundingEngine {
       this.servingGeneration = generation;
       this.snapshot = result.snapshot;
       this.snapshotOrigin = result.cacheHit ? "cache" : result.origin;
+      this.contentKey = result.cacheKey;
       this.notes = result.notes.slice();
       if (latest) {
         this.lastError = null;
@@ -466,6 +473,8 @@ export class KnowledgeGroundingEngine {
       building: this.pendingBuilds > 0,
     };
     if (this.snapshotOrigin) status.snapshotOrigin = this.snapshotOrigin;
+    if (this.snapshot && this.contentKey !== null)
+      status.content = { key: this.contentKey, sources: contentKeySources(this.contentKey) };
     if (this.notes.length > 0) status.notes = this.notes.slice();
     if (this.effective) {
       status.configuration = {
@@ -521,6 +530,7 @@ export class KnowledgeGroundingEngine {
     this.statusGeneration = generation;
     this.snapshot = snapshot;
     this.snapshotOrigin = origin;
+    this.contentKey = null;
     this.notes = notes.slice();
     this.lastError = null;
     this.unavailableReason = null;

@@ -12,7 +12,12 @@ import type {
   KnowledgeValidationResult,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { deserializeIndexSnapshot, serializeIndexSnapshot } from "./artifact.js";
+import {
+  type ArtifactIndexOptions,
+  loadIndexArtifact,
+  readIndexArtifactHeaderFrom,
+  serializeIndexSnapshot,
+} from "./artifact.js";
 import {
   CACHE_SCHEMA_VERSION,
   DEFAULT_ANALYZER,
@@ -37,7 +42,7 @@ import {
   normalizeSourcesAsync,
   snapshotSourceArrays,
 } from "./resolve.js";
-import { readFileBytes, yieldToEventLoop } from "./runtime.js";
+import { yieldToEventLoop } from "./runtime.js";
 import { createSha256 } from "./sha256.js";
 import { runSteps, runStepsYielding } from "./steps.js";
 
@@ -226,8 +231,7 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     const notes: string[] = [];
     if (artifact !== undefined) {
       try {
-        const data = typeof artifact === "string" ? await readFileBytes(artifact) : artifact;
-        const { snapshot } = deserializeIndexSnapshot(data, cacheKey, normalized.entries);
+        const { snapshot } = await loadIndexArtifact(artifact, { cacheKey });
         return { snapshot, validation: normalized.validation, cacheKey, origin: "artifact", notes };
       } catch (caught) {
         const reason = caught instanceof Error ? caught.message : String(caught);
@@ -238,6 +242,53 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     while (!build.step(BUILD_SLICE_MS)) await yieldToEventLoop();
     return { snapshot: build.finish(), validation: normalized.validation, cacheKey, origin: "built", notes };
   })();
+  cache.set(cacheKey, promise);
+  promise.catch(() => {
+    if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
+  });
+  return { ...(await promise), cacheHit: false };
+}
+
+/** The index settings of build options, resolved as the cache key resolves them. */
+export function resolveArtifactIndexOptions(options?: unknown): ArtifactIndexOptions {
+  const resolvedOptions = toIndexBuildOptions(options);
+  return {
+    fieldWeights: { ...resolveFieldWeights(resolvedOptions.fieldWeights) },
+    k1: resolvedOptions.k1 ?? DEFAULT_BM25_K1,
+    b: resolvedOptions.b ?? DEFAULT_BM25_B,
+    analyzer: resolvedOptions.analyzer ?? DEFAULT_ANALYZER,
+    scoring: resolvedOptions.scoring ?? DEFAULT_SCORING_MODE,
+  };
+}
+
+/**
+ * Loads a self-contained index artifact on its own (no sources): nothing is validated or hashed, the artifact's
+ * checksums vouch for its integrity and its stored content key names its content. Its index settings must equal
+ * `options` (an `options-mismatch` otherwise). Shares the process cache with builds: an artifact whose content
+ * key is cached already (built from the same sources, or loaded before) is not loaded again. Rejects with a
+ * {@link KnowledgeArtifactError} when the artifact cannot be used.
+ */
+export async function getOrLoadKnowledgeIndexArtifact(
+  artifact: KnowledgeIndexArtifactSource,
+  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+): Promise<KnowledgeIndexBuildResult & { cacheHit: boolean }> {
+  const expectedOptions = resolveArtifactIndexOptions(options);
+  const header = readIndexArtifactHeaderFrom(artifact, { options: expectedOptions });
+  const cacheKey = header.cacheKey;
+  const existing = cache.get(cacheKey);
+  if (existing) {
+    const result = await existing;
+    if (result.snapshot) return { ...result, cacheHit: true };
+  }
+  const promise = loadIndexArtifact(artifact, { cacheKey, options: expectedOptions }).then(
+    ({ snapshot }): KnowledgeIndexBuildResult => ({
+      snapshot,
+      validation: { ok: true, issues: [] },
+      cacheKey,
+      origin: "artifact",
+      notes: [],
+    }),
+  );
   cache.set(cacheKey, promise);
   promise.catch(() => {
     if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);

@@ -47,21 +47,35 @@ function tokenAt(key: string, offset: number, text: string, start: number, end: 
   return true;
 }
 
+/** The arrays of a finished {@link PhraseTrie} (see {@link PhraseTrie.exportParts}). */
+export type PhraseTrieParts = {
+  /** Every key, by index. */
+  keys: readonly string[];
+  nodePrefixLength: Int32Array;
+  nodeKey: Int32Array;
+  nodeSample: Int32Array;
+  /** The edge table (Int32 triples); its length is a power of two times three. */
+  table: Int32Array;
+  edgeCount: number;
+};
+
 /**
  * Phrase keys (strings of tokens joined by single spaces) in a token trie; see the module comment. Keys are
  * added one by one, each distinct key once; a query's matching phrases come from {@link PhraseTrie.match}.
  */
 export class PhraseTrie {
-  /** The keys by index, in insertion order. */
+  /** The keys by index, in insertion order (filled on demand from {@link decodeKey} when loaded from parts). */
   private keys: string[] = [];
+  /** Decodes a key that is not in {@link keys} yet (a trie loaded from an artifact), or null. */
+  private decodeKey: ((index: number) => string) | null = null;
   /** Per node: characters of its prefix including the separating space after it (0 for the root). */
-  private nodePrefixLength: Int32Array = new Int32Array(64);
+  private nodePrefixLength: Int32Array<ArrayBufferLike> = new Int32Array(64);
   /** Per node: index of the key equal to its prefix, or -1. */
-  private nodeKey: Int32Array = new Int32Array(64).fill(-1);
+  private nodeKey: Int32Array<ArrayBufferLike> = new Int32Array(64).fill(-1);
   /** Per node: index of some key under it (its edge token is read from that key). */
-  private nodeSample: Int32Array = new Int32Array(64);
+  private nodeSample: Int32Array<ArrayBufferLike> = new Int32Array(64);
   private nodeCount = 1;
-  private table = new Int32Array(SLOT << 10);
+  private table: Int32Array<ArrayBufferLike> = new Int32Array(SLOT << 10);
   private mask = (1 << 10) - 1;
   private edgeCount = 0;
 
@@ -94,7 +108,7 @@ export class PhraseTrie {
         const other = ~target;
         target = this.addNode(end + 1, other);
         this.table[slot + 2] = target;
-        const otherKey = this.keys[other]!;
+        const otherKey = this.keyAt(other);
         if (otherKey.length === end) this.nodeKey[target] = other;
         else {
           let otherEnd = otherKey.indexOf(" ", end + 1);
@@ -123,6 +137,11 @@ export class PhraseTrie {
    * where no key continues, so the work is bounded by the query's matching prefixes.
    */
   match(tokens: readonly string[]): string[] {
+    return this.matchIndices(tokens).map((index) => this.keyAt(index));
+  }
+
+  /** {@link match} as key indices (see {@link keyAt}). */
+  matchIndices(tokens: readonly string[]): number[] {
     const count = tokens.length;
     if (count === 0 || this.keys.length === 0) return [];
     const hashes = new Int32Array(count);
@@ -143,7 +162,6 @@ export class PhraseTrie {
     };
     const table = this.table;
     const mask = this.mask;
-    const keys = this.keys;
     const nodePrefixLength = this.nodePrefixLength;
     const nodeKey = this.nodeKey;
     for (let start = 0; start < count; start++) {
@@ -190,7 +208,7 @@ export class PhraseTrie {
           continue;
         }
         leaf = ~target;
-        leafKey = keys[leaf]!;
+        leafKey = this.keyAt(leaf);
         offset = prefixLength + token.length;
         if (offset === leafKey.length) {
           hit(leaf, end - start + 1, start);
@@ -201,11 +219,108 @@ export class PhraseTrie {
     }
     const order = hitKeys.map((_, index) => index);
     order.sort((left, right) => hitOrders[left]! - hitOrders[right]!);
-    return order.map((index) => this.keys[hitKeys[index]!]!);
+    return order.map((index) => hitKeys[index]!);
+  }
+
+  /** The index of `key` (a phrase key: tokens joined by single spaces), or -1 when it is not a key. */
+  indexOf(key: string): number {
+    if (key === "") return -1;
+    const tokens = key.split(" ");
+    for (const index of this.matchIndices(tokens)) if (this.keyAt(index) === key) return index;
+    return -1;
+  }
+
+  /** The key at `index` (keys are indexed in the order they were added). */
+  keyAt(index: number): string {
+    const key = this.keys[index];
+    if (key !== undefined) return key;
+    const decoded = this.decodeKey!(index);
+    this.keys[index] = decoded;
+    return decoded;
+  }
+
+  /** The finished trie's arrays, for an index artifact (the arrays are the trie's own: do not modify them). */
+  exportParts(): PhraseTrieParts {
+    const keys: string[] = new Array(this.keys.length);
+    for (let index = 0; index < keys.length; index++) keys[index] = this.keyAt(index);
+    return {
+      keys,
+      nodePrefixLength: this.nodePrefixLength.subarray(0, this.nodeCount),
+      nodeKey: this.nodeKey.subarray(0, this.nodeCount),
+      nodeSample: this.nodeSample.subarray(0, this.nodeCount),
+      table: this.table,
+      edgeCount: this.edgeCount,
+    };
+  }
+
+  /**
+   * A finished trie over arrays written by {@link exportParts}; its keys are decoded on demand by `decodeKey`
+   * (a query decodes only the keys its walk reads). Throws a RangeError when the arrays are inconsistent, so a
+   * damaged artifact never makes a walk read out of bounds or loop.
+   */
+  static fromParts(
+    parts: Omit<PhraseTrieParts, "keys">,
+    keyCount: number,
+    decodeKey: (index: number) => string,
+  ): PhraseTrie {
+    const { nodePrefixLength, nodeKey, nodeSample, table, edgeCount } = parts;
+    const nodeCount = nodePrefixLength.length;
+    const capacity = table.length / SLOT;
+    if (
+      nodeCount < 1 ||
+      nodeKey.length !== nodeCount ||
+      nodeSample.length !== nodeCount ||
+      !Number.isInteger(capacity) ||
+      capacity < 1 ||
+      (capacity & (capacity - 1)) !== 0 ||
+      !Number.isInteger(edgeCount) ||
+      edgeCount < 0 ||
+      edgeCount * 4 > capacity * 3 ||
+      !Number.isInteger(keyCount) ||
+      keyCount < 0
+    ) {
+      throw new RangeError("phrase trie parts are inconsistent");
+    }
+    for (let node = 0; node < nodeCount; node++) {
+      const key = nodeKey[node]!;
+      const sample = nodeSample[node]!;
+      if (
+        key < -1 ||
+        key >= keyCount ||
+        sample < 0 ||
+        (keyCount > 0 && sample >= keyCount) ||
+        nodePrefixLength[node]! < 0
+      )
+        throw new RangeError("phrase trie parts are inconsistent: a node refers to a missing key");
+    }
+    let used = 0;
+    for (let slot = 0; slot < table.length; slot += SLOT) {
+      const parent = table[slot + 1]!;
+      if (parent === 0) continue;
+      used++;
+      const target = table[slot + 2]!;
+      if (parent < 0 || parent > nodeCount || (target >= 0 ? target >= nodeCount : ~target >= keyCount))
+        throw new RangeError("phrase trie parts are inconsistent: an edge refers to a missing node or key");
+    }
+    // A full table would make a probe loop forever.
+    if (used !== edgeCount || (used === capacity && capacity > 0))
+      throw new RangeError("phrase trie parts are inconsistent: wrong edge count");
+    const trie = new PhraseTrie();
+    trie.keys = new Array(keyCount);
+    trie.decodeKey = decodeKey;
+    trie.nodePrefixLength = nodePrefixLength;
+    trie.nodeKey = nodeKey;
+    trie.nodeSample = nodeSample;
+    trie.nodeCount = nodeCount;
+    trie.table = table;
+    trie.mask = capacity - 1;
+    trie.edgeCount = edgeCount;
+    return trie;
   }
 
   /** Releases the spare capacity of the key list and node arrays once every key is added (the table stays). */
   trimToSize(): void {
+    if (this.decodeKey) return;
     this.keys = this.keys.slice();
     this.nodePrefixLength = this.nodePrefixLength.slice(0, this.nodeCount);
     this.nodeKey = this.nodeKey.slice(0, this.nodeCount);
@@ -214,7 +329,7 @@ export class PhraseTrie {
 
   /** A key under an edge's target, from which the edge's token is read. */
   private referenceKey(target: number): string {
-    return this.keys[target >= 0 ? this.nodeSample[target]! : ~target]!;
+    return this.keyAt(target >= 0 ? this.nodeSample[target]! : ~target);
   }
 
   /** The slot of edge (node, key[start, end)), or the empty slot where it would go. */

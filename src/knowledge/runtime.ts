@@ -59,6 +59,111 @@ export async function readFileBytes(path: string): Promise<Uint8Array> {
   return fs.readFile(path);
 }
 
+/** A file opened for reads at any position: what a self-contained index artifact reads its entries from. */
+export type RandomAccessFile = {
+  /** The file's size in bytes when it was opened. */
+  readonly size: number;
+  /** Reads `length` bytes at `position` into a new buffer, synchronously (one entry of a turn). */
+  readSync(position: number, length: number): Uint8Array;
+  /** Reads `length` bytes at `position` into a new buffer without blocking the event loop. */
+  read(position: number, length: number): Promise<Uint8Array>;
+  /** Releases the file descriptor (idempotent). */
+  close(): void;
+};
+
+type NodeFs = {
+  openSync(path: string, flags: string): number;
+  fstatSync(fd: number): { size: number; isFile(): boolean };
+  readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  read(
+    fd: number,
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+    callback: (error: Error | null, bytesRead: number) => void,
+  ): void;
+  closeSync(fd: number): void;
+};
+
+/** Largest single read (Node refuses reads over 2 GiB). */
+const READ_CHUNK_BYTES = 1 << 30;
+
+/**
+ * Opens a file for positional reads in Node; elsewhere throws an error that says to pass the bytes instead. The
+ * descriptor stays open until `close()` (callers that keep the file for the life of an object close it with a
+ * `FinalizationRegistry`).
+ */
+export function openRandomAccessFile(path: string): RandomAccessFile {
+  const fs = nodeBuiltin<NodeFs>("node:fs");
+  if (!fs) {
+    throw new Error(
+      `a file path (${path}) needs Node's file system, which this runtime does not have: pass the artifact's bytes (a Uint8Array) instead`,
+    );
+  }
+  const fd = fs.openSync(path, "r");
+  let open = true;
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) throw new Error(`${path} is not a file`);
+    const size = stat.size;
+    const check = (position: number, length: number): void => {
+      if (!open) throw new Error(`${path} was closed`);
+      if (position < 0 || length < 0 || position + length > size)
+        throw new RangeError(`read of ${length} bytes at ${position} is outside ${path} (${size} bytes)`);
+    };
+    const shortRead = (): Error => new Error(`${path} is shorter than when it was opened (changed on disk?)`);
+    return {
+      size,
+      readSync(position, length) {
+        check(position, length);
+        const buffer = new Uint8Array(length);
+        let done = 0;
+        while (done < length) {
+          const count = fs.readSync(
+            fd,
+            buffer,
+            done,
+            Math.min(READ_CHUNK_BYTES, length - done),
+            position + done,
+          );
+          if (count <= 0) throw shortRead();
+          done += count;
+        }
+        return buffer;
+      },
+      async read(position, length) {
+        check(position, length);
+        const buffer = new Uint8Array(length);
+        let done = 0;
+        while (done < length) {
+          const count = await new Promise<number>((resolve, reject) =>
+            fs.read(
+              fd,
+              buffer,
+              done,
+              Math.min(READ_CHUNK_BYTES, length - done),
+              position + done,
+              (error, read) => (error ? reject(error) : resolve(read)),
+            ),
+          );
+          if (count <= 0) throw shortRead();
+          done += count;
+        }
+        return buffer;
+      },
+      close() {
+        if (!open) return;
+        open = false;
+        fs.closeSync(fd);
+      },
+    };
+  } catch (caught) {
+    fs.closeSync(fd);
+    throw caught;
+  }
+}
+
 const typedArrayTag = Object.getOwnPropertyDescriptor(
   Object.getPrototypeOf(Uint8Array.prototype),
   Symbol.toStringTag,

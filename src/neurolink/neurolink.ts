@@ -336,8 +336,10 @@ export class NeuroLink {
     this.knowledgeGroundingConfig = read.config;
     if (!read.config.enabled) return;
     const sources = read.config.sources;
-    const length = shapeOf(sources) === "array" ? readProperty(sources, "length") : 0;
-    if ((typeof length === "number" && length > 0) || read.issues.length > 0) {
+    const length = shapeOf(sources) === "array" ? readProperty(sources as object, "length") : 0;
+    // A self-contained index artifact serves on its own, without sources (lexground).
+    const hasArtifact = read.config.indexArtifact !== undefined;
+    if ((typeof length === "number" && length > 0) || hasArtifact || read.issues.length > 0) {
       this.knowledgeGroundingEngine = new KnowledgeGroundingEngine(read.config, Date.now, {
         logger: this.logger,
         readIssues: read.issues,

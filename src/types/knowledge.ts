@@ -296,10 +296,13 @@ export type KnowledgePassageQuery = {
  * {@link KnowledgeGroundingEngine}. Sources are fixed for an engine's lifetime unless it is explicitly rebuilt.
  */
 export type KnowledgeGroundingConfig = {
-  /** Master switch. Grounding runs only when true and at least one source is configured. */
+  /** Master switch. Grounding runs only when true and at least one source (or an `indexArtifact`) is configured. */
   enabled: boolean;
-  /** Sources of the engine's immutable in-memory index. */
-  sources: KnowledgeSource[];
+  /**
+   * Sources of the engine's immutable in-memory index. Required by NeuroLink; optional in lexground when a
+   * self-contained `indexArtifact` is the knowledge base.
+   */
+  sources?: KnowledgeSource[];
   /**
    * Named starting point for `retrieval` and `context` (lexground). Default `"neurolink"` (NeuroLink's behaviour,
    * byte for byte). Fields given in `retrieval` / `context` override the preset's, field by field. An unknown
@@ -318,9 +321,13 @@ export type KnowledgeGroundingConfig = {
    */
   timeoutMs?: number;
   /**
-   * A prebuilt index artifact (`lexground build --index`): a file path or its bytes. Used instead of indexing
-   * when it was built from exactly these sources and index settings (its content hash is checked); otherwise the
-   * engine builds as usual and `getStatus().notes` says why the artifact was not used. lexground only.
+   * A prebuilt, self-contained index artifact (`lexground build --index`): a file path (Node) or its bytes
+   * (lexground only). With `sources`, it is used instead of indexing when it was built from exactly these sources
+   * and index settings (their content key is computed and compared); otherwise the engine builds as usual and
+   * `getStatus().notes` says why. Without `sources`, the artifact alone is the knowledge base: nothing is
+   * validated or hashed (its checksums and stored content key stand for that), entries are decoded when a turn
+   * renders them, and an artifact that cannot be used (damaged, another format, other index settings) leaves
+   * the engine without an index, with the typed reason in `getStatus().lastError`.
    */
   indexArtifact?: string | Uint8Array;
   /**
@@ -754,6 +761,12 @@ export type KnowledgeEngineStatus = {
   snapshotOrigin?: "built" | "cache" | "artifact";
   /** Notes about the last build, e.g. why a prebuilt artifact was not used. */
   notes?: string[];
+  /**
+   * What the serving snapshot holds: its content key (see `buildKnowledgeIndexCacheKey`) and, per source, its id,
+   * version and entry count (lexground). For an engine started from a self-contained artifact alone, both come
+   * from the artifact, as stored when it was built. Absent while nothing serves.
+   */
+  content?: { key: string; sources: { id: string; version: string; entryCount: number }[] };
   /**
    * The configuration the engine runs with: preset name, resolved retrieval and context settings (lexground).
    * Absent when the configuration is invalid (see `lastError`).

@@ -386,7 +386,7 @@ describe("groundingMiddleware: once per user turn", () => {
     await generateText({ model: wrapped, prompt: QUESTION });
     expect(recording.inputs).toHaveLength(2);
 
-    await engine.rebuild([{ ...config.sources[0]!, version: "8" }]);
+    await engine.rebuild([{ ...config.sources![0]!, version: "8" }]);
     const result = await generateText({ model: wrapped, prompt: QUESTION });
     expect(recording.inputs).toHaveLength(3);
     expect(lexgroundMetadata(result.providerMetadata).citations[0]).toBe("[KB:payouts.instant-payouts@8]");
