@@ -7,11 +7,15 @@
  * @module
  */
 
+import { hasErrorMarker } from "./knowledge/errors.js";
+
 const MISSING_PEER_MARKER = Symbol.for("lexground.MissingPeerDependencyError");
 
 /** A feature of lexground needs a package that is not installed (an optional peer dependency). */
 export class MissingPeerDependencyError extends Error {
   override readonly name = "MissingPeerDependencyError";
+  /** Stable machine-readable code. */
+  readonly code = "MISSING_PEER_DEPENDENCY";
   readonly [MISSING_PEER_MARKER] = true;
   /** The package to install, e.g. `@langchain/core`. */
   readonly packageName: string;
@@ -36,12 +40,7 @@ export class MissingPeerDependencyError extends Error {
 
   /** True for this error from any copy of lexground (where `instanceof` would not be). */
   static isInstance(error: unknown): error is MissingPeerDependencyError {
-    return (
-      typeof error === "object" &&
-      error !== null &&
-      MISSING_PEER_MARKER in error &&
-      (error as Record<symbol, unknown>)[MISSING_PEER_MARKER] === true
-    );
+    return hasErrorMarker(error, MISSING_PEER_MARKER);
   }
 }
 

@@ -3,6 +3,11 @@
  * the CLI can print one clear line plus a hint. The knowledge compiler's own error is in `src/files/errors.ts`.
  */
 import type { KnowledgeFileIssue } from "../files/issues.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
+
+const USAGE_ERROR_MARKER = Symbol.for("lexground.CliUsageError");
+const FAILURE_MARKER = Symbol.for("lexground.CliFailure");
+const INVALID_KNOWLEDGE_BASE_MARKER = Symbol.for("lexground.KnowledgeBaseInvalidError");
 
 /** Where a CLI error is, and its stable code, for `--json` error reports. */
 export type CliErrorDetails = {
@@ -19,6 +24,9 @@ export type CliErrorDetails = {
  */
 export class CliUsageError extends Error {
   override readonly name = "CliUsageError";
+  /** Stable machine-readable code of the class (the finer one, when known, is `details.code`). */
+  readonly code = "CLI_USAGE_ERROR";
+  readonly [USAGE_ERROR_MARKER] = true;
   readonly hint: string | undefined;
   readonly details: CliErrorDetails;
   constructor(message: string, hint?: string, details: CliErrorDetails = {}) {
@@ -26,11 +34,19 @@ export class CliUsageError extends Error {
     this.hint = hint;
     this.details = details;
   }
+
+  /** True for a `CliUsageError` from any copy of the package. */
+  static isInstance(error: unknown): error is CliUsageError {
+    return hasErrorMarker(error, USAGE_ERROR_MARKER);
+  }
 }
 
 /** A command failed for a reason outside the user's arguments (a provider error, an I/O failure). Exit code 1. */
 export class CliFailure extends Error {
   override readonly name = "CliFailure";
+  /** Stable machine-readable code of the class (the finer one, when known, is `details.code`). */
+  readonly code = "CLI_FAILURE";
+  readonly [FAILURE_MARKER] = true;
   readonly hint: string | undefined;
   readonly details: CliErrorDetails;
   constructor(message: string, hint?: string, options?: { cause?: unknown; details?: CliErrorDetails }) {
@@ -38,11 +54,19 @@ export class CliFailure extends Error {
     this.hint = hint;
     this.details = options?.details ?? {};
   }
+
+  /** True for a `CliFailure` from any copy of the package. */
+  static isInstance(error: unknown): error is CliFailure {
+    return hasErrorMarker(error, FAILURE_MARKER);
+  }
 }
 
 /** The knowledge base failed validation; `issues` are located for printing. */
 export class KnowledgeBaseInvalidError extends Error {
   override readonly name = "KnowledgeBaseInvalidError";
+  /** Stable machine-readable code. */
+  readonly code = "KNOWLEDGE_BASE_INVALID";
+  readonly [INVALID_KNOWLEDGE_BASE_MARKER] = true;
   readonly issues: KnowledgeFileIssue[];
   constructor(issues: KnowledgeFileIssue[]) {
     const errors = issues.filter((issue) => issue.level === "error");
@@ -52,5 +76,10 @@ export class KnowledgeBaseInvalidError extends Error {
       `the knowledge base has ${errors.length} validation error${errors.length === 1 ? "" : "s"}; first: ${where}${first?.message ?? "unknown"}`,
     );
     this.issues = issues;
+  }
+
+  /** True for a `KnowledgeBaseInvalidError` from any copy of the package. */
+  static isInstance(error: unknown): error is KnowledgeBaseInvalidError {
+    return hasErrorMarker(error, INVALID_KNOWLEDGE_BASE_MARKER);
   }
 }

@@ -346,17 +346,18 @@ function describeFailure(error: unknown): CliErrorReport["error"] & { stack?: st
       exitCode: 1,
     };
   }
-  if (error instanceof KnowledgeCompileError) {
+  if (KnowledgeCompileError.isInstance(error)) {
     return withDetails(1, error.code, error.message, error.hint, {
       ...(error.file !== undefined ? { file: error.file } : {}),
       ...(error.line !== undefined ? { line: error.line } : {}),
       ...(error.column !== undefined ? { column: error.column } : {}),
     });
   }
-  if (error instanceof CliFailure) return withDetails(1, "failure", error.message, error.hint, error.details);
-  if (error instanceof CliUsageError)
+  if (CliFailure.isInstance(error))
+    return withDetails(1, "failure", error.message, error.hint, error.details);
+  if (CliUsageError.isInstance(error))
     return withDetails(EXIT_USAGE, "usage", error.message, error.hint, error.details);
-  if (error instanceof KnowledgeBaseInvalidError) {
+  if (KnowledgeBaseInvalidError.isInstance(error)) {
     return {
       code: "invalid-knowledge-base",
       message: error.message,

@@ -5,6 +5,7 @@
  *
  * @module
  */
+
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import {
@@ -12,6 +13,7 @@ import {
   type LoadedKnowledgeBase,
   readKnowledgeBase,
 } from "../files/compile.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
 import { normalizeAndValidate } from "../knowledge/resolve.js";
 import type { KnowledgeValidationIssue, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { EvalDataError, type EvalQrels, type EvalQuery, readQrels, readQueries } from "./data.js";
@@ -41,12 +43,22 @@ export type EvalCollectionOptions = {
   compile?: KnowledgeCompileOptions;
 };
 
+const EVAL_KNOWLEDGE_BASE_MARKER = Symbol.for("lexground.EvalKnowledgeBaseError");
+
 /** The knowledge base failed validation. */
 export class EvalKnowledgeBaseError extends Error {
   override readonly name = "EvalKnowledgeBaseError";
+  /** Stable machine-readable code. */
+  readonly code = "EVAL_KNOWLEDGE_BASE_INVALID";
+  readonly [EVAL_KNOWLEDGE_BASE_MARKER] = true;
   constructor(readonly issues: KnowledgeValidationIssue[]) {
     const first = issues.find((issue) => issue.level === "error");
     super(`the knowledge base has validation errors; first: ${first?.message ?? "unknown"}`);
+  }
+
+  /** True for an `EvalKnowledgeBaseError` from any copy of the package. */
+  static isInstance(error: unknown): error is EvalKnowledgeBaseError {
+    return hasErrorMarker(error, EVAL_KNOWLEDGE_BASE_MARKER);
   }
 }
 

@@ -11,8 +11,10 @@
  *
  * @module
  */
+
 import { readFile } from "node:fs/promises";
 import { locateJsonSyntaxError } from "../files/json.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
 
 /** One evaluation query. */
 export type EvalQuery = {
@@ -27,9 +29,14 @@ export type EvalQuery = {
 /** Judgments: query id → (document id → grade). */
 export type EvalQrels = Map<string, Map<string, number>>;
 
+const EVAL_DATA_MARKER = Symbol.for("lexground.EvalDataError");
+
 /** A query or qrels file could not be read; `file` and `line` locate the problem. */
 export class EvalDataError extends Error {
   override readonly name = "EvalDataError";
+  /** Stable machine-readable code. */
+  readonly code = "EVAL_DATA_INVALID";
+  readonly [EVAL_DATA_MARKER] = true;
   readonly file: string;
   readonly line: number | undefined;
   readonly hint: string | undefined;
@@ -38,6 +45,11 @@ export class EvalDataError extends Error {
     this.file = file;
     this.line = options.line;
     this.hint = options.hint;
+  }
+
+  /** True for an `EvalDataError` from any copy of the package. */
+  static isInstance(error: unknown): error is EvalDataError {
+    return hasErrorMarker(error, EVAL_DATA_MARKER);
   }
 }
 

@@ -16,9 +16,11 @@
  *
  * @module
  */
+
 import { performance } from "node:perf_hooks";
 import { resolveGroundingConfiguration, validateGroundingConfig } from "../knowledge/config.js";
 import { assembleKnowledgeContext, renderEntry } from "../knowledge/context.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
 import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
 import { tokenize } from "../knowledge/normalize.js";
 import { classifyConfidence, isAuthorized, retrieve } from "../knowledge/retrieval.js";
@@ -201,14 +203,24 @@ export type EvalOptions = {
   snapshots?: Map<string, KnowledgeIndexSnapshot>;
 };
 
+const EVAL_CONFIGURATION_MARKER = Symbol.for("lexground.EvalConfigurationError");
+
 /** A configuration's settings are invalid. */
 export class EvalConfigurationError extends Error {
   override readonly name = "EvalConfigurationError";
+  /** Stable machine-readable code. */
+  readonly code = "EVAL_CONFIGURATION_INVALID";
+  readonly [EVAL_CONFIGURATION_MARKER] = true;
   constructor(
     readonly configuration: string,
     message: string,
   ) {
     super(`configuration ${JSON.stringify(configuration)}: ${message}`);
+  }
+
+  /** True for an `EvalConfigurationError` from any copy of the package. */
+  static isInstance(error: unknown): error is EvalConfigurationError {
+    return hasErrorMarker(error, EVAL_CONFIGURATION_MARKER);
   }
 }
 

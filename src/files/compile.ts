@@ -660,7 +660,7 @@ async function readSource(
     bytes = await readBounded(handle, info.isFile() ? info.size : undefined, limit, file);
     mtimeMs = info.mtimeMs;
   } catch (error) {
-    throw error instanceof KnowledgeCompileError ? error : readError(error, file);
+    throw KnowledgeCompileError.isInstance(error) ? error : readError(error, file);
   } finally {
     await handle?.close();
   }
@@ -670,7 +670,7 @@ async function readSource(
 /** An encoding warning's text, added to the hint of an error in the same file (which discards the notes). */
 function withEncodingHint(error: unknown, notes: readonly KnowledgeCompileNote[]): unknown {
   const encoding = notes.filter((note) => CONTENT_WARNING_CODES.has(note.code));
-  if (!(error instanceof KnowledgeCompileError) || encoding.length === 0) return error;
+  if (!KnowledgeCompileError.isInstance(error) || encoding.length === 0) return error;
   const also = encoding.map((note) => `line ${note.line}: ${note.message}`).join("; ");
   return error.withHint(`${error.hint ? `${error.hint}. ` : ""}The file may not be text: ${also}`);
 }
@@ -937,7 +937,7 @@ export async function compileKnowledgeBase(
   const collect = options.collectFileErrors === true;
   /** With `collectFileErrors`, notes a file's compile error and returns true; otherwise returns false. */
   const collected = (error: unknown): boolean => {
-    if (!collect || !(error instanceof KnowledgeCompileError)) return false;
+    if (!collect || !KnowledgeCompileError.isInstance(error)) return false;
     notes.push(compileErrorNote(error));
     return true;
   };

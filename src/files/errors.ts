@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { hasErrorMarker } from "../knowledge/errors.js";
 
 /** Stable codes of {@link KnowledgeCompileError}. */
 export type KnowledgeCompileErrorCode =
@@ -26,9 +27,12 @@ export type KnowledgeCompileErrorCode =
   | "bad-generated-at"
   | "no-entries";
 
+const COMPILE_ERROR_MARKER = Symbol.for("lexground.KnowledgeCompileError");
+
 /** A knowledge base could not be compiled or loaded. `file` and `line` locate the problem when known. */
 export class KnowledgeCompileError extends Error {
   override readonly name = "KnowledgeCompileError";
+  readonly [COMPILE_ERROR_MARKER] = true;
   /** Stable machine-readable code. */
   readonly code: KnowledgeCompileErrorCode;
   /** Display path of the offending file, when there is one. */
@@ -56,6 +60,11 @@ export class KnowledgeCompileError extends Error {
     this.line = location.line;
     this.column = location.line ? location.column : undefined;
     this.hint = location.hint;
+  }
+
+  /** True for a `KnowledgeCompileError` from any copy of the package. */
+  static isInstance(error: unknown): error is KnowledgeCompileError {
+    return hasErrorMarker(error, COMPILE_ERROR_MARKER);
   }
 
   /** The same error with another hint. */

@@ -237,13 +237,9 @@ export async function watchKnowledgeBase(
         status,
       };
     } catch (caught) {
-      const error =
-        caught instanceof KnowledgeCompileError
-          ? caught
-          : new KnowledgeCompileError(
-              "unreadable",
-              caught instanceof Error ? caught.message : String(caught),
-            );
+      const error = KnowledgeCompileError.isInstance(caught)
+        ? caught
+        : new KnowledgeCompileError("unreadable", caught instanceof Error ? caught.message : String(caught));
       result = { ok: false, issues: [errorIssue(error)], status: null, error };
     }
     // A folder created since the last listing may have received files before its watcher existed: read again.

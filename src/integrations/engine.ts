@@ -7,6 +7,7 @@
 
 import { validateGroundingConfig } from "../knowledge/config.js";
 import { emptyMetadata, KnowledgeGroundingEngine } from "../knowledge/engine.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
 import type {
   KnowledgeGroundingConfig,
   KnowledgeGroundingInput,
@@ -45,6 +46,8 @@ export type KnowledgeEngineSource =
       engine?: undefined;
     };
 
+const INTEGRATION_ERROR_MARKER = Symbol.for("lexground.GroundingIntegrationError");
+
 /**
  * Raised for invalid adapter input: options of `groundingMiddleware`, `KnowledgeRetriever` or
  * `searchKnowledgeTool`, or a malformed per-call scope. `path` names the offending place, e.g.
@@ -52,11 +55,19 @@ export type KnowledgeEngineSource =
  */
 export class GroundingIntegrationError extends Error {
   override readonly name = "GroundingIntegrationError";
+  /** Stable machine-readable code. */
+  readonly code = "INVALID_INTEGRATION_INPUT";
+  readonly [INTEGRATION_ERROR_MARKER] = true;
   /** The offending place, e.g. `options.recentTurns`. */
   readonly path: string;
   constructor(path: string, message: string, options?: { cause?: unknown }) {
     super(`${path} ${message}`, options);
     this.path = path;
+  }
+
+  /** True for a `GroundingIntegrationError` from any copy of the package. */
+  static isInstance(error: unknown): error is GroundingIntegrationError {
+    return hasErrorMarker(error, INTEGRATION_ERROR_MARKER);
   }
 }
 
@@ -87,7 +98,7 @@ export function resolveEngine(source: unknown, path = "options"): KnowledgeEngin
     ({ engine, config } = source);
     groundMethod = (engine as { ground?: unknown } | null | undefined)?.ground;
   } catch (error) {
-    if (error instanceof GroundingIntegrationError) throw error;
+    if (GroundingIntegrationError.isInstance(error)) throw error;
     const reason = error instanceof Error ? error.message : String(error);
     throw new GroundingIntegrationError(path, `could not be read: ${reason}`, { cause: error });
   }

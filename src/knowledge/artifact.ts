@@ -34,6 +34,7 @@ import {
 } from "./artifactLexical.js";
 import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_ENTRY_KINDS, KNOWLEDGE_STATUSES } from "./defaults.js";
+import { hasErrorMarker } from "./errors.js";
 import {
   type CompiledSnapshot,
   getCompiledSnapshot,
@@ -66,14 +67,22 @@ export type KnowledgeArtifactErrorCode =
   | "unsupported-platform"
   | "unreadable";
 
+const ARTIFACT_ERROR_MARKER = Symbol.for("lexground.KnowledgeArtifactError");
+
 /** An artifact that cannot be loaded, with a machine-readable `code`. */
 export class KnowledgeArtifactError extends Error {
   override readonly name = "KnowledgeArtifactError";
+  readonly [ARTIFACT_ERROR_MARKER] = true;
   constructor(
     readonly code: KnowledgeArtifactErrorCode,
     message: string,
   ) {
     super(message);
+  }
+
+  /** True for a `KnowledgeArtifactError` from any copy of the package. */
+  static isInstance(error: unknown): error is KnowledgeArtifactError {
+    return hasErrorMarker(error, ARTIFACT_ERROR_MARKER);
   }
 }
 
@@ -821,7 +830,7 @@ function sectionReader(
       try {
         return JSON.parse(decoder.decode(bytes(name))) as T;
       } catch (caught) {
-        if (caught instanceof KnowledgeArtifactError) throw caught;
+        if (KnowledgeArtifactError.isInstance(caught)) throw caught;
         throw corrupt(`section ${name} is not valid JSON`);
       }
     },
@@ -958,7 +967,7 @@ function loadFrom(
     const snapshot = assembleLoaded(head.header, head.payloadStart, source, read);
     return { snapshot, header: head.header };
   } catch (caught) {
-    if (caught instanceof KnowledgeArtifactError) throw caught;
+    if (KnowledgeArtifactError.isInstance(caught)) throw caught;
     throw corrupt(caught instanceof Error ? caught.message : String(caught));
   }
 }
@@ -1018,7 +1027,7 @@ export async function loadIndexArtifact(
     return loaded;
   } catch (caught) {
     file.close();
-    if (caught instanceof KnowledgeArtifactError) throw caught;
+    if (KnowledgeArtifactError.isInstance(caught)) throw caught;
     throw new KnowledgeArtifactError(
       "unreadable",
       `index artifact ${artifact} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,

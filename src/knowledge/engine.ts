@@ -29,6 +29,7 @@ import {
 } from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { DEFAULT_RECENT_TURNS, DEFAULT_TIMEOUT_MS, FALLBACK_VERSION } from "./defaults.js";
+import { hasErrorMarker } from "./errors.js";
 import { getOrBuildKnowledgeIndexSnapshot, getOrLoadKnowledgeIndexArtifact } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
@@ -36,11 +37,29 @@ import { retrieve } from "./retrieval.js";
 import { asShadowOutcome } from "./shadow.js";
 import { telemetryTracer, traced } from "./telemetry.js";
 
-/** Raised (and caught) when a grounding operation exceeds its timeout; its `String()` names the class. */
+const TIMEOUT_ERROR_MARKER = Symbol.for("lexground.KnowledgeGroundingTimeoutError");
+
+/**
+ * Raised (and caught) when a grounding operation exceeds its timeout, whether the timer fired or a synchronous step
+ * overran and its late result was discarded: the turn's `failureReason` is its `String()` either way,
+ * `TimeoutError: Knowledge grounding timed out after <N>ms`.
+ */
 export class KnowledgeGroundingTimeoutError extends Error {
   override readonly name = "TimeoutError";
+  /** Stable machine-readable code. */
+  readonly code = "KNOWLEDGE_GROUNDING_TIMEOUT";
+  readonly [TIMEOUT_ERROR_MARKER] = true;
+  /** The timeout that was exceeded, in milliseconds. */
+  readonly timeoutMs: number;
+
   constructor(timeoutMs: number) {
     super(`Knowledge grounding timed out after ${timeoutMs}ms`);
+    this.timeoutMs = timeoutMs;
+  }
+
+  /** True for a `KnowledgeGroundingTimeoutError` from any copy of the package. */
+  static isInstance(error: unknown): error is KnowledgeGroundingTimeoutError {
+    return hasErrorMarker(error, TIMEOUT_ERROR_MARKER);
   }
 }
 
@@ -83,11 +102,7 @@ export class KnowledgeRegistryError extends Error {
 
   /** True for a `KnowledgeRegistryError` from any copy of the package. */
   static isInstance(error: unknown): error is KnowledgeRegistryError {
-    return (
-      typeof error === "object" &&
-      error !== null &&
-      (error as Record<symbol, unknown>)[REGISTRY_ERROR_MARKER] === true
-    );
+    return hasErrorMarker(error, REGISTRY_ERROR_MARKER);
   }
 }
 
@@ -625,8 +640,7 @@ export class KnowledgeGroundingEngine {
       });
       const outcome = await Promise.race([work, timeout]);
       // Timers cannot interrupt synchronous scoring: a result that arrives late is discarded.
-      if (Date.now() - wallStart > timeoutMs)
-        throw new Error(`Knowledge grounding timed out after ${timeoutMs}ms`);
+      if (Date.now() - wallStart > timeoutMs) throw new KnowledgeGroundingTimeoutError(timeoutMs);
       return outcome;
     } catch (caught) {
       return {

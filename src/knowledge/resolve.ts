@@ -6,6 +6,7 @@
 import type {
   KnowledgeEntryInput,
   KnowledgeEntryKind,
+  KnowledgeIssueCode,
   KnowledgeManifest,
   KnowledgeNormalizeOptions,
   KnowledgeNormalizeResult,
@@ -241,7 +242,7 @@ class IssueCollector {
 
   add(
     level: "error" | "warning",
-    code: string,
+    code: KnowledgeIssueCode,
     message: string,
     where: { path?: string; entryId?: string; sourceId?: string },
   ): void {
@@ -256,7 +257,7 @@ class IssueCollector {
 
 type EntryContext = { path: string; entryId: string; sourceId: string | undefined; issues: IssueCollector };
 
-function error(context: EntryContext, code: string, field: string, message: string): void {
+function error(context: EntryContext, code: KnowledgeIssueCode, field: string, message: string): void {
   context.issues.add("error", code, message, {
     path: field ? `${context.path}.${field}` : context.path,
     entryId: context.entryId,
@@ -264,7 +265,7 @@ function error(context: EntryContext, code: string, field: string, message: stri
   });
 }
 
-function warning(context: EntryContext, code: string, field: string, message: string): void {
+function warning(context: EntryContext, code: KnowledgeIssueCode, field: string, message: string): void {
   context.issues.add("warning", code, message, {
     path: field ? `${context.path}.${field}` : context.path,
     entryId: context.entryId,
@@ -301,7 +302,7 @@ function requiredText(
   context: EntryContext,
   record: Record<string, unknown>,
   field: string,
-  missingCode: string,
+  missingCode: KnowledgeIssueCode,
 ): string {
   const value = record[field];
   if (unreadableField(context, field, value)) return "";

@@ -1,24 +1,16 @@
 /**
  * Errors of the NeuroLink client. Each class carries a stable `code` and a marker symbol registered with
  * `Symbol.for`, so `XError.isInstance(error)` works across duplicated copies of the package (the AI SDK's
- * convention), where `instanceof` would not.
+ * convention, shared by every lexground error: see `src/knowledge/errors.ts`), where `instanceof` would not.
  *
  * @module
  */
 
 import type { KnowledgeRegistryError } from "../knowledge/engine.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
 import type { KnowledgeValidationIssue } from "../types/knowledge.js";
 
 const BASE_MARKER = Symbol.for("lexground.neurolink.error");
-
-function hasMarker(error: unknown, marker: symbol): boolean {
-  return (
-    typeof error === "object" &&
-    error !== null &&
-    marker in error &&
-    (error as Record<symbol, unknown>)[marker] === true
-  );
-}
 
 /** Stable machine-readable codes of the client's errors. */
 export type NeuroLinkErrorCode =
@@ -59,7 +51,7 @@ export class NeuroLinkError extends Error {
 
   /** True for any lexground NeuroLink error, from any copy of the package. */
   static isInstance(error: unknown): error is NeuroLinkError {
-    return hasMarker(error, BASE_MARKER);
+    return hasErrorMarker(error, BASE_MARKER);
   }
 }
 
@@ -87,7 +79,7 @@ export class ProviderNotConfiguredError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is ProviderNotConfiguredError {
-    return hasMarker(error, PROVIDER_NOT_CONFIGURED);
+    return hasErrorMarker(error, PROVIDER_NOT_CONFIGURED);
   }
 }
 
@@ -108,7 +100,7 @@ export class UnknownProviderError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is UnknownProviderError {
-    return hasMarker(error, UNKNOWN_PROVIDER);
+    return hasErrorMarker(error, UNKNOWN_PROVIDER);
   }
 }
 
@@ -129,7 +121,7 @@ export class InvalidOptionsError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is InvalidOptionsError {
-    return hasMarker(error, INVALID_OPTIONS);
+    return hasErrorMarker(error, INVALID_OPTIONS);
   }
 }
 
@@ -152,7 +144,7 @@ export class DynamicArgumentError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is DynamicArgumentError {
-    return hasMarker(error, DYNAMIC_ARGUMENT_FAILED);
+    return hasErrorMarker(error, DYNAMIC_ARGUMENT_FAILED);
   }
 }
 
@@ -204,7 +196,7 @@ export class AllAttemptsFailedError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is AllAttemptsFailedError {
-    return hasMarker(error, ALL_ATTEMPTS_FAILED);
+    return hasErrorMarker(error, ALL_ATTEMPTS_FAILED);
   }
 }
 
@@ -245,7 +237,7 @@ export class ProviderCallError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is ProviderCallError {
-    return hasMarker(error, PROVIDER_CALL_ERROR);
+    return hasErrorMarker(error, PROVIDER_CALL_ERROR);
   }
 }
 
@@ -269,7 +261,7 @@ export class StreamIdleTimeoutError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is StreamIdleTimeoutError {
-    return hasMarker(error, STREAM_IDLE_TIMEOUT);
+    return hasErrorMarker(error, STREAM_IDLE_TIMEOUT);
   }
 }
 
@@ -287,7 +279,7 @@ export class FirstContentTimeoutError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is FirstContentTimeoutError {
-    return hasMarker(error, FIRST_CONTENT_TIMEOUT);
+    return hasErrorMarker(error, FIRST_CONTENT_TIMEOUT);
   }
 }
 
@@ -305,7 +297,7 @@ export class AttemptTimeoutError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is AttemptTimeoutError {
-    return hasMarker(error, ATTEMPT_TIMEOUT);
+    return hasErrorMarker(error, ATTEMPT_TIMEOUT);
   }
 }
 
@@ -330,7 +322,7 @@ export class GenerateTimeoutError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is GenerateTimeoutError {
-    return hasMarker(error, GENERATE_TIMEOUT);
+    return hasErrorMarker(error, GENERATE_TIMEOUT);
   }
 }
 
@@ -351,7 +343,7 @@ export class EmptyOutputError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is EmptyOutputError {
-    return hasMarker(error, EMPTY_OUTPUT);
+    return hasErrorMarker(error, EMPTY_OUTPUT);
   }
 }
 
@@ -380,7 +372,7 @@ export class StreamInterruptedError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is StreamInterruptedError {
-    return hasMarker(error, STREAM_INTERRUPTED);
+    return hasErrorMarker(error, STREAM_INTERRUPTED);
   }
 }
 
@@ -404,7 +396,7 @@ export class StreamAbandonedError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is StreamAbandonedError {
-    return hasMarker(error, STREAM_ABANDONED);
+    return hasErrorMarker(error, STREAM_ABANDONED);
   }
 }
 
@@ -420,7 +412,7 @@ export class KnowledgeNotConfiguredError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is KnowledgeNotConfiguredError {
-    return hasMarker(error, KNOWLEDGE_NOT_CONFIGURED);
+    return hasErrorMarker(error, KNOWLEDGE_NOT_CONFIGURED);
   }
 }
 
@@ -446,7 +438,7 @@ export class KnowledgeUnavailableError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is KnowledgeUnavailableError {
-    return hasMarker(error, KNOWLEDGE_UNAVAILABLE);
+    return hasErrorMarker(error, KNOWLEDGE_UNAVAILABLE);
   }
 }
 
@@ -469,7 +461,7 @@ export class ConversationMemoryError extends NeuroLinkError {
   }
 
   static override isInstance(error: unknown): error is ConversationMemoryError {
-    return hasMarker(error, MEMORY_ERROR);
+    return hasErrorMarker(error, MEMORY_ERROR);
   }
 }
 

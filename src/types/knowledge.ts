@@ -577,8 +577,12 @@ export type KnowledgeGroundingMetadata = {
 /** One problem found while validating sources or configuration. */
 export type KnowledgeValidationIssue = {
   level: "error" | "warning";
-  /** Stable machine-readable code, e.g. `missing-title`, `bad-field-type`, `duplicate-alias`. */
-  code: string;
+  /**
+   * Stable machine-readable code, e.g. `missing-title`, `bad-field-type`, `duplicate-alias`: one of
+   * {@link KnowledgeIssueCode} when lexground raised the issue (typed as any string, as in NeuroLink, so issues
+   * from other tools fit too).
+   */
+  code: KnowledgeIssueCode | (string & {});
   /** Human-readable explanation. */
   message: string;
   entryId?: string;
@@ -586,6 +590,38 @@ export type KnowledgeValidationIssue = {
   /** Where the problem is, e.g. `sources[0].entries[3].title`. */
   path?: string;
 };
+
+/**
+ * The codes of the validation issues lexground raises. Errors (they block the source set): `bad-sources`,
+ * `unreadable-input` (a getter or proxy threw), `missing-source-id`, `missing-entry-id`, `duplicate-entry-id`,
+ * `missing-title`, `missing-summary`, `missing-domain`, `missing-integrations`, `bad-integrations`, `bad-kind`,
+ * `bad-status`, `bad-field-type`, `limit-exceeded`, and `bad-config` (the engine configuration). Warnings:
+ * `ambiguous-entry-id`, `unknown-field`, `empty-alias`, `duplicate-alias`, `broken-relation`, `broken-parent`,
+ * `encoded-in-citation`.
+ */
+export type KnowledgeIssueCode =
+  | "bad-sources"
+  | "unreadable-input"
+  | "missing-source-id"
+  | "missing-entry-id"
+  | "duplicate-entry-id"
+  | "missing-title"
+  | "missing-summary"
+  | "missing-domain"
+  | "missing-integrations"
+  | "bad-integrations"
+  | "bad-kind"
+  | "bad-status"
+  | "bad-field-type"
+  | "limit-exceeded"
+  | "bad-config"
+  | "ambiguous-entry-id"
+  | "unknown-field"
+  | "empty-alias"
+  | "duplicate-alias"
+  | "broken-relation"
+  | "broken-parent"
+  | "encoded-in-citation";
 
 /** Result of validation: `ok` is false when any issue has level `error`. */
 export type KnowledgeValidationResult = {

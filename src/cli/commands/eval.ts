@@ -401,7 +401,7 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
     });
   } catch (error) {
     progress.done();
-    if (error instanceof EvalDataError) {
+    if (EvalDataError.isInstance(error)) {
       throw new CliFailure(error.message, error.hint, {
         details: {
           code: "bad-queries",
@@ -410,7 +410,7 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
         },
       });
     }
-    if (error instanceof EvalKnowledgeBaseError) {
+    if (EvalKnowledgeBaseError.isInstance(error)) {
       throw new CliFailure(
         error.message,
         "run 'lexground validate' on the knowledge base to see every issue",
@@ -433,7 +433,7 @@ export async function runEval(context: CommandContext, flags: EvalFlags): Promis
         progress.update(`${configuration}: ${done}/${total} queries`),
     });
   } catch (error) {
-    if (error instanceof EvalConfigurationError) throw new CliUsageError(error.message);
+    if (EvalConfigurationError.isInstance(error)) throw new CliUsageError(error.message);
     throw error;
   } finally {
     progress.done();
