@@ -131,6 +131,24 @@ export {
   normalizeAndValidate,
   resolveEntry,
 } from "./knowledge/resolve.js";
-export { classifyConfidence, isAuthorized, retrieve } from "./knowledge/retrieval.js";
+export {
+  candidateQuery,
+  classifyConfidence,
+  isAuthorized,
+  retrieve,
+  retrieveFrom,
+  snapshotSearchBackend,
+} from "./knowledge/retrieval.js";
+export type {
+  KnowledgeBackendBuildResult,
+  KnowledgeBackendIndex,
+  KnowledgeBackendPublishResult,
+  KnowledgeBackendStatus,
+  KnowledgeCandidateEvidence,
+  KnowledgeCandidateQuery,
+  KnowledgeIndexBackend,
+  KnowledgeSearchBackend,
+  KnowledgeSelectionEntries,
+} from "./knowledge/searchBackend.js";
 export { MissingPeerDependencyError } from "./peerDependency.js";
 export type * from "./types/knowledge.js";

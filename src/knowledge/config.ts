@@ -50,6 +50,7 @@ import {
   UnreadableValue,
 } from "./resolve.js";
 import { isUint8Array } from "./runtime.js";
+import { isIndexBackend } from "./searchBackend.js";
 
 /** Whether `value` is one of `choices` (an option's allowed values from defaults.ts). */
 function isOneOf(choices: readonly string[], value: unknown): boolean {
@@ -134,6 +135,7 @@ const KNOWN_CONFIG_FIELDS = [
   "shadow",
   "shadowAlternatives",
   "telemetry",
+  "backend",
 ] as const;
 /** Options whose value is an object whose own fields are copied too. */
 const NESTED_CONFIG_FIELDS: ReadonlySet<string> = new Set(["retrieval", "context", "telemetry"]);
@@ -431,6 +433,12 @@ export function validateConfigValues(config: unknown): KnowledgeValidationIssue[
         fail("telemetry.isEnabled", `must be a boolean, got ${describeValue(isEnabled)}`);
       }
     }
+  }
+  if (record.backend !== undefined && !isIndexBackend(record.backend)) {
+    fail(
+      "backend",
+      `must be an index backend such as createPostgresBackend(…) from lexground/postgres, got ${describeType(record.backend)}`,
+    );
   }
   if (
     record.indexArtifact !== undefined &&

@@ -15,6 +15,7 @@ import type {
   KnowledgeRebuildResult,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalRequest,
+  KnowledgeSelection,
   KnowledgeSource,
   KnowledgeTelemetryTracer,
   KnowledgeValidationIssue,
@@ -33,7 +34,8 @@ import { hasErrorMarker } from "./errors.js";
 import { getOrBuildKnowledgeIndexSnapshot, getOrLoadKnowledgeIndexArtifact } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
-import { retrieve } from "./retrieval.js";
+import { retrieve, retrieveFrom } from "./retrieval.js";
+import { type KnowledgeIndexBackend, publishToBackend } from "./searchBackend.js";
 import { asShadowOutcome } from "./shadow.js";
 import { telemetryTracer, traced } from "./telemetry.js";
 
@@ -205,6 +207,8 @@ export class KnowledgeGroundingEngine {
   /** The host's OpenTelemetry tracer when tracing is on (`telemetry.tracer`), otherwise null. */
   private readonly tracer: KnowledgeTelemetryTracer | null;
   private snapshot: KnowledgeIndexSnapshot | null = null;
+  /** The external index backend (`config.backend`), or null: the index is in memory. */
+  private readonly backend: KnowledgeIndexBackend | null;
   private validationIssues: KnowledgeValidationIssue[] = [];
   private lastError: string | null = null;
   /** Why no snapshot serves, as of the latest settled request (null: none failed). */
@@ -270,13 +274,15 @@ export class KnowledgeGroundingEngine {
     }
     this.timeoutMs = this.configValid ? resolveTimeout(safeConfig) : DEFAULT_TIMEOUT_MS;
     this.shadow = safeConfig.shadow === true;
+    this.backend = this.configValid && safeConfig.backend ? safeConfig.backend : null;
     // The arrays are copied now: a host that clears or reuses them later changes nothing until it rebuilds.
     this.sources = snapshotSourceArrays(safeConfig.sources);
     const sourcesShape = shapeOf(this.sources);
     const hasSources =
       isUnreadable(sourcesShape) ||
       (Array.isArray(this.sources) && this.sources.length > 0) ||
-      safeConfig.indexArtifact !== undefined;
+      // With a backend, an artifact is no source set to publish (the backend's index serves instead).
+      (safeConfig.indexArtifact !== undefined && this.backend === null);
     if (!this.configValid) {
       this.validationIssues = configIssues;
       this.lastError = `invalid knowledge grounding configuration: ${configIssues.map((issue) => issue.message).join("; ")}`;
@@ -290,7 +296,11 @@ export class KnowledgeGroundingEngine {
       }
       this.buildPromise = Promise.resolve();
     } else if (this.enabled && hasSources) {
+      if (this.backend) void this.openBackend();
       this.buildPromise = this.build(this.sources, true).then(() => {});
+    } else if (this.enabled && this.backend) {
+      // Without sources, an engine with a backend serves what another process published.
+      this.buildPromise = this.openBackend();
     } else {
       this.buildPromise = Promise.resolve();
     }
@@ -383,6 +393,7 @@ export class KnowledgeGroundingEngine {
     this.pendingBuilds++;
     try {
       // A prebuilt artifact applies to the configured sources only, not to sources given to rebuild().
+      if (this.backend) return await this.buildIntoBackend(this.backend, sources, generation);
       const artifact = useArtifact ? this.config.indexArtifact : undefined;
       // Without sources, a self-contained artifact is the knowledge base: loaded on its own, nothing validated.
       const artifactOnly =
@@ -433,9 +444,69 @@ export class KnowledgeGroundingEngine {
     }
   }
 
+  /**
+   * {@link buildUntraced} with a backend: validates, then publishes to the backend (which keeps the previous
+   * generation serving when publishing fails: the error propagates to the caller's `build-failed` path).
+   */
+  private async buildIntoBackend(
+    backend: KnowledgeIndexBackend,
+    sources: unknown,
+    generation: number,
+  ): Promise<Pick<KnowledgeRebuildResult, "live" | "reason">> {
+    const result = await publishToBackend(backend, sources, this.indexOptions(), FALLBACK_VERSION);
+    const latest = generation >= this.statusGeneration;
+    if (latest) {
+      this.statusGeneration = generation;
+      this.validationIssues = result.validation.issues;
+      this.buildThrewAt = null;
+    }
+    if (!result.published) {
+      if (latest) {
+        const errors = result.validation.issues.filter((issue) => issue.level === "error").length;
+        this.lastError = `knowledge validation failed with ${errors} error(s)`;
+        this.unavailableReason = VALIDATION_FAILED;
+        this.warnBlocked(
+          `validation\n${result.cacheKey}`,
+          `knowledge validation failed: ${describeIssues(result.validation.issues)}`,
+        );
+      }
+      return { live: false, reason: VALIDATION_FAILED };
+    }
+    if (generation < this.servingGeneration) return { live: false, reason: "superseded" };
+    this.servingGeneration = generation;
+    this.backendServing = true;
+    this.snapshotOrigin = "built";
+    this.notes = result.published.reused
+      ? [`${backend.name}: generation ${result.published.generation} already held these entries; reused`]
+      : [];
+    if (latest) {
+      this.lastError = null;
+      this.unavailableReason = null;
+    }
+    return { live: true };
+  }
+
+  /** An engine with a backend and no sources: learns whether a generation is published (never rejects). */
+  private async openBackend(): Promise<void> {
+    try {
+      const index = await this.backend!.current();
+      if (index) this.backendServing = true;
+    } catch {
+      // The backend reports the error in its status; turns retry.
+    }
+  }
+
+  /** Whether an index serves turns: a snapshot in memory, or a published generation of the backend. */
+  private isServing(): boolean {
+    return this.snapshot !== null || (this.backendServing && this.backend !== null);
+  }
+
+  /** True once the backend has served or published a generation (it stays published while the backend is down). */
+  private backendServing = false;
+
   /** The one warning for a blocked source set (once per logger and content; see {@link warnOnce}). */
   private warnBlocked(key: string, what: string): void {
-    const consequence = this.snapshot
+    const consequence = this.isServing()
       ? "the previous snapshot keeps serving"
       : `grounding is off until a valid set is built (turns report failureReason "${this.unavailableReason}")`;
     warnOnce(
@@ -473,7 +544,7 @@ export class KnowledgeGroundingEngine {
 
   /** The error a strict host gets while no snapshot serves because of a validation or build failure. */
   unavailableError(): KnowledgeRegistryError | null {
-    if (this.snapshot !== null || this.unavailableReason === null) return null;
+    if (this.isServing() || this.unavailableReason === null) return null;
     return new KnowledgeRegistryError(this.unavailableReason, this.getStatus());
   }
 
@@ -481,7 +552,7 @@ export class KnowledgeGroundingEngine {
   getStatus(): KnowledgeEngineStatus {
     const status: KnowledgeEngineStatus = {
       enabled: this.isEnabled(),
-      ready: this.snapshot !== null,
+      ready: this.isServing(),
       entryCount: this.snapshot?.entryCount ?? 0,
       lastError: this.lastError,
       validationIssues: this.validationIssues.slice(),
@@ -490,6 +561,13 @@ export class KnowledgeGroundingEngine {
     if (this.snapshotOrigin) status.snapshotOrigin = this.snapshotOrigin;
     if (this.snapshot && this.contentKey !== null)
       status.content = { key: this.contentKey, sources: contentKeySources(this.contentKey) };
+    if (this.backend) {
+      const backendStatus = this.backend.status();
+      status.backend = backendStatus;
+      if (backendStatus.generation !== null) this.backendServing = true;
+      status.ready = this.isServing();
+      status.entryCount = backendStatus.entryCount;
+    }
     if (this.notes.length > 0) status.notes = this.notes.slice();
     if (this.effective) {
       status.configuration = {
@@ -657,22 +735,52 @@ export class KnowledgeGroundingEngine {
     input: KnowledgeGroundingInput,
     started: number,
   ): Promise<KnowledgeGroundingOutcome> {
-    try {
-      await this.ready();
-    } catch {
-      // A strict engine's ready() rejects when nothing serves; the turn reports the reason below instead.
+    // With a backend, a published generation serves while this engine publishes its own sources.
+    if (!(this.backend && this.backendServing)) {
+      try {
+        await this.ready();
+      } catch {
+        // A strict engine's ready() rejects when nothing serves; the turn reports the reason below instead.
+      }
     }
     this.retryFailedBuild();
     const snapshot = this.snapshot;
-    if (!snapshot) {
-      return {
-        ephemeralContext: null,
-        metadata: emptyMetadata(this.now() - started, this.unavailableReason ?? INDEX_NOT_READY),
-        retrieval: null,
-      };
-    }
+    if (this.backend) return this.groundWithBackend(this.backend, input, started);
+    if (!snapshot) return this.notReady(started);
     const request = this.buildRequest(input);
     const selection = retrieve(snapshot, request, this.resolved, this.config.blockedDomains);
+    return this.outcomeOf(selection, request, started);
+  }
+
+  /** The outcome of a turn that nothing serves. */
+  private notReady(started: number): KnowledgeGroundingOutcome {
+    return {
+      ephemeralContext: null,
+      metadata: emptyMetadata(this.now() - started, this.unavailableReason ?? INDEX_NOT_READY),
+      retrieval: null,
+    };
+  }
+
+  /** A turn against the backend's current generation; a backend error rejects (the turn fails open). */
+  private async groundWithBackend(
+    backend: KnowledgeIndexBackend,
+    input: KnowledgeGroundingInput,
+    started: number,
+  ): Promise<KnowledgeGroundingOutcome> {
+    const index = await backend.current();
+    if (!index) return this.notReady(started);
+    this.backendServing = true;
+    const request = this.buildRequest(input);
+    const selection = await retrieveFrom(index.searcher, request, this.resolved, this.config.blockedDomains);
+    return this.outcomeOf(selection, request, started);
+  }
+
+  /** Renders a selection into the turn's outcome. */
+  private outcomeOf(
+    selection: KnowledgeSelection,
+    request: KnowledgeRetrievalRequest,
+    started: number,
+  ): KnowledgeGroundingOutcome {
     const assembled = assembleKnowledgeContext(selection, this.contextConfig, {
       query: request.query,
       analyzer: this.resolved.analyzer ?? "none",
@@ -722,7 +830,7 @@ export class KnowledgeGroundingEngine {
 
   /** A build that threw (not a validation failure) is retried in the background, at most once a second. */
   private retryFailedBuild(): void {
-    if (this.buildThrewAt === null || this.pendingBuilds > 0 || this.snapshot) return;
+    if (this.buildThrewAt === null || this.pendingBuilds > 0 || this.isServing()) return;
     if (this.now() - this.buildThrewAt < BUILD_RETRY_INTERVAL_MS) return;
     this.buildThrewAt = null;
     void this.build(this.sources, this.sourcesAreConfigured, "retry");

@@ -32,6 +32,12 @@ import {
 } from "./knowledgeIndex.js";
 import { phraseWordCount, tokenize } from "./normalize.js";
 import { PhraseTrie } from "./phraseTrie.js";
+import type {
+  KnowledgeCandidateEvidence,
+  KnowledgeCandidateQuery,
+  KnowledgeSearchBackend,
+  KnowledgeSelectionEntries,
+} from "./searchBackend.js";
 
 /** Phrase hits of one query: entry id → matched phrases, for exact (id/title) and alias keys. */
 export type KnowledgePhraseHits = {
@@ -223,48 +229,122 @@ function compareCandidates(left: KnowledgeScoredCandidate, right: KnowledgeScore
   return compareCodeUnits(left.id, right.id);
 }
 
-/**
- * Selects the entries of one turn (see the module comment and SPEC §6): phrase hits on the query, eligibility
- * before ranking, lexical top `2 × candidateLimit`, union and boosts, sort (score, then id), `candidateLimit`
- * and `resultLimit` cuts, confidence (on the trimmed candidates), the adaptive cut-offs when configured
- * (`minRelativeScore`, `scoreGapRatio`; cut candidates carry `cut`), one-hop relation expansion up to
- * `relationLimit` (limited by `expansionFromTop` and `expansionMinConfidence` when configured).
- */
-export function retrieve(
-  snapshot: KnowledgeIndexSnapshot,
+/** The candidate query of a request: phrase and lexical tokens, `2 × candidateLimit`, the scope as sets. */
+export function candidateQuery(
   request: KnowledgeRetrievalRequest,
   resolved: KnowledgeResolvedRetrieval,
   blockedDomains?: readonly string[],
-): KnowledgeSelection {
-  const compiled = getCompiledSnapshot(snapshot);
+): KnowledgeCandidateQuery {
   const tokens = queryTokens(request?.query);
-  const hits = lookupPhrases(tokens, snapshot, phraseTrieOf(snapshot, compiled));
-  const enabled = enabledSet(request?.enabledIntegrations);
   const blocked = new Set<string>();
   if (Array.isArray(blockedDomains))
     for (const domain of blockedDomains) if (typeof domain === "string") blocked.add(domain);
+  return {
+    phraseTokens: tokens,
+    lexicalTokens: lexicalTokens(tokens, request?.recentTurns),
+    topK: resolved.candidateLimit * 2,
+    enabledIntegrations: enabledSet(request?.enabledIntegrations),
+    blockedDomains: blocked,
+  };
+}
 
-  const topK = resolved.candidateLimit * 2;
-  const lexicalQuery = lexicalTokens(tokens, request?.recentTurns);
-  let matches: KnowledgeLexicalMatch[];
-  let isEligible: (id: string) => boolean;
-  if (compiled && snapshot.lexical instanceof KnowledgeLexicalIndex) {
-    const mask = eligibilityMask(compiled, enabled, blocked);
-    const lexical = compiled.lexical;
-    isEligible = (id) => {
-      const doc = lexical.denseIdOf(id);
-      return doc >= 0 && mask[doc] === 1;
-    };
-    matches = lexical.searchWithMask(lexicalQuery, topK, mask);
-  } else {
-    // A snapshot assembled by hand or backed by another searcher: the seed's contract with an id set.
-    const eligibleIds = new Set<string>();
-    for (const entry of snapshot.entriesById.values())
-      if (isAuthorized(entry, enabled, blocked)) eligibleIds.add(entry.id);
-    isEligible = (id) => eligibleIds.has(id);
-    matches = snapshot.lexical.search(lexicalQuery, topK, eligibleIds);
+/** The in-memory snapshot as a {@link KnowledgeSearchBackend} (synchronous). */
+class SnapshotSearchBackend implements KnowledgeSearchBackend, KnowledgeSelectionEntries {
+  private readonly compiled: CompiledSnapshot | undefined;
+  constructor(private readonly snapshot: KnowledgeIndexSnapshot) {
+    this.compiled = getCompiledSnapshot(snapshot);
   }
 
+  candidates(query: KnowledgeCandidateQuery): KnowledgeCandidateEvidence {
+    const snapshot = this.snapshot;
+    const compiled = this.compiled;
+    const hits = lookupPhrases(query.phraseTokens, snapshot, phraseTrieOf(snapshot, compiled));
+    let matches: KnowledgeLexicalMatch[];
+    let isEligible: (id: string) => boolean;
+    if (compiled && snapshot.lexical instanceof KnowledgeLexicalIndex) {
+      const mask = eligibilityMask(compiled, query.enabledIntegrations, query.blockedDomains);
+      const lexical = compiled.lexical;
+      isEligible = (id) => {
+        const doc = lexical.denseIdOf(id);
+        return doc >= 0 && mask[doc] === 1;
+      };
+      matches = lexical.searchWithMask(query.lexicalTokens, query.topK, mask);
+    } else {
+      // A snapshot assembled by hand or backed by another searcher: the seed's contract with an id set.
+      const eligibleIds = new Set<string>();
+      for (const entry of snapshot.entriesById.values())
+        if (isAuthorized(entry, query.enabledIntegrations, query.blockedDomains)) eligibleIds.add(entry.id);
+      isEligible = (id) => eligibleIds.has(id);
+      matches = snapshot.lexical.search(query.lexicalTokens as string[], query.topK, eligibleIds);
+    }
+    return {
+      exact: eligibleHits(hits.exact, isEligible),
+      alias: eligibleHits(hits.alias, isEligible),
+      matches,
+    };
+  }
+
+  selectionEntries(): KnowledgeSelectionEntries {
+    return this;
+  }
+
+  entry(id: string): NormalizedKnowledgeEntry | undefined {
+    return this.snapshot.entriesById.get(id);
+  }
+
+  relations(id: string): readonly string[] | undefined {
+    return this.snapshot.relationIndex.get(id);
+  }
+}
+
+/** The phrase hits of eligible entries only (usually all of them: then the map itself). */
+function eligibleHits(
+  hits: Map<string, string[]>,
+  isEligible: (id: string) => boolean,
+): Map<string, string[]> {
+  let filtered: Map<string, string[]> | null = null;
+  for (const [id, phrases] of hits) {
+    if (isEligible(id)) {
+      filtered?.set(id, phrases);
+    } else if (filtered === null) {
+      filtered = new Map();
+      for (const [earlierId, earlierPhrases] of hits) {
+        if (earlierId === id) break;
+        filtered.set(earlierId, earlierPhrases);
+      }
+    }
+  }
+  return filtered ?? hits;
+}
+
+const snapshotBackends = new WeakMap<KnowledgeIndexSnapshot, SnapshotSearchBackend>();
+
+/** The search backend of an in-memory snapshot (one per snapshot). */
+export function snapshotSearchBackend(snapshot: KnowledgeIndexSnapshot): KnowledgeSearchBackend {
+  let backend = snapshotBackends.get(snapshot);
+  if (!backend) {
+    backend = new SnapshotSearchBackend(snapshot);
+    snapshotBackends.set(snapshot, backend);
+  }
+  return backend;
+}
+
+/** The ranked candidates of a query, before entries are looked up. */
+type RankedCandidates = {
+  trimmed: KnowledgeScoredCandidate[];
+  primary: KnowledgeScoredCandidate[];
+  confidence: KnowledgeRetrievalConfidence;
+  candidateCount: number;
+};
+
+/**
+ * Union of phrase hits and lexical matches, boosts, sort (score, then id), `candidateLimit` and `resultLimit`
+ * cuts, confidence (on the trimmed candidates), then the adaptive cut-offs when configured.
+ */
+function rankCandidates(
+  evidence: KnowledgeCandidateEvidence,
+  resolved: KnowledgeResolvedRetrieval,
+): RankedCandidates {
   const candidatesById = new Map<string, KnowledgeScoredCandidate>();
   const candidateFor = (id: string): KnowledgeScoredCandidate => {
     let candidate = candidatesById.get(id);
@@ -282,19 +362,17 @@ export function retrieve(
     }
     return candidate;
   };
-  for (const [id, phrases] of hits.exact) {
-    if (!isEligible(id)) continue;
+  for (const [id, phrases] of evidence.exact) {
     const candidate = candidateFor(id);
     candidate.exact = true;
     candidate.matchedPhrases.push(...phrases);
   }
-  for (const [id, phrases] of hits.alias) {
-    if (!isEligible(id)) continue;
+  for (const [id, phrases] of evidence.alias) {
     const candidate = candidateFor(id);
     candidate.alias = true;
     candidate.matchedPhrases.push(...phrases);
   }
-  for (const match of matches) {
+  for (const match of evidence.matches) {
     const candidate = candidateFor(match.id);
     candidate.lexical = match.score;
     candidate.fieldScores = match.fieldScores;
@@ -311,26 +389,40 @@ export function retrieve(
   const trimmed = candidates.slice(0, Math.max(0, resolved.candidateLimit));
   // Confidence is classified on the trimmed candidates before any adaptive cut-off (see cutoffs.ts).
   const confidence = classifyConfidence(trimmed, resolved.confidenceRule);
-  let primaryCandidates = trimmed.slice(0, Math.max(0, resolved.resultLimit));
-  const cutoff = applyScoreCutoffs(primaryCandidates, resolved);
+  let primary = trimmed.slice(0, Math.max(0, resolved.resultLimit));
+  const cutoff = applyScoreCutoffs(primary, resolved);
   if (cutoff.cut) {
-    for (const candidate of primaryCandidates.slice(cutoff.kept)) candidate.cut = { ...cutoff.cut };
-    primaryCandidates = primaryCandidates.slice(0, cutoff.kept);
+    for (const candidate of primary.slice(cutoff.kept)) candidate.cut = { ...cutoff.cut };
+    primary = primary.slice(0, cutoff.kept);
   }
-  const primary = primaryCandidates.map((candidate) => snapshot.entriesById.get(candidate.id)!);
+  return { trimmed, primary, confidence, candidateCount };
+}
 
+/** The selection of ranked candidates: their entries and the one-hop relation expansion. */
+function finishSelection(
+  ranked: RankedCandidates,
+  entries: KnowledgeSelectionEntries,
+  query: KnowledgeCandidateQuery,
+  resolved: KnowledgeResolvedRetrieval,
+): KnowledgeSelection {
+  const primary = ranked.primary.map((candidate) => {
+    const entry = entries.entry(candidate.id);
+    if (!entry) throw new Error(`the index has no entry ${JSON.stringify(candidate.id)}`);
+    return entry;
+  });
+  const { confidence } = ranked;
   const expanded: NormalizedKnowledgeEntry[] = [];
   const relationLimit = Math.max(0, resolved.relationLimit);
   const expansionPermitted = expansionAllowed(confidence, resolved);
   if (relationLimit > 0 && expansionPermitted) {
     const selected = new Set(primary.map((entry) => entry.id));
     outer: for (const entry of primary.slice(0, expansionSourceCount(primary.length, resolved))) {
-      const relations = snapshot.relationIndex.get(entry.id);
+      const relations = entries.relations(entry.id);
       if (!relations) continue;
       for (const relatedId of relations) {
         if (selected.has(relatedId)) continue;
-        const related = snapshot.entriesById.get(relatedId);
-        if (!related || !isAuthorized(related, enabled, blocked)) continue;
+        const related = entries.entry(relatedId);
+        if (!related || !isAuthorized(related, query.enabledIntegrations, query.blockedDomains)) continue;
         selected.add(relatedId);
         expanded.push(related);
         if (expanded.length >= relationLimit) break outer;
@@ -341,11 +433,53 @@ export function retrieve(
   const selection: KnowledgeSelection = {
     primary,
     expanded,
-    candidates: trimmed,
+    candidates: ranked.trimmed,
     confidence,
-    candidateCount,
+    candidateCount: ranked.candidateCount,
   };
   if (!expansionPermitted && relationLimit > 0 && primary.length > 0)
     selection.expansionSkipped = "expansionMinConfidence";
   return selection;
 }
+
+/**
+ * Selects the entries of one turn (see the module comment and SPEC §6): phrase hits on the query, eligibility
+ * before ranking, lexical top `2 × candidateLimit`, union and boosts, sort (score, then id), `candidateLimit`
+ * and `resultLimit` cuts, confidence (on the trimmed candidates), the adaptive cut-offs when configured
+ * (`minRelativeScore`, `scoreGapRatio`; cut candidates carry `cut`), one-hop relation expansion up to
+ * `relationLimit` (limited by `expansionFromTop` and `expansionMinConfidence` when configured).
+ */
+export function retrieve(
+  snapshot: KnowledgeIndexSnapshot,
+  request: KnowledgeRetrievalRequest,
+  resolved: KnowledgeResolvedRetrieval,
+  blockedDomains?: readonly string[],
+): KnowledgeSelection {
+  const backend = snapshotSearchBackend(snapshot) as SnapshotSearchBackend;
+  const query = candidateQuery(request, resolved, blockedDomains);
+  const ranked = rankCandidates(backend.candidates(query), resolved);
+  return finishSelection(ranked, backend, query, resolved);
+}
+
+/**
+ * {@link retrieve} over any {@link KnowledgeSearchBackend} (a database answers asynchronously): the same
+ * selection code, so the same registry, configuration and query give the same selection on every backend.
+ */
+export async function retrieveFrom(
+  backend: KnowledgeSearchBackend,
+  request: KnowledgeRetrievalRequest,
+  resolved: KnowledgeResolvedRetrieval,
+  blockedDomains?: readonly string[],
+): Promise<KnowledgeSelection> {
+  const query = candidateQuery(request, resolved, blockedDomains);
+  const ranked = rankCandidates(await backend.candidates(query), resolved);
+  const ids = ranked.primary.map((candidate) => candidate.id);
+  const entries: KnowledgeSelectionEntries =
+    ids.length === 0 ? NO_ENTRIES : await backend.selectionEntries(ids, query);
+  return finishSelection(ranked, entries, query, resolved);
+}
+
+const NO_ENTRIES: KnowledgeSelectionEntries = {
+  entry: () => undefined,
+  relations: () => undefined,
+};

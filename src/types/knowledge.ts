@@ -9,6 +9,8 @@
  * @module
  */
 
+import type { KnowledgeBackendStatus, KnowledgeIndexBackend } from "../knowledge/searchBackend.js";
+
 /** What a knowledge entry primarily is. Labels the rendered context; never affects ranking. */
 export type KnowledgeEntryKind =
   | "concept"
@@ -363,6 +365,14 @@ export type KnowledgeGroundingConfig = {
    * SDK's own, when grounding runs inside one). Default: no spans, and nothing is loaded.
    */
   telemetry?: KnowledgeTelemetryConfig;
+  /**
+   * Where the index lives (lexground). Default: in this process's memory. An external backend such as
+   * `createPostgresBackend(…)` from `lexground/postgres` holds one index for many processes: an engine with
+   * `sources` publishes them there (a new generation, or the current one when it holds the same content), an
+   * engine without `sources` serves whatever is published. Turns then search the backend, with the same
+   * selections as in memory.
+   */
+  backend?: KnowledgeIndexBackend;
 };
 
 /**
@@ -808,4 +818,6 @@ export type KnowledgeEngineStatus = {
    * Absent when the configuration is invalid (see `lastError`).
    */
   configuration?: KnowledgeEffectiveConfiguration;
+  /** The external index backend's health, when the engine has one (`backend`). */
+  backend?: KnowledgeBackendStatus;
 };

@@ -1,0 +1,192 @@
+/**
+ * The backend seam: an engine whose index sits behind an asynchronous {@link KnowledgeIndexBackend} (here the
+ * in-memory snapshot answering through promises) gives the same outcomes as the in-memory engine, and reports
+ * the backend's health; a backend that fails makes turns fail open with the error as `failureReason`.
+ */
+import { describe, expect, it } from "vitest";
+import type {
+  KnowledgeGroundingInput,
+  KnowledgeSource,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { KnowledgeGroundingEngine } from "./engine.js";
+import { buildIndexSnapshot, type KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
+import { snapshotSearchBackend } from "./retrieval.js";
+import type {
+  KnowledgeBackendIndex,
+  KnowledgeBackendStatus,
+  KnowledgeCandidateQuery,
+  KnowledgeIndexBackend,
+} from "./searchBackend.js";
+
+/** The in-memory snapshot behind promises, publishing generations like an external store. */
+class PromisedBackend implements KnowledgeIndexBackend {
+  readonly name = "promised";
+  index: KnowledgeBackendIndex | null = null;
+  failure: Error | null = null;
+  publishes = 0;
+  private contentKey: string | null = null;
+
+  async publish(
+    entries: readonly NormalizedKnowledgeEntry[],
+    options: { indexOptions: KnowledgeIndexBuildOptions; contentKey: string },
+  ) {
+    if (this.failure) throw this.failure;
+    if (this.index && this.contentKey === options.contentKey)
+      return { generation: this.index.generation, entryCount: this.index.entryCount, reused: true };
+    this.publishes++;
+    const snapshot = buildIndexSnapshot(entries, options.indexOptions);
+    const memory = snapshotSearchBackend(snapshot);
+    const generation = (this.index?.generation ?? 0) + 1;
+    this.index = {
+      generation,
+      entryCount: snapshot.entryCount,
+      options: options.indexOptions,
+      searcher: {
+        candidates: async (query: KnowledgeCandidateQuery) => memory.candidates(query),
+        selectionEntries: async (ids, query) => memory.selectionEntries(ids, query),
+      },
+    };
+    this.contentKey = options.contentKey;
+    return { generation, entryCount: snapshot.entryCount, reused: false };
+  }
+
+  async current() {
+    if (this.failure) throw this.failure;
+    return this.index;
+  }
+
+  status(): KnowledgeBackendStatus {
+    return {
+      name: this.name,
+      degraded: this.failure !== null,
+      lastError: this.failure?.message ?? null,
+      generation: this.index?.generation ?? null,
+      entryCount: this.index?.entryCount ?? 0,
+    };
+  }
+
+  async close() {}
+}
+
+const sources: KnowledgeSource[] = [
+  {
+    id: "help",
+    version: "3",
+    entries: [
+      {
+        id: "payouts.instant",
+        title: "Instant payouts",
+        summary: "Send a payout to a debit card within minutes.",
+        domain: "payouts",
+        integrations: [],
+        aliases: ["payouts.instantEnabled"],
+        relatedEntryIds: ["payouts.schedule"],
+      },
+      {
+        id: "payouts.schedule",
+        title: "Payout schedule",
+        summary: "Payouts run daily, weekly or monthly.",
+        domain: "payouts",
+        integrations: [],
+      },
+      {
+        id: "shopify.sync",
+        title: "Shopify payouts sync",
+        summary: "Payout reports synced to Shopify.",
+        domain: "integrations",
+        integrations: ["Shopify"],
+      },
+      {
+        id: "internal.debug",
+        title: "Payout debugging",
+        summary: "Internal payout debugging notes.",
+        domain: "internal",
+        integrations: [],
+      },
+    ],
+  },
+];
+
+const inputs: KnowledgeGroundingInput[] = [
+  { query: "what does payouts.instantEnabled do?" },
+  { query: "payout schedule weekly" },
+  { query: "payouts", scope: { enabledIntegrations: ["shopify"] } },
+  { query: "payout debugging", recentTurns: [{ role: "user", text: "instant payouts" }] },
+  { query: "nothing matches here" },
+];
+
+describe("the backend seam", () => {
+  it("an engine over an asynchronous backend gives the in-memory engine's outcomes", async () => {
+    const backend = new PromisedBackend();
+    for (const preset of ["neurolink", "recommended"] as const) {
+      const config = { enabled: true, sources, preset, blockedDomains: ["internal"] };
+      const memory = new KnowledgeGroundingEngine(config);
+      const external = new KnowledgeGroundingEngine({ ...config, backend });
+      for (const input of inputs) {
+        const [expected, actual] = [await memory.ground(input), await external.ground(input)];
+        expect(actual.ephemeralContext).toEqual(expected.ephemeralContext);
+        expect({ ...actual.metadata, durationMs: 0 }).toEqual({ ...expected.metadata, durationMs: 0 });
+        expect(actual.retrieval?.candidates).toEqual(expected.retrieval?.candidates);
+      }
+      expect(external.getStatus()).toMatchObject({
+        ready: true,
+        entryCount: 4,
+        backend: { degraded: false },
+      });
+    }
+  });
+
+  it("a reader without sources serves what a writer published, and picks up new generations", async () => {
+    const backend = new PromisedBackend();
+    const reader = new KnowledgeGroundingEngine({ enabled: true, sources: [], backend });
+    expect((await reader.ground({ query: "instant payouts" })).metadata.failureReason).toBe(
+      "index-not-ready",
+    );
+    const writer = new KnowledgeGroundingEngine({ enabled: true, sources, backend });
+    await writer.ready();
+    expect((await reader.ground({ query: "instant payouts" })).metadata.selectedIds[0]).toBe(
+      "payouts.instant",
+    );
+    // The same content published again is reused, not rewritten.
+    await new KnowledgeGroundingEngine({ enabled: true, sources, backend }).ready();
+    expect(backend.publishes).toBe(1);
+    await writer.rebuild([{ id: "help", version: "4", entries: [sources[0]!.entries[1]!] }]);
+    expect(backend.publishes).toBe(2);
+    expect((await reader.ground({ query: "instant payouts" })).metadata.selectedIds).toEqual([
+      "payouts.schedule",
+    ]);
+    expect(reader.getStatus()).toMatchObject({ ready: true, entryCount: 1, backend: { generation: 2 } });
+  });
+
+  it("a failing backend makes turns fail open with its error and the status degraded", async () => {
+    const backend = new PromisedBackend();
+    const engine = new KnowledgeGroundingEngine({ enabled: true, sources, backend, logger: null });
+    await engine.ready();
+    backend.failure = new Error("connection refused");
+    const outcome = await engine.ground({ query: "instant payouts" });
+    expect(outcome.ephemeralContext).toBeNull();
+    expect(outcome.metadata.failureReason).toBe("Error: connection refused");
+    expect(engine.getStatus()).toMatchObject({
+      backend: { degraded: true, lastError: "connection refused" },
+    });
+    // A failed rebuild leaves the published generation serving.
+    const rebuilt = await engine.rebuild();
+    expect(rebuilt).toMatchObject({ live: false, reason: "build-failed" });
+    backend.failure = null;
+    expect((await engine.ground({ query: "instant payouts" })).metadata.selectedIds[0]).toBe(
+      "payouts.instant",
+    );
+  });
+
+  it("a backend option that is not a backend is a configuration error at its path", () => {
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources,
+      logger: null,
+      backend: "postgres://localhost" as unknown as KnowledgeIndexBackend,
+    });
+    const issue = engine.getStatus().validationIssues.find((item) => item.path === "backend");
+    expect(issue?.message).toMatch(/createPostgresBackend/);
+  });
+});
