@@ -52,25 +52,38 @@ export function scoreQuery(
   let touchedCount = 0;
 
   if (index.bm25f) {
+    // Only the totals decide the ranking: the per-field breakdown is computed afterwards for the selected
+    // documents alone (see below), instead of five share reads and writes for every posting.
     const postings = index.postings[0]!;
-    const shares = index.bm25fShares!;
+    const { offsets, docs, contributions } = postings;
     for (const term of termIds) {
-      const end = postings.offsets[term + 1]!;
-      for (let position = postings.offsets[term]!; position < end; position++) {
-        const doc = postings.docs[position]!;
+      const end = offsets[term + 1]!;
+      for (let position = offsets[term]!; position < end; position++) {
+        const doc = docs[position]!;
         if (mask !== null && mask[doc] === 0) continue;
-        if (marks[doc] === 0) touched[touchedCount++] = doc;
-        totals[doc]! += postings.contributions[position]!;
-        for (let field = 0; field < FIELD_COUNT; field++) {
-          const share = shares[position * FIELD_COUNT + field]!;
-          if (share > 0) {
-            fieldTotals[field]![doc]! += share;
-            marks[doc]! |= 1 << field;
-          }
+        if (marks[doc] === 0) {
+          touched[touchedCount++] = doc;
+          marks[doc] = TOUCHED_BIT;
         }
-        marks[doc]! |= TOUCHED_BIT;
+        totals[doc]! += contributions[position]!;
       }
     }
+    const selected = selectTop(touched, touchedCount, topK, totals, index.ranks);
+    const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
+    for (let rank = 0; rank < selected.length; rank++) {
+      const doc = selected[rank]!;
+      matches[rank] = {
+        id: index.ids[doc]!,
+        score: totals[doc]!,
+        fieldScores: bm25fFieldScores(index, termIds, doc),
+      };
+    }
+    for (let position = 0; position < touchedCount; position++) {
+      const doc = touched[position]!;
+      totals[doc] = 0;
+      marks[doc] = 0;
+    }
+    return matches;
   } else {
     for (let field = 0; field < FIELD_COUNT; field++) {
       const postings = index.postings[field]!;
@@ -110,4 +123,49 @@ export function scoreQuery(
     for (let field = 0; field < FIELD_COUNT; field++) fieldTotals[field]![doc] = 0;
   }
   return matches;
+}
+
+/**
+ * One document's BM25F score split by field: each matched term's posting shares, added in query-term order (the
+ * order the totals were summed in), so every part is bit-identical to accumulating them in the scoring loop.
+ */
+function bm25fFieldScores(
+  index: ScoredIndex,
+  termIds: readonly number[],
+  doc: number,
+): Partial<Record<KnowledgeFieldName, number>> {
+  const postings = index.postings[0]!;
+  const shares = index.bm25fShares!;
+  const parts = new Float64Array(FIELD_COUNT);
+  let fieldBits = 0;
+  for (const term of termIds) {
+    const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
+    if (position < 0) continue;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const share = shares[position * FIELD_COUNT + field]!;
+      if (share > 0) {
+        parts[field]! += share;
+        fieldBits |= 1 << field;
+      }
+    }
+  }
+  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    if (fieldBits & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = parts[field]!;
+  }
+  return fieldScores;
+}
+
+/** Position of `doc` in the ascending `docs[start, end)`, or -1. */
+function findPosting(docs: Int32Array, start: number, end: number, doc: number): number {
+  let low = start;
+  let high = end - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const value = docs[middle]!;
+    if (value === doc) return middle;
+    if (value < doc) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
 }
