@@ -1,8 +1,10 @@
 /**
- * Cold start: wall time from spawning a fresh Node process to its first grounded turn, with and without a
- * prebuilt index artifact, on synthetic registries. Each child runs the built package (`dist/`, plain `node`, no
- * TypeScript loader), reads the manifest, constructs the engine and grounds one query. Run with
- * `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3]`; it builds `dist/` first.
+ * Cold start: wall time from spawning a fresh Node process to its first grounded turn, on synthetic registries, in
+ * three modes: from the manifest (read, validate, hash, build), from the manifest with a prebuilt artifact (read,
+ * validate, hash, load), and from the self-contained artifact alone (`indexArtifact` without sources: load only).
+ * Each child runs the built package (`dist/`, plain `node`, no TypeScript loader), constructs the engine and
+ * grounds one query. Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c]`
+ * (modes: `manifest`, `manifest+artifact`, `artifact`; default all three); it builds `dist/` first.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -10,7 +12,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { buildIndexArtifact } from "../src/index.js";
+import { buildIndexArtifact, clearKnowledgeIndexCache } from "../src/index.js";
 import type { KnowledgeManifest } from "../src/types/knowledge.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
 
@@ -23,15 +25,16 @@ function option(name: string, fallback: string): string {
 
 const sizes = option("sizes", "10000,100000").split(",").map(Number);
 const runs = Number(option("runs", "3"));
+const modes = option("modes", "manifest,manifest+artifact,artifact").split(",");
 
 const CHILD = `
 import { readFileSync } from "node:fs";
 const [indexPath, manifestPath, artifactPath, query] = process.argv.slice(2);
 const { KnowledgeGroundingEngine, manifestToSources } = await import(indexPath);
-const manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
+const sources = manifestPath === "-" ? undefined : manifestToSources(JSON.parse(readFileSync(manifestPath, "utf8")));
 const engine = new KnowledgeGroundingEngine({
   enabled: true,
-  sources: manifestToSources(manifest),
+  ...(sources ? { sources } : {}),
   timeoutMs: 600000,
   ...(artifactPath !== "-" ? { indexArtifact: artifactPath } : {}),
 });
@@ -39,7 +42,8 @@ const outcome = await engine.ground({ query });
 const status = engine.getStatus();
 process.stdout.write(JSON.stringify({ origin: status.snapshotOrigin, entries: status.entryCount,
   grounded: outcome.ephemeralContext !== null, failure: outcome.metadata.failureReason ?? null,
-  rssMb: Math.round(process.memoryUsage().rss / 1048576) }));
+  rssMb: Math.round(process.memoryUsage().rss / 1048576),
+  cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000 }));
 `;
 
 function runChild(childPath: string, manifestPath: string, artifactPath: string, query: string) {
@@ -84,10 +88,15 @@ async function main(): Promise<void> {
     `cold start: ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`,
   );
   console.log("");
+  const labels: Record<string, string> = {
+    manifest: "manifest (ms)",
+    "manifest+artifact": "manifest + artifact (ms)",
+    artifact: "artifact alone (ms)",
+  };
   console.log(
-    "| entries | manifest MB | artifact MB | without artifact (ms) | with artifact (ms) | × faster | runs |",
+    `| entries | manifest MB | artifact MB | ${modes.map((mode) => labels[mode] ?? mode).join(" | ")} | max RSS artifact alone (MB) | runs |`,
   );
-  console.log("|--:|--:|--:|--:|--:|--:|--:|");
+  console.log(`|--:|--:|--:|${modes.map(() => "--:|").join("")}--:|--:|`);
   try {
     for (const size of sizes) {
       const workload = generateSyntheticRegistry({ size, seed: 42, queryCount: 1 });
@@ -103,25 +112,32 @@ async function main(): Promise<void> {
       const artifact = await buildIndexArtifact([
         { id: "synthetic", version: manifest.contentVersion, entries: workload.entries },
       ]);
+      clearKnowledgeIndexCache();
       const artifactPath = join(directory, `kb-${size}.lxg`);
       writeFileSync(artifactPath, artifact);
+      const artifactBytes = artifact.byteLength;
       const query = workload.queries[0]!.query;
-      const without: number[] = [];
-      const withArtifact: number[] = [];
+      const times = new Map<string, number[]>(modes.map((mode) => [mode, []]));
+      const cpuTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
+      let rssMb = 0;
       for (let run = 0; run < runs; run++) {
-        const built = await runChild(childPath, manifestPath, "-", query);
-        if (built.report.origin !== "built" || !built.report.grounded)
-          throw new Error(`unexpected: ${JSON.stringify(built.report)}`);
-        without.push(built.milliseconds);
-        const loaded = await runChild(childPath, manifestPath, artifactPath, query);
-        if (loaded.report.origin !== "artifact" || !loaded.report.grounded)
-          throw new Error(`unexpected: ${JSON.stringify(loaded.report)}`);
-        withArtifact.push(loaded.milliseconds);
+        for (const mode of modes) {
+          const result = await runChild(
+            childPath,
+            mode === "artifact" ? "-" : manifestPath,
+            mode === "manifest" ? "-" : artifactPath,
+            query,
+          );
+          const expectedOrigin = mode === "manifest" ? "built" : "artifact";
+          if (result.report.origin !== expectedOrigin || !result.report.grounded)
+            throw new Error(`unexpected (${mode}): ${JSON.stringify(result.report)}`);
+          times.get(mode)!.push(result.milliseconds);
+          cpuTimes.get(mode)!.push(result.report.cpuMs as number);
+          if (mode === "artifact") rssMb = Math.max(rssMb, result.report.rssMb as number);
+        }
       }
-      const slow = median(without);
-      const fast = median(withArtifact);
       console.log(
-        `| ${size} | ${(manifestText.length / 1048576).toFixed(1)} | ${(artifact.byteLength / 1048576).toFixed(1)} | ${slow.toFixed(0)} | ${fast.toFixed(0)} | ${(slow / fast).toFixed(2)} | ${runs} |`,
+        `| ${size} | ${(manifestText.length / 1048576).toFixed(1)} | ${(artifactBytes / 1048576).toFixed(1)} | ${modes.map((mode) => `${median(times.get(mode)!).toFixed(0)} (${median(cpuTimes.get(mode)!).toFixed(0)})`).join(" | ")} | ${rssMb || "-"} | ${runs} |`,
       );
     }
   } finally {
@@ -129,7 +145,7 @@ async function main(): Promise<void> {
   }
   console.log("");
   console.log(
-    "Median wall time from spawning `node` to the first grounded turn (read manifest, validate, content hash, build or load, one ground()).",
+    `Median wall time from spawning \`node\` to the first grounded turn (in brackets: the child's CPU time, user + system, which the machine's other load disturbs less); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources).`,
   );
 }
 

@@ -106,7 +106,11 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .option("--force", "write the manifest even when validation finds errors")
     .option(
       "--index [file]",
-      "also write a prebuilt index artifact (default: beside the manifest, kb.json -> kb.lxg) for fast cold starts",
+      "also write a self-contained index artifact (default: beside the manifest, kb.json -> kb.lxg) for fast cold starts; query, ask and mcp take it as --kb kb.lxg",
+    )
+    .option(
+      "--preset <name>",
+      "index settings of the artifact: those of this preset (an engine loading the artifact alone must use the same)",
     )
     .option("--json", "print a machine-readable summary instead of text")
     .addHelpText(
@@ -115,6 +119,7 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
         "lexground build examples/knowledge-base -o dist/knowledge.json",
         "lexground build docs/kb --content-version 2026-07-14.1 -o kb.json",
         "lexground build examples/knowledge-base -o kb.json --index   # also writes kb.lxg",
+        "lexground build examples/knowledge-base -o kb.json --index --preset recommended",
         "SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) lexground build docs/kb -o kb.json",
         "lexground build entries/*.md > kb.json",
       ]) +

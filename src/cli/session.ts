@@ -18,10 +18,15 @@ import {
   deserializeIndexSnapshot,
   isKnowledgePresetName,
   KNOWLEDGE_PRESET_NAMES,
+  KnowledgeArtifactError,
+  loadIndexArtifact,
   MAX_QUERY_CHARS,
   resolveGroundingConfiguration,
   retrieve,
 } from "../index.js";
+import { KNOWLEDGE_STATUSES } from "../knowledge/defaults.js";
+import { resolveArtifactIndexOptions } from "../knowledge/indexCache.js";
+import { getCompiledSnapshot } from "../knowledge/knowledgeIndex.js";
 import { normalizeSources } from "../knowledge/resolve.js";
 import type {
   KnowledgeCandidateCut,
@@ -38,7 +43,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { type CliGroundingConfig, readConfigFile } from "./config.js";
-import { CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
+import { CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CommandContext, createProgress, parseList } from "./io.js";
 import { formatIssue } from "./report.js";
 
@@ -123,8 +128,10 @@ export type PreparedKnowledgeBase = {
   /** Every integration named by an entry, sorted. */
   integrations: string[];
   timing: { validateMs: number; indexMs: number };
-  /** Whether the index was built here or loaded from a prebuilt artifact beside the manifest. */
+  /** Whether the index was built here or loaded from a prebuilt artifact (beside the manifest, or `--kb kb.lxg`). */
   indexOrigin: "built" | "artifact";
+  /** The self-contained artifact the knowledge base was opened from (`--kb kb.lxg`), if so. */
+  artifactPath?: string;
   /** Why a prebuilt artifact beside the manifest was not used. */
   indexNote?: string;
 };
@@ -394,6 +401,139 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
   };
 }
 
+/** Whether `--kb` names a self-contained index artifact (`kb.lxg`) rather than a manifest or a folder. */
+export function isArtifactPath(path: string): boolean {
+  return /\.lxg$/i.test(path);
+}
+
+/**
+ * Opens a self-contained index artifact (`--kb kb.lxg`): nothing to read, validate or index; the entries are
+ * decoded from the artifact when first used (a single query decodes the entries it shows; `entries` decodes them
+ * all on first access). The artifact must have been built with the index settings of `config` (its preset and
+ * retrieval settings), otherwise this fails with a hint to rebuild it.
+ */
+export async function prepareFromArtifact(
+  context: CommandContext,
+  path: string,
+  config: CliGroundingConfig,
+): Promise<PreparedKnowledgeBase> {
+  const effective = resolveGroundingConfiguration(config);
+  const resolved = effective.retrieval;
+  const indexStart = performance.now();
+  let loaded: Awaited<ReturnType<typeof loadIndexArtifact>>;
+  try {
+    loaded = await loadIndexArtifact(resolve(context.io.cwd, path), {
+      options: resolveArtifactIndexOptions({
+        fieldWeights: resolved.fieldWeights,
+        k1: resolved.k1,
+        b: resolved.b,
+        analyzer: resolved.analyzer,
+        scoring: resolved.scoring,
+      }),
+    });
+  } catch (caught) {
+    const message = caught instanceof Error ? caught.message : String(caught);
+    const code = caught instanceof KnowledgeArtifactError ? caught.code : "unreadable";
+    throw new CliFailure(
+      `cannot use ${path}: ${message}`,
+      code === "options-mismatch"
+        ? "build the artifact with the same preset (lexground build <input> -o kb.json --index --preset <name>), or pass the manifest instead"
+        : "rebuild it with lexground build <input> -o kb.json --index, or pass the manifest or folder instead",
+      { cause: caught, details: { code: `artifact-${code}`, file: path } },
+    );
+  }
+  const { snapshot, header } = loaded;
+  const indexMs = performance.now() - indexStart;
+  // A manifest gives every catalog its content version; sources of other versions are listed together.
+  const contentVersion = [...new Set(header.sources.map((source) => source.version))].join("+") || "0";
+  const knowledgeBase: LoadedKnowledgeBase = {
+    manifest: {
+      schemaVersion: "1",
+      contentVersion,
+      generatedAt: "",
+      catalogs: header.sources.map((source) => ({ id: source.id, entries: [] })),
+    },
+    sources: [],
+    sourceMap: { catalogs: [] },
+    notes: [],
+    origin: "artifact",
+  };
+  let entries: NormalizedKnowledgeEntry[] | undefined;
+  let integrations: string[] | undefined;
+  const prepared = {
+    knowledgeBase,
+    config,
+    snapshot,
+    preset: effective.preset,
+    resolved,
+    context: effective.contextConfig,
+    warnings: [],
+    timing: { validateMs: 0, indexMs },
+    indexOrigin: "artifact",
+    artifactPath: resolve(context.io.cwd, path),
+  } as Omit<PreparedKnowledgeBase, "entries" | "integrations">;
+  // Decoded on first use only: a single query never needs every entry.
+  Object.defineProperties(prepared, {
+    entries: {
+      enumerable: true,
+      get: () => {
+        entries ??= [...snapshot.entriesById.values()];
+        return entries;
+      },
+    },
+    integrations: {
+      enumerable: true,
+      get: () => {
+        if (!integrations) {
+          const names = new Set<string>();
+          for (const entry of (prepared as PreparedKnowledgeBase).entries)
+            for (const integration of entry.integrations) names.add(integration);
+          integrations = [...names].sort();
+        }
+        return integrations;
+      },
+    },
+  });
+  const population = artifactPopulation(snapshot, header.statusCounts);
+  if (population) populations.set(prepared as PreparedKnowledgeBase, population);
+  return prepared as PreparedKnowledgeBase;
+}
+
+/**
+ * The population of a loaded artifact from its scope lists (which entries are active, in which domain, bound to
+ * which integrations) and its status counts, without decoding any entry.
+ */
+function artifactPopulation(
+  snapshot: KnowledgeIndexSnapshot,
+  statusCounts: Record<KnowledgeStatus, number> | undefined,
+): KnowledgePopulation | undefined {
+  const compiled = getCompiledSnapshot(snapshot);
+  if (!compiled || typeof statusCounts !== "object" || statusCounts === null) return undefined;
+  if (!KNOWLEDGE_STATUSES.every((status) => Number.isSafeInteger(statusCounts[status]))) return undefined;
+  const count = snapshot.entryCount;
+  const domainOf: string[] = new Array(count);
+  for (const [domain, docs] of compiled.byDomain) for (const doc of docs) domainOf[doc] = domain;
+  const integrationsOf: string[][] = new Array(count);
+  for (const [integration, docs] of compiled.activeByIntegration) {
+    for (const doc of docs) {
+      const list = integrationsOf[doc];
+      if (list) list.push(integration);
+      else integrationsOf[doc] = [integration];
+    }
+  }
+  const groups = new Map<string, KnowledgeScopeGroup>();
+  for (let doc = 0; doc < count; doc++) {
+    const bound = integrationsOf[doc];
+    if (compiled.universalMask[doc] !== 1 && !bound) continue;
+    const integrations = bound ? [...bound].sort() : [];
+    const key = JSON.stringify([domainOf[doc], integrations]);
+    const group = groups.get(key);
+    if (group) group.count += 1;
+    else groups.set(key, { domain: domainOf[doc]!, integrations, count: 1 });
+  }
+  return { statuses: { ...statusCounts }, scopeGroups: [...groups.values()] };
+}
+
 /** Loads, configures, validates and indexes in one step, as `query`, `ask` and `mcp` do. */
 export async function prepareFromFlags(
   context: CommandContext,
@@ -404,6 +544,7 @@ export async function prepareFromFlags(
   const fileConfig = flags.config ? await readConfigFile(context, flags.config) : {};
   // --preset replaces the file's preset; the file's explicit retrieval and context fields still override it.
   const config: CliGroundingConfig = preset !== undefined ? { ...fileConfig, preset } : fileConfig;
+  if (isArtifactPath(path)) return prepareFromArtifact(context, path, config);
   // --kb takes a manifest .json, not an entry file (build one, or pass the folder).
   const knowledgeBase = await openKnowledgeBase(context, path, { requireManifestJson: true });
   // The run continues, but a file whose text is damaged (invalid UTF-8, binary) is named on stderr.

@@ -183,7 +183,7 @@ export type LoadedKnowledgeBase = {
   sourceMap: KnowledgeSourceMap;
   notes: KnowledgeCompileNote[];
   /** What the input was. */
-  origin: "folder" | "files" | "manifest" | "beir" | "object";
+  origin: "folder" | "files" | "manifest" | "beir" | "object" | "artifact";
 };
 
 type PendingEntry = { entry: unknown; location: KnowledgeEntryLocation; order: number };

@@ -105,6 +105,8 @@ export type KnowledgeIndexArtifactHeader = {
   phraseEdgeCount: number;
   /** Entries with at least one related or parent entry. */
   relationCount: number;
+  /** Entries per status. */
+  statusCounts: Record<KnowledgeStatus, number>;
   options: ArtifactIndexOptions;
   postings: LexicalSectionsMeta["postings"];
   /** Byte length of everything after the header (sections and entry records). */
@@ -246,9 +248,11 @@ export function serializeIndexSnapshot(
   // Entries: one record each, in dense order, with a checksum per record.
   const records: string[] = new Array(count);
   let relationCount = 0;
+  const statusCounts: Record<KnowledgeStatus, number> = { active: 0, draft: 0, deprecated: 0 };
   for (let doc = 0; doc < count; doc++) {
     const entry = snapshot.entriesById.get(ids[doc]!)!;
     records[doc] = entryRecord(entry);
+    statusCounts[entry.status]++;
     if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) relationCount++;
   }
   const encodedEntries = encodeStrings(records);
@@ -299,6 +303,7 @@ export function serializeIndexSnapshot(
     phraseKeyCount: trie.keys.length,
     phraseEdgeCount: trie.edgeCount,
     relationCount,
+    statusCounts,
     options: lexical.options,
     postings: lexical.meta.postings,
     payloadLength: offset + entryRecords.length,
@@ -394,6 +399,13 @@ function checkHeader(header: unknown, payloadBytes: number): KnowledgeIndexArtif
     entryRecords.offset + entryRecords.length > payloadBytes
   ) {
     throw corrupt("the entry records are outside the file");
+  }
+  // The index sections come first, the entry records last (a file's loader reads the sections in one piece).
+  for (const [name, section] of Object.entries(
+    sections as Record<string, { offset: number; length: number }>,
+  )) {
+    if (section.offset + section.length > (entryRecords.offset as number))
+      throw corrupt(`section ${name} overlaps the entry records`);
   }
   const options = record.options as Record<string, unknown> | null;
   if (typeof options !== "object" || options === null || typeof options.fieldWeights !== "object")
@@ -871,13 +883,12 @@ function assembleLoaded(
   read: ReturnType<typeof sectionReader>,
 ): KnowledgeIndexSnapshot {
   const count = header.entryCount;
-  const lexical = readLexicalSections(
+  const { lexical, ids } = readLexicalSections(
     header.options,
     { termCount: header.termCount, postings: header.postings },
     count,
     read,
   );
-  const ids = lexical.exportParts().ids;
 
   const entryOffsets = read.float64("entries.offsets");
   const checksums = read.uint32("entries.checksums");
@@ -1017,12 +1028,15 @@ export async function loadIndexArtifact(
   try {
     const head = readHeaderFrom(source);
     checkExpectations(head.header, expected);
-    // The index sections, read up front (asynchronously), each into its own aligned buffer.
-    const prefetched = new Map<string, Uint8Array>();
-    for (const [name, section] of Object.entries(head.header.sections)) {
-      prefetched.set(name, await file.read(head.payloadStart + section.offset, section.length));
-    }
-    const loaded = loadFrom(source, expected, (name) => prefetched.get(name)!, head);
+    // The index sections lie before the entry records: one read (without blocking the event loop) brings them
+    // all; the buffer starts at the payload, so the 8-byte aligned sections stay aligned.
+    const region = await file.read(head.payloadStart, head.header.entryRecords.offset);
+    const loaded = loadFrom(
+      source,
+      expected,
+      (_name, offset, length) => region.subarray(offset, offset + length),
+      head,
+    );
     fileCloser?.register(loaded.snapshot.entriesById, source);
     return loaded;
   } catch (caught) {

@@ -82,7 +82,7 @@ function isStringArray(value: unknown, length: number): value is string[] {
 }
 
 /**
- * Recreates the finished lexical index from its sections. Throws a RangeError when they are inconsistent with
+ * Recreates the finished lexical index from its sections (and returns its entry ids by dense id). Throws a RangeError when they are inconsistent with
  * each other or with the header (the envelope turns it into a typed "corrupt" error).
  */
 export function readLexicalSections(
@@ -90,7 +90,7 @@ export function readLexicalSections(
   meta: LexicalSectionsMeta,
   entryCount: number,
   read: SectionReader,
-): KnowledgeLexicalIndex {
+): { lexical: KnowledgeLexicalIndex; ids: readonly string[] } {
   const ids = read.json<unknown>("lexical.ids");
   const terms = read.json<unknown>("lexical.terms");
   if (!isStringArray(ids, entryCount)) throw new RangeError("lexical.ids is not the list of entry ids");
@@ -120,7 +120,7 @@ export function readLexicalSections(
     }
     return { active: true, offsets, docs, contributions };
   });
-  return KnowledgeLexicalIndex.fromParts({
+  const lexical = KnowledgeLexicalIndex.fromParts({
     fieldWeights: options.fieldWeights as never,
     k1: options.k1,
     b: options.b,
@@ -133,4 +133,5 @@ export function readLexicalSections(
     postings,
     bm25fShares: read.has("lexical.bm25fShares") ? read.float64("lexical.bm25fShares") : null,
   });
+  return { lexical, ids };
 }

@@ -32,6 +32,58 @@ describe("prebuilt index artifact through the CLI", () => {
     });
   });
 
+  it("query --kb kb.lxg answers from the self-contained artifact alone, as from the manifest", async () => {
+    await withTemporaryDirectory(async (directory) => {
+      const manifest = join(directory, "kb.json");
+      expect((await run(["build", exampleKb, "-o", manifest, "--index"])).code).toBe(0);
+      const artifact = join(directory, "kb.lxg");
+      for (const question of ["instant payouts", "How do I re-submit rejected payouts?"]) {
+        const fromManifest = JSON.parse((await run(["query", question, "--kb", manifest, "--json"])).stdout);
+        const fromArtifact = JSON.parse((await run(["query", question, "--kb", artifact, "--json"])).stdout);
+        expect(fromArtifact.knowledgeBase.index).toBe("artifact");
+        expect(fromArtifact.knowledgeBase.entries).toBe(fromManifest.knowledgeBase.entries);
+        expect(fromArtifact.knowledgeBase.contentVersion).toBe(fromManifest.knowledgeBase.contentVersion);
+        for (const key of ["candidates", "primary", "expanded", "context", "confidence", "excluded"]) {
+          expect(fromArtifact[key]).toEqual(fromManifest[key]);
+        }
+      }
+      // The artifact was built with the default settings: another preset needs its own artifact.
+      const mismatch = await run(["query", "instant payouts", "--kb", artifact, "--preset", "recommended"]);
+      expect(mismatch.code).toBe(1);
+      expect(mismatch.stderr).toContain("other index settings");
+      expect(mismatch.stderr).toContain("--preset");
+      expect(
+        (await run(["build", exampleKb, "-o", manifest, "--index", "--preset", "recommended"])).code,
+      ).toBe(0);
+      const recommended = JSON.parse(
+        (await run(["query", "instant payouts", "--kb", artifact, "--preset", "recommended", "--json"]))
+          .stdout,
+      );
+      const recommendedFromManifest = JSON.parse(
+        (await run(["query", "instant payouts", "--kb", manifest, "--preset", "recommended", "--json"]))
+          .stdout,
+      );
+      expect(recommended.primary).toEqual(recommendedFromManifest.primary);
+      expect(recommended.context).toEqual(recommendedFromManifest.context);
+    });
+  });
+
+  it("a damaged or missing kb.lxg is a one-line failure naming it", async () => {
+    await withTemporaryDirectory(async (directory) => {
+      const manifest = join(directory, "kb.json");
+      expect((await run(["build", exampleKb, "-o", manifest, "--index"])).code).toBe(0);
+      const artifact = join(directory, "kb.lxg");
+      const bytes = await readFile(artifact);
+      await writeFile(artifact, bytes.subarray(0, bytes.length - 1000));
+      const damaged = await run(["query", "instant payouts", "--kb", artifact]);
+      expect(damaged.code).toBe(1);
+      expect(damaged.stderr).toContain("damaged");
+      const missing = await run(["query", "instant payouts", "--kb", join(directory, "none.lxg"), "--json"]);
+      expect(missing.code).toBe(1);
+      expect(JSON.parse(missing.stdout).error.code).toBe("artifact-unreadable");
+    });
+  });
+
   it("needs a place to write", async () => {
     const result = await run(["build", exampleKb, "--index"]);
     expect(result.code).toBe(2);

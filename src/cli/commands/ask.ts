@@ -258,7 +258,10 @@ export async function runAsk(
   const neurolink = new NeuroLink({
     knowledgeGrounding: {
       enabled: true,
-      sources: prepared.knowledgeBase.sources,
+      // A self-contained artifact (--kb kb.lxg) is the knowledge base on its own.
+      ...(prepared.artifactPath !== undefined
+        ? { indexArtifact: prepared.artifactPath }
+        : { sources: prepared.knowledgeBase.sources }),
       blockedDomains,
       ...(config.preset !== undefined ? { preset: config.preset } : {}),
       ...(config.retrieval ? { retrieval: config.retrieval } : {}),

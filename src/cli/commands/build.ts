@@ -3,11 +3,16 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { CONTENT_WARNING_CODES, serializeManifest } from "../../files/compile.js";
 import { locateIssues, notesToIssues, sortIssues } from "../../files/issues.js";
-import { buildIndexArtifact, manifestToSources, normalizeAndValidate } from "../../index.js";
+import {
+  buildIndexArtifact,
+  manifestToSources,
+  normalizeAndValidate,
+  resolveGroundingConfiguration,
+} from "../../index.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, printError, println } from "../io.js";
 import { formatIssue } from "../report.js";
-import { defaultIndexPath, openKnowledgeBase } from "../session.js";
+import { defaultIndexPath, openKnowledgeBase, parsePreset } from "../session.js";
 
 export type BuildFlags = {
   output?: string;
@@ -15,6 +20,8 @@ export type BuildFlags = {
   index?: string | boolean;
   contentVersion?: string;
   generatedAt?: string;
+  /** The preset whose index settings the artifact is built with (an engine must use the same to load it alone). */
+  preset?: string;
   force?: boolean;
   json?: boolean;
 };
@@ -85,7 +92,14 @@ export async function runBuild(
     }
     if (flags.index !== undefined && flags.index !== false && errors.length === 0) {
       indexPath = typeof flags.index === "string" ? flags.index : defaultIndexPath(flags.output!);
-      const artifact = await buildIndexArtifact(manifestToSources(manifest));
+      const retrieval = resolveGroundingConfiguration({ preset: parsePreset(flags.preset) }).retrieval;
+      const artifact = await buildIndexArtifact(manifestToSources(manifest), {
+        fieldWeights: retrieval.fieldWeights,
+        k1: retrieval.k1,
+        b: retrieval.b,
+        analyzer: retrieval.analyzer,
+        scoring: retrieval.scoring,
+      });
       await writeAtomically(resolve(context.io.cwd, indexPath), artifact);
     }
   }

@@ -228,7 +228,7 @@ export async function runQuery(
           knowledgeBase: {
             contentVersion: manifest.contentVersion,
             catalogs: manifest.catalogs.length,
-            entries: prepared.entries.length,
+            entries: prepared.snapshot.entryCount,
             integrations: prepared.integrations,
             index: prepared.indexOrigin,
             ...(prepared.indexNote !== undefined ? { indexNote: prepared.indexNote } : {}),
