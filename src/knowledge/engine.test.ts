@@ -277,7 +277,10 @@ describe("sharing and concurrency (RELIABILITY 32-33)", () => {
 
 describe("cache key serialization", () => {
   it("the specialized entry serializer equals the generic stable serializer", async () => {
-    const { serializeEntry, stableStringifyForTests } = await import("./indexCache.js");
+    const { serializeEntry } = await import("./indexCache.js");
+    const { stableStringify: stableStringifyForTests } = await import(
+      "../../test/support/stableStringify.js"
+    );
     const { normalizeAndValidate } = await import("./resolve.js");
     const { entries } = normalizeAndValidate(
       [

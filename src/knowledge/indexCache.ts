@@ -71,22 +71,13 @@ const cache = new LruCache<string, Promise<KnowledgeIndexBuildResult>>(KNOWLEDGE
 /** Milliseconds of synchronous indexing between yields to the event loop during a cached (async) build. */
 const BUILD_SLICE_MS = 8;
 
-/** JSON with object keys sorted recursively; `undefined` is written as the bare word (NeuroLink's convention). */
-function stableStringify(value: unknown): string {
-  if (value === undefined) return "undefined";
-  if (value === null || typeof value !== "object") return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`;
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record).sort(compareCodeUnits);
-  return `{${keys.map((key) => `${JSON.stringify(key)}:${stableStringify(record[key])}`).join(",")}}`;
-}
-
 /**
- * {@link stableStringify} of a normalized entry: one native `JSON.stringify` of an object holding its fields in
- * sorted order (string keys keep insertion order; `JSON.stringify` leaves out an absent `parentEntryId`, as
- * before). Hashing every entry's content is the main cost of computing a cache key, and both the generic recursive
- * form and a loop over a field list are slower than this literal. `satisfies` makes the compiler reject a field
- * of `NormalizedKnowledgeEntry` left out here; a test checks both forms give the same text.
+ * A normalized entry as the cache key hashes it: JSON with its fields in code-unit order, the text a generic
+ * recursive serializer with sorted keys gives (NeuroLink's form), written as one native `JSON.stringify` of an
+ * object literal (string keys keep insertion order; an absent `parentEntryId` is left out). Hashing every entry is
+ * the main cost of a cache key, and both the generic form and a loop over a field list are slower than this
+ * literal. `satisfies` makes the compiler reject a field of `NormalizedKnowledgeEntry` left out here; a test
+ * checks the text against the generic serializer (`test/support/stableStringify.ts`).
  */
 export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
   return JSON.stringify({
@@ -105,8 +96,6 @@ export function serializeEntry(entry: NormalizedKnowledgeEntry): string {
     version: entry.version,
   } satisfies Record<keyof NormalizedKnowledgeEntry, unknown>);
 }
-
-export { stableStringify as stableStringifyForTests };
 
 /**
  * The cache key of a normalized source set: schema version, resolved weights, non-default index parameters, then
@@ -183,7 +172,8 @@ function* cacheKeySteps(
   }
   for (const group of groups) {
     const hash = createSha256();
-    hash.update(stableStringify({ id: group.id, version: group.version }));
+    // Keys in sorted order and both values strings: the same text the generic sorted-key serializer gives.
+    hash.update(JSON.stringify({ id: group.id, version: group.version }));
     const sorted = group.entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
     for (let index = 0; index < sorted.length; index++) {
       hash.update("\n");
