@@ -5,13 +5,11 @@
  */
 import type {
   KnowledgeEntryInput,
-  KnowledgeEntryKind,
   KnowledgeIssueCode,
   KnowledgeManifest,
   KnowledgeNormalizeOptions,
   KnowledgeNormalizeResult,
   KnowledgeSource,
-  KnowledgeStatus,
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
@@ -33,8 +31,6 @@ import {
 import { phraseKey } from "./normalize.js";
 import { runSteps, runStepsYielding } from "./steps.js";
 
-const KIND_SET: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_KINDS);
-const STATUS_SET: ReadonlySet<string> = new Set(KNOWLEDGE_STATUSES);
 const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_FIELDS);
 /** Freezes an array after copying it, so no caller can change a snapshot through it. */
 function frozenCopy(values: readonly string[] | undefined): string[] {
@@ -495,9 +491,226 @@ export function snapshotSourceArrays(sources: unknown): unknown {
 /** Entries validated between two yields of {@link collectEntries}. */
 const ENTRIES_PER_STEP = 256;
 
+/** Where a validated entry was found, for the issues that the relation checks report after the last source. */
+type EntryLocation = { path: string; sourceId: string | undefined };
+
+/**
+ * Entry ids seen so far in one validation run, with the checks an id must pass before its entry is read: within
+ * the length limit, not a duplicate (also after Unicode normalization), and warnings for a twin that differs only
+ * in case and for an id that citations must percent-encode.
+ */
+class EntryIdRegistry {
+  readonly seen = new Set<string>();
+  private readonly canonical = new Map<string, string>();
+  private readonly caseFolded = new Map<string, string>();
+
+  /** Reports what is wrong with `id`; true when its entry is to be read, false when it is skipped. */
+  admit(id: string, context: EntryContext): boolean {
+    if (id.length > MAX_FIELD_CHARS) {
+      error(
+        context,
+        "limit-exceeded",
+        "id",
+        `id has ${id.length} characters; the limit is ${MAX_FIELD_CHARS}`,
+      );
+      return false;
+    }
+    if (this.seen.has(id)) {
+      error(
+        context,
+        "duplicate-entry-id",
+        "id",
+        `duplicate entry id ${quote(id)}; the first entry with it is kept`,
+      );
+      return false;
+    }
+    const canonicalId = id.normalize("NFC");
+    const canonicalTwin = this.canonical.get(canonicalId);
+    if (canonicalTwin !== undefined) {
+      error(
+        context,
+        "duplicate-entry-id",
+        "id",
+        `entry id ${quote(id)} differs from ${quote(canonicalTwin)} only in Unicode normalization; the first is kept`,
+      );
+      return false;
+    }
+    this.seen.add(id);
+    this.canonical.set(canonicalId, id);
+    const caseFolded = canonicalId.toLowerCase();
+    const caseTwin = this.caseFolded.get(caseFolded);
+    if (caseTwin !== undefined) {
+      warning(
+        context,
+        "ambiguous-entry-id",
+        "id",
+        `entry id ${quote(id)} differs from ${quote(caseTwin)} only in case`,
+      );
+    } else {
+      this.caseFolded.set(caseFolded, id);
+    }
+    // Any non-empty string is an id, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
+    const encodedId = encodeCitationPart(id, "id");
+    if (encodedId !== id) {
+      warning(
+        context,
+        "encoded-in-citation",
+        "id",
+        `entry id ${quote(id)} is written ${quote(encodedId)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
+      );
+    }
+    return true;
+  }
+}
+
+/** The number of sources in `sources`, or null (reported) when it is not a readable array. */
+function sourceCountOf(sources: unknown, issues: IssueCollector): number | null {
+  const sourcesShape = shapeOf(sources);
+  if (isUnreadable(sourcesShape)) {
+    reportUnreadable(issues, "sources", sourcesShape, {});
+    return null;
+  }
+  if (sourcesShape !== "array") {
+    issues.add("error", "bad-sources", `sources must be an array of sources, got ${describeType(sources)}`, {
+      path: "sources",
+    });
+    return null;
+  }
+  const sourceCount = lengthOf(sources as object);
+  if (isUnreadable(sourceCount)) {
+    reportUnreadable(issues, "sources", sourceCount, {});
+    return null;
+  }
+  return sourceCount;
+}
+
+/** A source's id (undefined, reported, when it has none or a bad one). */
+function readSourceId(source: object, sourcePath: string, issues: IssueCollector): string | undefined {
+  const rawSourceId = readProperty(source, "id");
+  if (typeof rawSourceId === "string" && rawSourceId !== "") return rawSourceId;
+  if (isUnreadable(rawSourceId)) reportUnreadable(issues, `${sourcePath}.id`, rawSourceId, {});
+  else if (!rawSourceId)
+    issues.add("error", "missing-source-id", `${sourcePath} has no id`, { path: `${sourcePath}.id` });
+  else
+    issues.add(
+      "error",
+      "bad-field-type",
+      `${sourcePath}.id must be a string, got ${describeType(rawSourceId)}`,
+      {
+        path: `${sourcePath}.id`,
+      },
+    );
+  return undefined;
+}
+
+/** A source's version, `source.version ?? manifestVersion` (the fallback version, reported, when unusable). */
+function readSourceVersion(
+  source: object,
+  sourcePath: string,
+  sourceId: string | undefined,
+  manifestVersion: string,
+  issues: IssueCollector,
+): string {
+  const rawVersion = readProperty(source, "version") ?? manifestVersion;
+  const where = { path: `${sourcePath}.version`, sourceId };
+  if (isUnreadable(rawVersion)) {
+    reportUnreadable(issues, `${sourcePath}.version`, rawVersion, { sourceId });
+    return FALLBACK_VERSION;
+  }
+  if (typeof rawVersion !== "string") {
+    issues.add(
+      "error",
+      "bad-field-type",
+      `${sourcePath}.version must be a string, got ${describeType(rawVersion)}`,
+      where,
+    );
+    return FALLBACK_VERSION;
+  }
+  if (rawVersion.length > MAX_FIELD_CHARS) {
+    issues.add(
+      "error",
+      "limit-exceeded",
+      `version of ${sourcePath} has ${rawVersion.length} characters; the limit is ${MAX_FIELD_CHARS}`,
+      where,
+    );
+    return FALLBACK_VERSION;
+  }
+  // Any string is a version, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
+  const encoded = encodeCitationPart(rawVersion, "version");
+  if (encoded !== rawVersion) {
+    issues.add(
+      "warning",
+      "encoded-in-citation",
+      `version ${quote(rawVersion)} of ${sourcePath} is written ${quote(encoded)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
+      where,
+    );
+  }
+  return rawVersion;
+}
+
+/** A source's entry list and its length, or null (reported) when it is not a readable array. */
+function readEntryList(
+  source: object,
+  sourcePath: string,
+  sourceId: string | undefined,
+  issues: IssueCollector,
+): { list: object; count: number } | null {
+  const sourceEntries = readProperty(source, "entries");
+  const entriesShape = shapeOf(sourceEntries);
+  const entryCount = entriesShape === "array" ? lengthOf(sourceEntries as object) : entriesShape;
+  if (isUnreadable(entryCount)) {
+    reportUnreadable(issues, `${sourcePath}.entries`, entryCount, { sourceId });
+    return null;
+  }
+  if (entriesShape !== "array") {
+    issues.add(
+      "error",
+      "bad-field-type",
+      `${sourcePath}.entries must be an array of entries, got ${describeType(sourceEntries)}`,
+      { path: `${sourcePath}.entries`, sourceId },
+    );
+    return null;
+  }
+  return { list: sourceEntries as object, count: entryCount as number };
+}
+
+/** An entry's fields read once, and its id; null (reported) when it is not an object or has no usable id. */
+function readEntryHead(
+  input: unknown,
+  path: string,
+  sourceId: string | undefined,
+  issues: IssueCollector,
+): { snapshot: EntrySnapshot; id: string } | null {
+  const inputShape = shapeOf(input);
+  if (isUnreadable(inputShape)) {
+    reportUnreadable(issues, path, inputShape, { sourceId });
+    return null;
+  }
+  if (inputShape !== "record") {
+    issues.add("error", "bad-field-type", `${path} must be an object, got ${describeType(input)}`, {
+      path,
+      sourceId,
+    });
+    return null;
+  }
+  const snapshot = snapshotEntry(input as object);
+  const id = snapshot.fields.id;
+  if (typeof id === "string" && id !== "") return { snapshot, id };
+  if (isUnreadable(id)) reportUnreadable(issues, `${path}.id`, id, { sourceId });
+  else if (!id)
+    issues.add("error", "missing-entry-id", `${path} has no id`, { path: `${path}.id`, sourceId });
+  else
+    issues.add("error", "bad-field-type", `${path}.id must be a string, got ${describeType(id)}`, {
+      path: `${path}.id`,
+      sourceId,
+    });
+  return null;
+}
+
 /**
  * Validates every entry. A generator, so that an async caller can yield to the event loop between steps (a large
- * registry takes seconds); synchronous callers drain it in one go.
+ * registry takes seconds); synchronous callers drain it in one go. Sources are read in order, entries in order
+ * within each; relations and parents are checked once every id is known.
  */
 function* collectEntries(
   sources: unknown,
@@ -506,29 +719,13 @@ function* collectEntries(
   entries: NormalizedKnowledgeEntry[],
   groups: NormalizedSourceGroup[],
 ): Generator<void, void, void> {
-  const sourcesShape = shapeOf(sources);
-  if (isUnreadable(sourcesShape)) {
-    reportUnreadable(issues, "sources", sourcesShape, {});
-    return;
-  }
-  if (sourcesShape !== "array") {
-    issues.add("error", "bad-sources", `sources must be an array of sources, got ${describeType(sources)}`, {
-      path: "sources",
-    });
-    return;
-  }
-  const sourceCount = lengthOf(sources as object);
-  if (isUnreadable(sourceCount)) {
-    reportUnreadable(issues, "sources", sourceCount, {});
-    return;
-  }
+  const sourceCount = sourceCountOf(sources, issues);
+  if (sourceCount === null) return;
   const optionVersion = isRecord(options) ? readProperty(options, "manifestVersion") : undefined;
   const manifestVersion = typeof optionVersion === "string" ? optionVersion : FALLBACK_VERSION;
-  const seenIds = new Set<string>();
-  const seenCanonicalIds = new Map<string, string>();
-  const seenCaseFoldedIds = new Map<string, string>();
+  const ids = new EntryIdRegistry();
   const aliasOwners = new Map<string, string>();
-  const locations = new Map<string, { path: string; sourceId: string | undefined }>();
+  const locations = new Map<string, EntryLocation>();
   let total = 0;
 
   for (let sourceIndex = 0; sourceIndex < sourceCount; sourceIndex++) {
@@ -545,76 +742,14 @@ function* collectEntries(
       });
       continue;
     }
-    const rawSourceId = readProperty(source as object, "id");
-    let sourceId: string | undefined;
-    if (typeof rawSourceId === "string" && rawSourceId !== "") sourceId = rawSourceId;
-    else if (isUnreadable(rawSourceId)) reportUnreadable(issues, `${sourcePath}.id`, rawSourceId, {});
-    else if (!rawSourceId)
-      issues.add("error", "missing-source-id", `${sourcePath} has no id`, { path: `${sourcePath}.id` });
-    else
-      issues.add(
-        "error",
-        "bad-field-type",
-        `${sourcePath}.id must be a string, got ${describeType(rawSourceId)}`,
-        {
-          path: `${sourcePath}.id`,
-        },
-      );
-
-    const rawVersion = readProperty(source as object, "version") ?? manifestVersion;
-    let version = FALLBACK_VERSION;
-    if (isUnreadable(rawVersion)) {
-      reportUnreadable(issues, `${sourcePath}.version`, rawVersion, { sourceId });
-    } else if (typeof rawVersion !== "string") {
-      issues.add(
-        "error",
-        "bad-field-type",
-        `${sourcePath}.version must be a string, got ${describeType(rawVersion)}`,
-        {
-          path: `${sourcePath}.version`,
-          sourceId,
-        },
-      );
-    } else if (rawVersion.length > MAX_FIELD_CHARS) {
-      issues.add(
-        "error",
-        "limit-exceeded",
-        `version of ${sourcePath} has ${rawVersion.length} characters; the limit is ${MAX_FIELD_CHARS}`,
-        { path: `${sourcePath}.version`, sourceId },
-      );
-    } else {
-      // Any string is a version, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
-      version = rawVersion;
-      const encoded = encodeCitationPart(version, "version");
-      if (encoded !== version) {
-        issues.add(
-          "warning",
-          "encoded-in-citation",
-          `version ${quote(version)} of ${sourcePath} is written ${quote(encoded)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
-          { path: `${sourcePath}.version`, sourceId },
-        );
-      }
-    }
-
+    const sourceId = readSourceId(source as object, sourcePath, issues);
+    const version = readSourceVersion(source as object, sourcePath, sourceId, manifestVersion, issues);
     const group: NormalizedSourceGroup = { id: sourceId ?? "", version, entries: [] };
     groups.push(group);
-    const sourceEntries = readProperty(source as object, "entries");
-    const entriesShape = shapeOf(sourceEntries);
-    const entryCount = entriesShape === "array" ? lengthOf(sourceEntries as object) : entriesShape;
-    if (isUnreadable(entryCount)) {
-      reportUnreadable(issues, `${sourcePath}.entries`, entryCount, { sourceId });
-      continue;
-    }
-    if (entriesShape !== "array") {
-      issues.add(
-        "error",
-        "bad-field-type",
-        `${sourcePath}.entries must be an array of entries, got ${describeType(sourceEntries)}`,
-        { path: `${sourcePath}.entries`, sourceId },
-      );
-      continue;
-    }
-    for (let entryIndex = 0; entryIndex < (entryCount as number); entryIndex++) {
+    const entryList = readEntryList(source as object, sourcePath, sourceId, issues);
+    if (entryList === null) continue;
+
+    for (let entryIndex = 0; entryIndex < entryList.count; entryIndex++) {
       total++;
       if (total % ENTRIES_PER_STEP === 0) yield;
       if (total > MAX_ENTRIES) {
@@ -625,124 +760,55 @@ function* collectEntries(
         return;
       }
       const path = `${sourcePath}.entries[${entryIndex}]`;
-      const input: unknown = readProperty(sourceEntries as object, entryIndex);
-      const inputShape = shapeOf(input);
-      if (isUnreadable(inputShape)) {
-        reportUnreadable(issues, path, inputShape, { sourceId });
-        continue;
-      }
-      if (inputShape !== "record") {
-        issues.add("error", "bad-field-type", `${path} must be an object, got ${describeType(input)}`, {
-          path,
-          sourceId,
-        });
-        continue;
-      }
-      const snapshot = snapshotEntry(input as object);
-      const id = snapshot.fields.id;
-      if (typeof id !== "string" || id === "") {
-        if (isUnreadable(id)) reportUnreadable(issues, `${path}.id`, id, { sourceId });
-        else if (!id)
-          issues.add("error", "missing-entry-id", `${path} has no id`, { path: `${path}.id`, sourceId });
-        else
-          issues.add("error", "bad-field-type", `${path}.id must be a string, got ${describeType(id)}`, {
-            path: `${path}.id`,
-            sourceId,
-          });
-        continue;
-      }
-      const context: EntryContext = { path, entryId: id, sourceId, issues };
-      if (id.length > MAX_FIELD_CHARS) {
-        error(
-          context,
-          "limit-exceeded",
-          "id",
-          `id has ${id.length} characters; the limit is ${MAX_FIELD_CHARS}`,
-        );
-        continue;
-      }
-      if (seenIds.has(id)) {
-        error(
-          context,
-          "duplicate-entry-id",
-          "id",
-          `duplicate entry id ${quote(id)}; the first entry with it is kept`,
-        );
-        continue;
-      }
-      const canonicalId = id.normalize("NFC");
-      const canonicalTwin = seenCanonicalIds.get(canonicalId);
-      if (canonicalTwin !== undefined) {
-        error(
-          context,
-          "duplicate-entry-id",
-          "id",
-          `entry id ${quote(id)} differs from ${quote(canonicalTwin)} only in Unicode normalization; the first is kept`,
-        );
-        continue;
-      }
-      seenIds.add(id);
-      seenCanonicalIds.set(canonicalId, id);
-      const caseFolded = canonicalId.toLowerCase();
-      const caseTwin = seenCaseFoldedIds.get(caseFolded);
-      if (caseTwin !== undefined) {
-        warning(
-          context,
-          "ambiguous-entry-id",
-          "id",
-          `entry id ${quote(id)} differs from ${quote(caseTwin)} only in case`,
-        );
-      } else {
-        seenCaseFoldedIds.set(caseFolded, id);
-      }
-      // Any non-empty string is an id, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
-      const encodedId = encodeCitationPart(id, "id");
-      if (encodedId !== id) {
-        warning(
-          context,
-          "encoded-in-citation",
-          "id",
-          `entry id ${quote(id)} is written ${quote(encodedId)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
-        );
-      }
-      const entry = validateEntry(snapshot, context, version, aliasOwners);
+      const head = readEntryHead(readProperty(entryList.list, entryIndex), path, sourceId, issues);
+      if (head === null) continue;
+      const context: EntryContext = { path, entryId: head.id, sourceId, issues };
+      if (!ids.admit(head.id, context)) continue;
+      const entry = validateEntry(head.snapshot, context, version, aliasOwners);
       entries.push(entry);
       group.entries.push(entry);
-      locations.set(id, { path, sourceId });
+      locations.set(head.id, { path, sourceId });
     }
   }
+  reportBrokenReferences(entries, locations, ids.seen, issues);
+}
 
+/** Warns about relations and parents that name an entry the sources do not hold. */
+function reportBrokenReferences(
+  entries: readonly NormalizedKnowledgeEntry[],
+  locations: ReadonlyMap<string, EntryLocation>,
+  knownIds: ReadonlySet<string>,
+  issues: IssueCollector,
+): void {
   for (const entry of entries) {
     const location = locations.get(entry.id)!;
+    const where = (field: string) => ({
+      entryId: entry.id,
+      sourceId: location.sourceId,
+      path: `${location.path}.${field}`,
+    });
     entry.relatedEntryIds.forEach((relatedId, index) => {
-      if (!seenIds.has(relatedId)) {
+      if (!knownIds.has(relatedId)) {
         issues.add(
           "warning",
           "broken-relation",
           `entry ${quote(entry.id)} relates to missing entry ${quote(relatedId)}`,
-          {
-            entryId: entry.id,
-            sourceId: location.sourceId,
-            path: `${location.path}.relatedEntryIds[${index}]`,
-          },
+          where(`relatedEntryIds[${index}]`),
         );
       }
     });
-    if (entry.parentEntryId !== undefined && !seenIds.has(entry.parentEntryId)) {
+    if (entry.parentEntryId !== undefined && !knownIds.has(entry.parentEntryId)) {
       issues.add(
         "warning",
         "broken-parent",
         `entry ${quote(entry.id)} has missing parent entry ${quote(entry.parentEntryId)}`,
-        {
-          entryId: entry.id,
-          sourceId: location.sourceId,
-          path: `${location.path}.parentEntryId`,
-        },
+        where("parentEntryId"),
       );
     }
   }
 }
 
+/** Validates one entry's fields (its id is already admitted) and returns the normalized entry. */
 function validateEntry(
   snapshot: EntrySnapshot,
   context: EntryContext,
@@ -754,126 +820,143 @@ function validateEntry(
   const title = requiredText(context, input, "title", "missing-title");
   const summary = requiredText(context, input, "summary", "missing-summary");
   const domain = requiredText(context, input, "domain", "missing-domain");
+  const integrations = readIntegrations(context, input.integrations);
+  const kind = readChoice(context, input, "kind", "bad-kind", KNOWLEDGE_ENTRY_KINDS, DEFAULT_ENTRY_KIND);
+  const status = readChoice(context, input, "status", "bad-status", KNOWLEDGE_STATUSES, DEFAULT_ENTRY_STATUS);
+  const body = optionalString(context, input, "body", MAX_BODY_CHARS);
+  const aliases = optionalStringList(context, input, "aliases", MAX_ALIASES_PER_ENTRY);
+  const keywords = optionalStringList(context, input, "keywords", MAX_KEYWORDS_PER_ENTRY);
+  const relatedEntryIds = optionalStringList(context, input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY);
+  const parentEntryId = optionalString(context, input, "parentEntryId", Number.POSITIVE_INFINITY);
+  reportUnknownFields(context, snapshot.keys);
+  if (aliases) checkAliases(context, aliases, aliasOwners);
 
-  let integrations: string[] = [];
-  const rawIntegrations = input.integrations;
-  if (unreadableField(context, "integrations", rawIntegrations)) {
-    // Reported; the entry is kept with no integrations.
-  } else if (rawIntegrations === undefined) {
+  const resolvedInput: KnowledgeEntryInput = {
+    id: context.entryId,
+    title,
+    summary,
+    domain,
+    integrations,
+    kind,
+    status,
+  };
+  if (body !== undefined) resolvedInput.body = body;
+  if (aliases !== undefined) resolvedInput.aliases = aliases;
+  if (keywords !== undefined) resolvedInput.keywords = keywords;
+  if (relatedEntryIds !== undefined) resolvedInput.relatedEntryIds = relatedEntryIds;
+  if (parentEntryId !== undefined) resolvedInput.parentEntryId = parentEntryId;
+  return resolveEntry(resolvedInput, version);
+}
+
+/** The entry's integrations: required (`[]` for all), strings within the length limit; `[]` when unusable. */
+function readIntegrations(context: EntryContext, rawIntegrations: unknown): string[] {
+  if (unreadableField(context, "integrations", rawIntegrations)) return [];
+  if (rawIntegrations === undefined) {
     error(
       context,
       "missing-integrations",
       "integrations",
       `entry ${quote(context.entryId)} has no integrations (use [] for all)`,
     );
-  } else if (!Array.isArray(rawIntegrations)) {
+    return [];
+  }
+  if (!Array.isArray(rawIntegrations)) {
     error(
       context,
       "bad-integrations",
       "integrations",
       `integrations of entry ${quote(context.entryId)} must be an array of strings, got ${describeType(rawIntegrations)}`,
     );
-  } else {
-    const badIndex = rawIntegrations.findIndex((item) => typeof item !== "string");
-    const badItem: unknown = badIndex >= 0 ? rawIntegrations[badIndex] : undefined;
-    const longIndex = rawIntegrations.findIndex(
-      (item) => typeof item === "string" && item.length > MAX_FIELD_CHARS,
-    );
-    if (unreadableField(context, `integrations[${badIndex}]`, badItem)) {
-      // Reported.
-    } else if (badIndex >= 0) {
-      error(
-        context,
-        "bad-integrations",
-        `integrations[${badIndex}]`,
-        `integrations[${badIndex}] of entry ${quote(context.entryId)} must be a string, got ${describeType(badItem)}`,
-      );
-    } else if (longIndex >= 0) {
-      error(
-        context,
-        "limit-exceeded",
-        `integrations[${longIndex}]`,
-        `integrations[${longIndex}] of entry ${quote(context.entryId)} has ${(rawIntegrations[longIndex] as string).length} characters; the limit is ${MAX_FIELD_CHARS}`,
-      );
-    } else {
-      integrations = rawIntegrations as string[];
-    }
+    return [];
   }
-
-  const rawKind = input.kind;
-  const kind = (
-    unreadableField(context, "kind", rawKind) ? DEFAULT_ENTRY_KIND : (rawKind ?? DEFAULT_ENTRY_KIND)
-  ) as KnowledgeEntryKind;
-  if (typeof kind !== "string" || !KIND_SET.has(kind)) {
+  const badIndex = rawIntegrations.findIndex((item) => typeof item !== "string");
+  const badItem: unknown = badIndex >= 0 ? rawIntegrations[badIndex] : undefined;
+  const longIndex = rawIntegrations.findIndex(
+    (item) => typeof item === "string" && item.length > MAX_FIELD_CHARS,
+  );
+  if (unreadableField(context, `integrations[${badIndex}]`, badItem)) return [];
+  if (badIndex >= 0) {
     error(
       context,
-      "bad-kind",
-      "kind",
-      `kind ${typeof kind === "string" ? quote(kind) : describeType(kind)} of entry ${quote(context.entryId)} is not one of ${KNOWLEDGE_ENTRY_KINDS.join(", ")}`,
+      "bad-integrations",
+      `integrations[${badIndex}]`,
+      `integrations[${badIndex}] of entry ${quote(context.entryId)} must be a string, got ${describeType(badItem)}`,
     );
+    return [];
   }
-  const rawStatus = input.status;
-  const status = (
-    unreadableField(context, "status", rawStatus) ? DEFAULT_ENTRY_STATUS : (rawStatus ?? DEFAULT_ENTRY_STATUS)
-  ) as KnowledgeStatus;
-  if (typeof status !== "string" || !STATUS_SET.has(status)) {
+  if (longIndex >= 0) {
     error(
       context,
-      "bad-status",
-      "status",
-      `status ${typeof status === "string" ? quote(status) : describeType(status)} of entry ${quote(context.entryId)} is not one of ${KNOWLEDGE_STATUSES.join(", ")}`,
+      "limit-exceeded",
+      `integrations[${longIndex}]`,
+      `integrations[${longIndex}] of entry ${quote(context.entryId)} has ${(rawIntegrations[longIndex] as string).length} characters; the limit is ${MAX_FIELD_CHARS}`,
     );
+    return [];
   }
+  return rawIntegrations as string[];
+}
 
-  let body: string | undefined;
-  const rawBody = input.body;
-  if (rawBody !== undefined && !unreadableField(context, "body", rawBody)) {
-    if (typeof rawBody !== "string") {
-      error(
-        context,
-        "bad-field-type",
-        "body",
-        `body of entry ${quote(context.entryId)} must be a string, got ${describeType(rawBody)}`,
-      );
-    } else if (rawBody.length > MAX_BODY_CHARS) {
-      error(
-        context,
-        "limit-exceeded",
-        "body",
-        `body of entry ${quote(context.entryId)} has ${rawBody.length} characters; the limit is ${MAX_BODY_CHARS}`,
-      );
-    } else {
-      body = rawBody;
-    }
+/** An optional field with a fixed set of values (`kind`, `status`); the default when absent or unusable. */
+function readChoice<Value extends string>(
+  context: EntryContext,
+  input: Record<string, unknown>,
+  field: "kind" | "status",
+  code: "bad-kind" | "bad-status",
+  choices: readonly Value[],
+  fallback: Value,
+): Value {
+  const raw = input[field];
+  const value = unreadableField(context, field, raw) ? fallback : (raw ?? fallback);
+  if (typeof value === "string" && (choices as readonly string[]).includes(value)) return value as Value;
+  error(
+    context,
+    code,
+    field,
+    `${field} ${typeof value === "string" ? quote(value) : describeType(value)} of entry ${quote(context.entryId)} is not one of ${choices.join(", ")}`,
+  );
+  return fallback;
+}
+
+/** An optional string field (`body`, `parentEntryId`) up to `maxChars` characters; undefined when absent or bad. */
+function optionalString(
+  context: EntryContext,
+  input: Record<string, unknown>,
+  field: "body" | "parentEntryId",
+  maxChars: number,
+): string | undefined {
+  const raw = input[field];
+  if (raw === undefined || unreadableField(context, field, raw)) return undefined;
+  if (typeof raw !== "string") {
+    error(
+      context,
+      "bad-field-type",
+      field,
+      `${field} of entry ${quote(context.entryId)} must be a string, got ${describeType(raw)}`,
+    );
+    return undefined;
   }
-
-  const aliases = optionalStringList(context, input, "aliases", MAX_ALIASES_PER_ENTRY);
-  const keywords = optionalStringList(context, input, "keywords", MAX_KEYWORDS_PER_ENTRY);
-  const relatedEntryIds = optionalStringList(context, input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY);
-
-  let parentEntryId: string | undefined;
-  const rawParent = input.parentEntryId;
-  if (rawParent !== undefined && !unreadableField(context, "parentEntryId", rawParent)) {
-    if (typeof rawParent !== "string") {
-      error(
-        context,
-        "bad-field-type",
-        "parentEntryId",
-        `parentEntryId of entry ${quote(context.entryId)} must be a string, got ${describeType(rawParent)}`,
-      );
-    } else {
-      parentEntryId = rawParent;
-    }
+  if (raw.length > maxChars) {
+    error(
+      context,
+      "limit-exceeded",
+      field,
+      `${field} of entry ${quote(context.entryId)} has ${raw.length} characters; the limit is ${maxChars}`,
+    );
+    return undefined;
   }
+  return raw;
+}
 
-  const keys = snapshot.keys;
+/** Warns about each key of the entry that is not an entry field (see `KNOWLEDGE_ENTRY_FIELDS`). */
+function reportUnknownFields(context: EntryContext, keys: string[] | UnreadableValue): void {
   if (isUnreadable(keys)) {
     reportUnreadable(context.issues, context.path, keys, {
       entryId: context.entryId,
       sourceId: context.sourceId,
     });
+    return;
   }
-  for (const key of isUnreadable(keys) ? [] : keys) {
+  for (const key of keys) {
     if (!KNOWN_ENTRY_FIELDS.has(key)) {
       warning(
         context,
@@ -883,48 +966,41 @@ function validateEntry(
       );
     }
   }
+}
 
-  if (aliases) {
-    const ownKeys = new Set<string>();
-    aliases.forEach((alias, index) => {
-      const key = phraseKey(alias);
-      if (key === "") {
-        warning(
-          context,
-          "empty-alias",
-          `aliases[${index}]`,
-          `alias ${quote(alias)} of entry ${quote(context.entryId)} has no letters or digits; it is not indexed`,
-        );
-        return;
-      }
-      if (ownKeys.has(key)) return;
-      ownKeys.add(key);
-      const owner = aliasOwners.get(key);
-      if (owner === undefined) aliasOwners.set(key, context.entryId);
-      else if (owner !== context.entryId) {
-        warning(
-          context,
-          "duplicate-alias",
-          `aliases[${index}]`,
-          `alias ${quote(alias)} of entry ${quote(context.entryId)} is also an alias of ${quote(owner)}`,
-        );
-      }
-    });
-  }
-
-  const resolvedInput: KnowledgeEntryInput = {
-    id: context.entryId,
-    title,
-    summary,
-    domain,
-    integrations,
-    kind: KIND_SET.has(kind) ? kind : DEFAULT_ENTRY_KIND,
-    status: STATUS_SET.has(status) ? status : DEFAULT_ENTRY_STATUS,
-  };
-  if (body !== undefined) resolvedInput.body = body;
-  if (aliases !== undefined) resolvedInput.aliases = aliases;
-  if (keywords !== undefined) resolvedInput.keywords = keywords;
-  if (relatedEntryIds !== undefined) resolvedInput.relatedEntryIds = relatedEntryIds;
-  if (parentEntryId !== undefined) resolvedInput.parentEntryId = parentEntryId;
-  return resolveEntry(resolvedInput, version);
+/**
+ * Warns about aliases that index nothing (no letters or digits) and about aliases another entry already has
+ * (after normalization; once per alias, however often the entry lists it). `aliasOwners` maps an alias's phrase
+ * key to the first entry that has it, across the whole run.
+ */
+function checkAliases(
+  context: EntryContext,
+  aliases: readonly string[],
+  aliasOwners: Map<string, string>,
+): void {
+  const ownKeys = new Set<string>();
+  aliases.forEach((alias, index) => {
+    const key = phraseKey(alias);
+    if (key === "") {
+      warning(
+        context,
+        "empty-alias",
+        `aliases[${index}]`,
+        `alias ${quote(alias)} of entry ${quote(context.entryId)} has no letters or digits; it is not indexed`,
+      );
+      return;
+    }
+    if (ownKeys.has(key)) return;
+    ownKeys.add(key);
+    const owner = aliasOwners.get(key);
+    if (owner === undefined) aliasOwners.set(key, context.entryId);
+    else if (owner !== context.entryId) {
+      warning(
+        context,
+        "duplicate-alias",
+        `aliases[${index}]`,
+        `alias ${quote(alias)} of entry ${quote(context.entryId)} is also an alias of ${quote(owner)}`,
+      );
+    }
+  });
 }
