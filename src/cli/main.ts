@@ -64,8 +64,24 @@ function addRetrievalOptions(command: Command): Command {
 
 type Runner = (context: CommandContext) => Promise<number>;
 
+/**
+ * The CLI's commands: the root's output and help, then one declaration per command, in the order help lists them.
+ * Each action only records which command module to run (imported lazily), so `--help` loads none of them.
+ */
 function buildProgram(context: CommandContext, setRunner: (runner: Runner) => void): Command {
   const program = new Command("lexground");
+  configureRoot(program, context);
+  declareBuildCommand(program, setRunner);
+  declareValidateCommand(program, setRunner);
+  declareQueryCommand(program, setRunner);
+  declareAskCommand(program, setRunner);
+  declareMcpCommand(program, setRunner);
+  declareEvalCommand(program, setRunner);
+  return program;
+}
+
+/** The root command: output through the context's streams (copied into each subcommand), description, examples. */
+function configureRoot(program: Command, context: CommandContext): void {
   // Set before the subcommands are declared: commander copies these settings into each subcommand.
   program.exitOverride().configureOutput({
     writeOut: (text) => context.io.stdout.write(text),
@@ -90,7 +106,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
       ]) +
         "\nRun 'lexground <command> --help' for a command's options.\nExit codes: 0 success, 1 failure, 2 usage error.\n",
     );
+}
 
+/** Declares `lexground build`; its module is imported only when it runs. */
+function declareBuildCommand(program: Command, setRunner: (runner: Runner) => void): void {
   program
     .command("build")
     .description(
@@ -128,7 +147,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .action(async (inputs: string[], options) => {
       setRunner(async (ctx) => (await import("./commands/build.js")).runBuild(ctx, inputs, options));
     });
+}
 
+/** Declares `lexground validate`; its module is imported only when it runs. */
+function declareValidateCommand(program: Command, setRunner: (runner: Runner) => void): void {
   program
     .command("validate")
     .description("report every validation issue and authoring problem, with file:line, entry id and field")
@@ -147,7 +169,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .action(async (inputs: string[], options) => {
       setRunner(async (ctx) => (await import("./commands/validate.js")).runValidate(ctx, inputs, options));
     });
+}
 
+/** Declares `lexground query`; its module is imported only when it runs. */
+function declareQueryCommand(program: Command, setRunner: (runner: Runner) => void): void {
   addRetrievalOptions(
     program
       .command("query")
@@ -172,7 +197,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .action(async (question: string | undefined, options) => {
       setRunner(async (ctx) => (await import("./commands/query.js")).runQuery(ctx, question, options));
     });
+}
 
+/** Declares `lexground ask`; its module is imported only when it runs. */
+function declareAskCommand(program: Command, setRunner: (runner: Runner) => void): void {
   addRetrievalOptions(
     program
       .command("ask")
@@ -200,7 +228,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .action(async (question: string | undefined, options) => {
       setRunner(async (ctx) => (await import("./commands/ask.js")).runAsk(ctx, question, options));
     });
+}
 
+/** Declares `lexground mcp`; its module is imported only when it runs. */
+function declareMcpCommand(program: Command, setRunner: (runner: Runner) => void): void {
   addRetrievalOptions(
     program
       .command("mcp")
@@ -222,7 +253,10 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .action(async (options) => {
       setRunner(async (ctx) => (await import("./commands/mcp.js")).runMcp(ctx, options));
     });
+}
 
+/** Declares `lexground eval`; its module is imported only when it runs. */
+function declareEvalCommand(program: Command, setRunner: (runner: Runner) => void): void {
   program
     .command("eval")
     .description(
@@ -257,8 +291,6 @@ function buildProgram(context: CommandContext, setRunner: (runner: Runner) => vo
     .action(async (options) => {
       setRunner(async (ctx) => (await import("./commands/eval.js")).runEval(ctx, options));
     });
-
-  return program;
 }
 
 /**

@@ -916,47 +916,108 @@ async function statOrThrow(path: string, file: string) {
 }
 
 /**
- * Compiles folders and entry files into a manifest. Throws {@link KnowledgeCompileError} for anything that
- * prevents compiling (missing file, malformed YAML, front matter missing); entry content problems are left to
- * validation so that all of them can be reported at once.
+ * The catalogs the inputs name, each with its entry files, in walk order. A folder with a catalog.yaml is one
+ * catalog (and so is each such folder below it), a plain folder of entry files is one catalog named after it, and
+ * a single entry file joins the catalog of its folder. With `collectFileErrors`, a file that cannot be used is
+ * noted and skipped instead of stopping the compile.
  */
-export async function compileKnowledgeBase(
-  inputs: readonly string[],
-  options: KnowledgeCompileOptions = {},
-): Promise<LoadedKnowledgeBase> {
-  const cwd = options.cwd ?? process.cwd();
-  const notes: KnowledgeCompileNote[] = [];
-  if (inputs.length === 0) {
-    throw new KnowledgeCompileError("no-entries", "no input folder or file given", {
-      hint: "pass a folder of Markdown entries, e.g. examples/knowledge-base",
-    });
-  }
-  const catalogsById = new Map<string, PendingCatalog>();
-  const seenFiles = new Set<string>();
-  let onlyFiles = true;
-  const collect = options.collectFileErrors === true;
-  /** With `collectFileErrors`, notes a file's compile error and returns true; otherwise returns false. */
-  const collected = (error: unknown): boolean => {
-    if (!collect || !KnowledgeCompileError.isInstance(error)) return false;
-    notes.push(compileErrorNote(error));
-    return true;
-  };
+class CatalogGathering {
+  readonly catalogsById = new Map<string, PendingCatalog>();
+  readonly notes: KnowledgeCompileNote[] = [];
+  /** False once an input is a folder (the knowledge base's origin is then "folder"). */
+  onlyFiles = true;
 
-  const readHeader = async (directory: string, catalogFile: string | undefined) => {
+  constructor(
+    private readonly cwd: string,
+    private readonly collect: boolean,
+  ) {}
+
+  /** With `collectFileErrors`, notes a file's compile error and returns true; otherwise returns false. */
+  collected(error: unknown): boolean {
+    if (!this.collect || !KnowledgeCompileError.isInstance(error)) return false;
+    this.notes.push(compileErrorNote(error));
+    return true;
+  }
+
+  /** Adds one input: a folder (walked) or an entry file. */
+  async addInput(input: string): Promise<void> {
+    const absolute = resolve(this.cwd, input);
+    const shown = displayPath(absolute, this.cwd);
+    const info = await statOrThrow(absolute, shown);
+    if (info.isDirectory()) {
+      this.onlyFiles = false;
+      await this.addFolder(absolute);
+      return;
+    }
+    const extension = extname(absolute).toLowerCase();
+    if (!MARKDOWN_EXTENSIONS.has(extension) && !DATA_EXTENSIONS.has(extension)) {
+      const unsupported = new KnowledgeCompileError(
+        "unsupported-file",
+        `unsupported file type "${extension || "(none)"}"`,
+        {
+          file: shown,
+          hint: "entry files are .md/.markdown (front matter) or .yaml/.yml/.json",
+        },
+      );
+      if (this.collected(unsupported)) return;
+      throw unsupported;
+    }
+    const directory = dirname(absolute);
+    const catalog = await this.catalogFor(directory, await findCatalogFile(directory));
+    catalog.files.push(absolute);
+  }
+
+  private async addFolder(absolute: string): Promise<void> {
+    if (await findCatalogFile(absolute)) {
+      await this.addCatalogDirectory(absolute);
+      return;
+    }
+    const walked = await walk(absolute, true);
+    if (walked.catalogDirectories.length === 0) {
+      const catalog = await this.catalogFor(absolute, undefined);
+      catalog.files.push(...walked.looseFiles);
+      return;
+    }
+    for (const directory of walked.catalogDirectories) await this.addCatalogDirectory(directory);
+    for (const loose of walked.looseFiles) {
+      // A loose file at the root (a questions file, notes) is expected; one in a subfolder is more likely an
+      // entry whose folder lacks its catalog.yaml.
+      const atRoot = dirname(loose) === absolute;
+      this.notes.push({
+        level: atRoot ? "info" : "warning",
+        code: "ignored-file",
+        message: atRoot
+          ? "not inside a catalog folder; ignored"
+          : "not inside a catalog folder (no catalog.yaml in its folder or above it); ignored",
+        file: displayPath(loose, this.cwd),
+      });
+    }
+  }
+
+  private async addCatalogDirectory(directory: string): Promise<void> {
+    const catalog = await this.catalogFor(directory, await findCatalogFile(directory));
+    const walked = await walk(directory, true);
+    for (const file of walked.looseFiles) catalog.files.push(file);
+    for (const nested of walked.catalogDirectories) await this.addCatalogDirectory(nested);
+  }
+
+  private async readHeader(directory: string, catalogFile: string | undefined) {
     if (!catalogFile) return { id: basename(directory) };
     try {
-      return await readCatalogFile(catalogFile, cwd, notes);
+      return await readCatalogFile(catalogFile, this.cwd, this.notes);
     } catch (error) {
       // The folder's entries are still read, as a catalog named after the folder.
-      if (collected(error)) return { id: basename(directory) };
+      if (this.collected(error)) return { id: basename(directory) };
       throw error;
     }
-  };
+  }
 
-  const catalogFor = async (directory: string, catalogFile: string | undefined): Promise<PendingCatalog> => {
-    const header = await readHeader(directory, catalogFile);
+  /** The catalog of a folder, created on first use; two folders claiming one id is a `duplicate-catalog-id`. */
+  private async catalogFor(directory: string, catalogFile: string | undefined): Promise<PendingCatalog> {
+    const cwd = this.cwd;
+    const header = await this.readHeader(directory, catalogFile);
     const shownCatalogFile = catalogFile ? displayPath(catalogFile, cwd) : undefined;
-    const existing = catalogsById.get(header.id);
+    const existing = this.catalogsById.get(header.id);
     if (existing) {
       if (existing.directory !== directory && (existing.catalogFile || shownCatalogFile)) {
         const duplicate = new KnowledgeCompileError(
@@ -969,7 +1030,7 @@ export async function compileKnowledgeBase(
           },
         );
         // Collected, the two folders' entries share the catalog (their ids are still checked for duplicates).
-        if (!collected(duplicate)) throw duplicate;
+        if (!this.collected(duplicate)) throw duplicate;
       }
       return existing;
     }
@@ -981,72 +1042,28 @@ export async function compileKnowledgeBase(
       files: [],
       entries: [],
     };
-    catalogsById.set(header.id, created);
+    this.catalogsById.set(header.id, created);
     return created;
-  };
-
-  const addCatalogDirectory = async (directory: string) => {
-    const catalog = await catalogFor(directory, await findCatalogFile(directory));
-    const walked = await walk(directory, true);
-    for (const file of walked.looseFiles) catalog.files.push(file);
-    for (const nested of walked.catalogDirectories) await addCatalogDirectory(nested);
-  };
-
-  for (const input of inputs) {
-    const absolute = resolve(cwd, input);
-    const shown = displayPath(absolute, cwd);
-    const info = await statOrThrow(absolute, shown);
-    if (info.isDirectory()) {
-      onlyFiles = false;
-      if (await findCatalogFile(absolute)) {
-        await addCatalogDirectory(absolute);
-        continue;
-      }
-      const walked = await walk(absolute, true);
-      if (walked.catalogDirectories.length === 0) {
-        const catalog = await catalogFor(absolute, undefined);
-        catalog.files.push(...walked.looseFiles);
-        continue;
-      }
-      for (const directory of walked.catalogDirectories) await addCatalogDirectory(directory);
-      for (const loose of walked.looseFiles) {
-        // A loose file at the root (a questions file, notes) is expected; one in a subfolder is more likely an
-        // entry whose folder lacks its catalog.yaml.
-        const atRoot = dirname(loose) === absolute;
-        notes.push({
-          level: atRoot ? "info" : "warning",
-          code: "ignored-file",
-          message: atRoot
-            ? "not inside a catalog folder; ignored"
-            : "not inside a catalog folder (no catalog.yaml in its folder or above it); ignored",
-          file: displayPath(loose, cwd),
-        });
-      }
-    } else {
-      const extension = extname(absolute).toLowerCase();
-      if (!MARKDOWN_EXTENSIONS.has(extension) && !DATA_EXTENSIONS.has(extension)) {
-        const unsupported = new KnowledgeCompileError(
-          "unsupported-file",
-          `unsupported file type "${extension || "(none)"}"`,
-          {
-            file: shown,
-            hint: "entry files are .md/.markdown (front matter) or .yaml/.yml/.json",
-          },
-        );
-        if (collected(unsupported)) continue;
-        throw unsupported;
-      }
-      const directory = dirname(absolute);
-      const catalog = await catalogFor(directory, await findCatalogFile(directory));
-      catalog.files.push(absolute);
-    }
   }
+}
 
-  // Files are read and parsed concurrently (I/O dominates), then merged in walk order so that entries, notes and
-  // the first reported error do not depend on timing.
-  type Job = { catalog: PendingCatalog; path: string };
-  const jobs: Job[] = [];
-  for (const catalog of catalogsById.values()) {
+/** One entry file to read, and the catalog its entries join. */
+type FileJob = { catalog: PendingCatalog; path: string };
+
+/** What reading one entry file gave: its entries, notes and modification time, or the error that stopped it. */
+type FileOutcome =
+  | {
+      entries: { entry: unknown; location: KnowledgeEntryLocation }[];
+      notes: KnowledgeCompileNote[];
+      mtimeMs: number;
+    }
+  | { error: unknown };
+
+/** The files to read, each once (the first catalog that lists a file keeps it), in walk order. */
+function fileJobs(catalogs: Iterable<PendingCatalog>): FileJob[] {
+  const seenFiles = new Set<string>();
+  const jobs: FileJob[] = [];
+  for (const catalog of catalogs) {
     const files = catalog.files;
     catalog.files = [];
     for (const path of files) {
@@ -1056,14 +1073,16 @@ export async function compileKnowledgeBase(
       jobs.push({ catalog, path });
     }
   }
-  type Outcome =
-    | {
-        entries: { entry: unknown; location: KnowledgeEntryLocation }[];
-        notes: KnowledgeCompileNote[];
-        mtimeMs: number;
-      }
-    | { error: unknown };
-  const outcomes: Outcome[] = new Array(jobs.length);
+  return jobs;
+}
+
+/** Reads and parses the files concurrently (I/O dominates); outcomes are in job order whatever the timing. */
+async function readEntryFiles(
+  jobs: readonly FileJob[],
+  cwd: string,
+  onProgress: KnowledgeCompileOptions["onProgress"],
+): Promise<FileOutcome[]> {
+  const outcomes: FileOutcome[] = new Array(jobs.length);
   let next = 0;
   let done = 0;
   const worker = async () => {
@@ -1083,15 +1102,40 @@ export async function compileKnowledgeBase(
         outcomes[index] = { error: withEncodingHint(error, fileNotes) };
       }
       done++;
-      options.onProgress?.({ phase: "read", done, total: jobs.length });
+      onProgress?.({ phase: "read", done, total: jobs.length });
     }
   };
   await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, jobs.length) }, worker));
+  return outcomes;
+}
+
+/**
+ * Compiles folders and entry files into a manifest. Throws {@link KnowledgeCompileError} for anything that
+ * prevents compiling (missing file, malformed YAML, front matter missing); entry content problems are left to
+ * validation so that all of them can be reported at once.
+ */
+export async function compileKnowledgeBase(
+  inputs: readonly string[],
+  options: KnowledgeCompileOptions = {},
+): Promise<LoadedKnowledgeBase> {
+  const cwd = options.cwd ?? process.cwd();
+  if (inputs.length === 0) {
+    throw new KnowledgeCompileError("no-entries", "no input folder or file given", {
+      hint: "pass a folder of Markdown entries, e.g. examples/knowledge-base",
+    });
+  }
+  const gathering = new CatalogGathering(cwd, options.collectFileErrors === true);
+  for (const input of inputs) await gathering.addInput(input);
+  const { catalogsById, notes } = gathering;
+
+  const jobs = fileJobs(catalogsById.values());
+  const outcomes = await readEntryFiles(jobs, cwd, options.onProgress);
+  // Merged in walk order, so that entries, notes and the first reported error do not depend on timing.
   let newestMtimeMs = 0;
   let order = 0;
   outcomes.forEach((outcome, index) => {
     if ("error" in outcome) {
-      if (collected(outcome.error)) return;
+      if (gathering.collected(outcome.error)) return;
       throw outcome.error;
     }
     newestMtimeMs = Math.max(newestMtimeMs, outcome.mtimeMs);
@@ -1117,7 +1161,7 @@ export async function compileKnowledgeBase(
     sources: manifestToSources(manifest),
     sourceMap,
     notes,
-    origin: onlyFiles ? "files" : "folder",
+    origin: gathering.onlyFiles ? "files" : "folder",
   };
 }
 

@@ -169,6 +169,102 @@ type MemoEntry = {
 
 type StepGrounding = { outcome: KnowledgeGroundingOutcome; reused: boolean };
 
+/**
+ * Retrievals remembered per distinct turn, so the steps of one tool loop (one `transformParams` call each, with
+ * the same last user message) reuse the first step's grounding: while it is younger than the lifetime and the
+ * engine still serves the snapshot it was retrieved from. Bounded; least recently used dropped.
+ */
+class GroundingMemo {
+  private readonly entries: LruCache<string, MemoEntry>;
+
+  constructor(
+    limit: number,
+    private readonly ttlMs: number,
+    private readonly now: () => number,
+    private readonly currentSnapshot: () => KnowledgeIndexSnapshot | null | undefined,
+  ) {
+    // Refreshed on reuse; a limit of 0 keeps nothing, so every step grounds anew.
+    this.entries = new LruCache(limit);
+  }
+
+  /** The remembered retrieval of `key` if it may be reused; a stale one is forgotten. */
+  reusable(key: string): Promise<KnowledgeGroundingOutcome> | undefined {
+    const existing = this.entries.get(key);
+    if (!existing) return undefined;
+    const fresh = this.now() - existing.createdAt <= this.ttlMs;
+    const sameSnapshot = !existing.settled || existing.snapshot === this.currentSnapshot();
+    if (fresh && sameSnapshot) return existing.promise;
+    this.entries.delete(key);
+    return undefined;
+  }
+
+  /** Remembers a retrieval that has just started. */
+  remember(key: string, promise: Promise<KnowledgeGroundingOutcome>): void {
+    this.entries.set(key, { promise, createdAt: this.now(), settled: false, snapshot: undefined });
+  }
+
+  /** Notes the snapshot that served `promise`, once it resolved, if it is still the one remembered for `key`. */
+  settled(key: string, promise: Promise<KnowledgeGroundingOutcome>): void {
+    const stored = this.entries.peek(key);
+    if (stored?.promise === promise) {
+      stored.settled = true;
+      stored.snapshot = this.currentSnapshot();
+    }
+  }
+}
+
+/** What one model call asks: the last user message's text, and the conversation turns before it. */
+type PromptTurn = { query: string; recentTurns: KnowledgeConversationTurn[] };
+
+/**
+ * The turn a prompt asks about: the last user message (its text is the query) and up to `recentTurnLimit` earlier
+ * user and assistant messages with text, oldest first. Null when there is no user message or it has no text.
+ */
+function turnFromPrompt(prompt: LanguageModelV3Prompt, recentTurnLimit: number): PromptTurn | null {
+  let lastUser = -1;
+  for (let index = prompt.length - 1; index >= 0; index--) {
+    if (prompt[index]?.role === "user") {
+      lastUser = index;
+      break;
+    }
+  }
+  if (lastUser < 0) return null;
+  const query = messageText(prompt[lastUser]!);
+  if (query.trim().length === 0) return null;
+  const recentTurns: KnowledgeConversationTurn[] = [];
+  if (recentTurnLimit > 0) {
+    for (let index = lastUser - 1; index >= 0 && recentTurns.length < recentTurnLimit; index--) {
+      const message = prompt[index]!;
+      if (message.role !== "user" && message.role !== "assistant") continue;
+      const text = messageText(message);
+      if (text.length > 0) recentTurns.unshift({ role: message.role, text });
+    }
+  }
+  return { query, recentTurns };
+}
+
+/**
+ * The memo key of a turn: what the engine actually reads (it truncates the query and each turn), so equal keys
+ * mean equal retrievals. Integrations are compared case-insensitively by the engine, hence the normalization.
+ */
+function memoKeyOf(
+  turn: PromptTurn,
+  scope: KnowledgeRequestScope | undefined,
+  shadow: boolean | undefined,
+): string {
+  const integrations = scope?.enabledIntegrations
+    ? [...new Set(scope.enabledIntegrations.map((name) => name.toLowerCase()))].sort()
+    : [];
+  return JSON.stringify([
+    turn.query.slice(0, MAX_QUERY_CHARS),
+    turn.recentTurns
+      .slice(-DEFAULT_RECENT_TURNS)
+      .map((recent) => [recent.role, recent.text.slice(0, HISTORY_TURN_CHARS)]),
+    integrations,
+    shadow ?? null,
+  ]);
+}
+
 function isCount(value: unknown): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0;
 }
@@ -289,6 +385,25 @@ function withMetadata(
   return { ...providerMetadata, [key]: toProviderMetadata(grounding) };
 }
 
+/** A stream transform that adds the grounding metadata to the `finish` part and passes every other part through. */
+function finishWithMetadata(
+  key: string,
+  grounding: StepGrounding,
+): TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart> {
+  return new TransformStream({
+    transform(part, controller) {
+      if (part.type === "finish") {
+        controller.enqueue({
+          ...part,
+          providerMetadata: withMetadata(part.providerMetadata, key, grounding),
+        });
+      } else {
+        controller.enqueue(part);
+      }
+    },
+  });
+}
+
 /**
  * Creates an AI SDK v6 middleware that grounds every call of the wrapped model in the knowledge base.
  *
@@ -327,8 +442,6 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
   const now = options.now ?? Date.now;
   const onGrounding = options.onGrounding;
   const instanceShadow = options.shadow;
-  // Refreshed on reuse; 0 keeps nothing, so every step grounds anew.
-  const memo = new LruCache<string, MemoEntry>(memoLimit);
   // Links the parameters handed to the model with their grounding, for wrapGenerate/wrapStream.
   const groundingByParams = new WeakMap<LanguageModelV3CallOptions, StepGrounding>();
 
@@ -339,6 +452,8 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
       return undefined;
     }
   };
+
+  const memo = new GroundingMemo(memoLimit, memoTtlMs, now, currentSnapshot);
 
   const notify = (outcome: KnowledgeGroundingOutcome, info: GroundingCallInfo): void => {
     if (!onGrounding) return;
@@ -356,15 +471,8 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     info: Omit<GroundingCallInfo, "shadow" | "report">,
     shadow: boolean | undefined,
   ): Promise<StepGrounding> => {
-    const existing = memo.get(memoKey);
-    if (existing) {
-      const fresh = now() - existing.createdAt <= memoTtlMs;
-      const sameSnapshot = !existing.settled || existing.snapshot === currentSnapshot();
-      if (fresh && sameSnapshot) {
-        return { outcome: await existing.promise, reused: true };
-      }
-      memo.delete(memoKey);
-    }
+    const reusable = memo.reusable(memoKey);
+    if (reusable) return { outcome: await reusable, reused: true };
     const promise: Promise<KnowledgeGroundingOutcome> = groundSafely(engine, {
       query,
       recentTurns,
@@ -373,11 +481,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     }).then((grounded) => {
       // Whatever the engine returned, a turn in shadow mode never gets a block into its prompt.
       const outcome = shadow === true ? asShadowOutcome(grounded) : grounded;
-      const stored = memo.peek(memoKey);
-      if (stored?.promise === promise) {
-        stored.settled = true;
-        stored.snapshot = currentSnapshot();
-      }
+      memo.settled(memoKey, promise);
       notify(outcome, {
         ...info,
         shadow: outcome.metadata?.shadow === true,
@@ -385,8 +489,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
       });
       return outcome;
     });
-    const entry: MemoEntry = { promise, createdAt: now(), settled: false, snapshot: undefined };
-    memo.set(memoKey, entry);
+    memo.remember(memoKey, promise);
     return { outcome: await promise, reused: false };
   };
 
@@ -402,39 +505,10 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     const scope = call.scope ?? defaultScope;
     const shadow = call.shadow ?? instanceShadow;
     const prompt = Array.isArray(params.prompt) ? params.prompt : [];
-    let lastUser = -1;
-    for (let index = prompt.length - 1; index >= 0; index--) {
-      if (prompt[index]?.role === "user") {
-        lastUser = index;
-        break;
-      }
-    }
-    if (lastUser < 0) return params;
-    const query = messageText(prompt[lastUser]!);
-    if (query.trim().length === 0) return params;
-
-    const recentTurns: KnowledgeConversationTurn[] = [];
-    if (recentTurnLimit > 0) {
-      for (let index = lastUser - 1; index >= 0 && recentTurns.length < recentTurnLimit; index--) {
-        const message = prompt[index]!;
-        if (message.role !== "user" && message.role !== "assistant") continue;
-        const text = messageText(message);
-        if (text.length > 0) recentTurns.unshift({ role: message.role, text });
-      }
-    }
-    // The key holds what the engine actually reads (it truncates the query and each turn), so equal keys mean equal
-    // retrievals. Integrations are compared case-insensitively by the engine, hence the normalization.
-    const integrations = scope?.enabledIntegrations
-      ? [...new Set(scope.enabledIntegrations.map((name) => name.toLowerCase()))].sort()
-      : [];
-    const memoKey = JSON.stringify([
-      query.slice(0, MAX_QUERY_CHARS),
-      recentTurns
-        .slice(-DEFAULT_RECENT_TURNS)
-        .map((turn) => [turn.role, turn.text.slice(0, HISTORY_TURN_CHARS)]),
-      integrations,
-      shadow ?? null,
-    ]);
+    const turn = turnFromPrompt(prompt, recentTurnLimit);
+    if (turn === null) return params;
+    const { query, recentTurns } = turn;
+    const memoKey = memoKeyOf(turn, scope, shadow);
 
     let grounding: StepGrounding;
     try {
@@ -475,19 +549,7 @@ export function groundingMiddleware(options: GroundingMiddlewareOptions): Ground
     const result = await doStream();
     const grounding = groundingByParams.get(params);
     if (!grounding) return result;
-    const addMetadata = new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
-      transform(part, controller) {
-        if (part.type === "finish") {
-          controller.enqueue({
-            ...part,
-            providerMetadata: withMetadata(part.providerMetadata, key, grounding),
-          });
-        } else {
-          controller.enqueue(part);
-        }
-      },
-    });
-    return { ...result, stream: result.stream.pipeThrough(addMetadata) };
+    return { ...result, stream: result.stream.pipeThrough(finishWithMetadata(key, grounding)) };
   };
 
   return {
