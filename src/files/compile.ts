@@ -165,7 +165,8 @@ export type KnowledgeCompileOptions = {
    * Folders and entry files: a file that cannot be compiled (malformed YAML or JSON, a Markdown file without front
    * matter, a bad `catalog.yaml`, a file over the size limit) becomes an `"error"` note at its `file:line` and the
    * other files are still read, instead of the first one throwing. The result then lacks that file's entries: use
-   * it to report, not to serve. Default false (`lexground validate` sets it to report every problem in one run).
+   * it to report, not to serve. Default false here; `loadKnowledgeBase` (`lexground/files`) and `lexground validate`
+   * set it, to report every problem in one run.
    */
   collectFileErrors?: boolean;
   /**

@@ -96,13 +96,55 @@ describe("loadKnowledgeBase (lexground/files)", () => {
     expect(badKind?.file).toMatch(/bad-kind\.md$/);
   });
 
-  it("throws a located KnowledgeCompileError when a file cannot be read", async () => {
+  it("reports every file that cannot be compiled as a located issue, with the other files' entries", async () => {
     const directory = await temporaryDirectory();
     await writeFile(join(directory, "broken.md"), "---\nid: a\ntitle: [unclosed\n---\nBody\n");
-    const error = await loadKnowledgeBase(directory).catch((caught: unknown) => caught);
+    await writeFile(join(directory, "no-front-matter.md"), "Just prose, no front matter.\n");
+    await writeFile(join(directory, "bad.json"), '{ "id": "b", }\n');
+    await writeFile(join(directory, "good.md"), entry("docs.good", "Good entry"));
+    const loaded = await loadKnowledgeBase(directory);
+    expect(loaded.ok).toBe(false);
+    const errors = loaded.issues.filter((issue) => issue.level === "error");
+    expect(errors.map((issue) => issue.file?.replace(/^.*\//, "")).sort()).toEqual([
+      "bad.json",
+      "broken.md",
+      "no-front-matter.md",
+    ]);
+    for (const error of errors) {
+      expect(error.line, error.file).toBeGreaterThan(0);
+      expect(error.code, error.file).toMatch(/^[a-z-]+$/);
+    }
+    expect(loaded.sources.flatMap((source) => source.entries.map((item) => item.id))).toEqual(["docs.good"]);
+  });
+
+  it("a folder whose only file cannot be compiled is one issue and no sources, not a throw", async () => {
+    const directory = await temporaryDirectory();
+    await writeFile(join(directory, "broken.yaml"), "id: a\ntitle: [unclosed\n");
+    const loaded = await loadKnowledgeBase(directory);
+    expect(loaded.ok).toBe(false);
+    expect(loaded.sources.flatMap((source) => source.entries)).toEqual([]);
+    expect(loaded.issues).toEqual([
+      expect.objectContaining({
+        level: "error",
+        code: "yaml-syntax",
+        file: expect.stringMatching(/broken\.yaml$/),
+      }),
+    ]);
+  });
+
+  it("throws a located KnowledgeCompileError with collectFileErrors: false, or when there is nothing to read", async () => {
+    const directory = await temporaryDirectory();
+    await writeFile(join(directory, "broken.md"), "---\nid: a\ntitle: [unclosed\n---\nBody\n");
+    const error = await loadKnowledgeBase(directory, { collectFileErrors: false }).catch(
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(KnowledgeCompileError);
     expect((error as KnowledgeCompileError).file).toMatch(/broken\.md$/);
     await expect(loadKnowledgeBase(join(directory, "missing"))).rejects.toMatchObject({ code: "not-found" });
+    const empty = await temporaryDirectory();
+    await expect(loadKnowledgeBase(empty)).rejects.toMatchObject({ code: "no-entries" });
+    await writeFile(join(empty, "kb.json"), '{ "catalogs": [ }\n');
+    await expect(loadKnowledgeBase(join(empty, "kb.json"))).rejects.toMatchObject({ code: "json-syntax" });
   });
 });
 
