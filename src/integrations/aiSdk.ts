@@ -16,8 +16,8 @@
  * ```
  *
  * The middleware is a plain object: this module imports nothing from `ai` at run time and only types from
- * `@ai-sdk/provider`, so `lexground` keeps no hard dependency on the AI SDK. The `searchKnowledge` tool, which needs
- * `ai` and `zod`, lives at `lexground/ai-sdk/tool`.
+ * `@ai-sdk/provider`, so `lexground` keeps no hard dependency on the AI SDK. The `searchKnowledge` tool (which
+ * imports nothing at run time either) lives at `lexground/ai-sdk/tool`.
  *
  * @module
  */

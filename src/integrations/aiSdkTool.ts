@@ -14,13 +14,14 @@
  * });
  * ```
  *
- * Unlike `lexground/ai-sdk` (the middleware), this module loads `ai` and `zod`, which a tool definition needs.
+ * Like `lexground/ai-sdk` (the middleware), this module loads nothing at run time: the tool's input schema is a
+ * [Standard Schema](https://standardschema.dev) with its JSON Schema, which the AI SDK (v6) reads directly, so
+ * neither `ai` nor `zod` is imported here (their types are, for the declarations).
  *
  * @module
  */
 
-import { type Tool, type ToolExecutionOptions, tool } from "ai";
-import { z } from "zod";
+import type { Tool, ToolExecutionOptions } from "ai";
 import type { KnowledgeRequestScope, KnowledgeRetrievalConfidence } from "../types/knowledge.js";
 import { citationMarker, GroundingIntegrationError, type KnowledgeEngineLike, parseScope } from "./engine.js";
 import { searchKnowledgeEntries } from "./search.js";
@@ -79,6 +80,54 @@ export const SEARCH_KNOWLEDGE_TOOL_DESCRIPTION =
 /** Input of the tool, as the model fills it in. */
 export type SearchKnowledgeToolInput = { query: string };
 
+/** The JSON Schema the model is offered for {@link SearchKnowledgeToolInput} (draft-07, as the AI SDK sends it). */
+export const SEARCH_KNOWLEDGE_TOOL_INPUT_JSON_SCHEMA = {
+  $schema: "http://json-schema.org/draft-07/schema#",
+  type: "object",
+  properties: {
+    query: { type: "string", minLength: 1, description: "the question or keywords to search for" },
+  },
+  required: ["query"],
+  additionalProperties: false,
+} as const;
+
+/** One problem of a tool input, as Standard Schema reports it. */
+type InputIssue = { message: string; path?: readonly string[] };
+
+/**
+ * Checks a tool input the model produced: an object whose `query` is a non-empty string. Other keys are dropped
+ * (as a zod object schema would). Returns the input or the problems.
+ */
+function validateSearchInput(value: unknown): { value: SearchKnowledgeToolInput } | { issues: InputIssue[] } {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { issues: [{ message: "expected an object with a query string" }] };
+  }
+  const query = (value as { query?: unknown }).query;
+  if (typeof query !== "string") {
+    return { issues: [{ message: "expected query to be a string", path: ["query"] }] };
+  }
+  if (query.length === 0) {
+    return { issues: [{ message: "expected query to have at least one character", path: ["query"] }] };
+  }
+  return { value: { query } };
+}
+
+/**
+ * The tool's input schema as a Standard Schema (`~standard`) that also converts to JSON Schema, which the AI SDK
+ * v6 accepts wherever it takes a zod schema (and validates with it before `execute` runs).
+ */
+const SEARCH_KNOWLEDGE_TOOL_INPUT_SCHEMA = {
+  "~standard": {
+    version: 1,
+    vendor: "lexground",
+    validate: validateSearchInput,
+    jsonSchema: {
+      input: () => structuredClone(SEARCH_KNOWLEDGE_TOOL_INPUT_JSON_SCHEMA),
+      output: () => structuredClone(SEARCH_KNOWLEDGE_TOOL_INPUT_JSON_SCHEMA),
+    },
+  },
+} as const;
+
 /**
  * Creates the `searchKnowledge` tool: `{ query }` in, {@link SearchKnowledgeToolOutput} out. Searching never throws:
  * a failed search returns no entries and a `failureReason`.
@@ -104,11 +153,10 @@ export function searchKnowledgeTool(
   if (options.description !== undefined && typeof options.description !== "string") {
     throw new GroundingIntegrationError("searchKnowledgeTool options.description", "must be a string");
   }
-  return tool({
+  // The AI SDK's `tool()` returns its argument unchanged; the object is written out so `ai` need not be loaded.
+  return {
     description: options.description ?? SEARCH_KNOWLEDGE_TOOL_DESCRIPTION,
-    inputSchema: z.object({
-      query: z.string().min(1).describe("the question or keywords to search for"),
-    }),
+    inputSchema: SEARCH_KNOWLEDGE_TOOL_INPUT_SCHEMA,
     execute: async ({ query }, execution): Promise<SearchKnowledgeToolOutput> => {
       const scope =
         typeof scopeOption === "function"
@@ -141,5 +189,5 @@ export function searchKnowledgeTool(
       if (outcome.metadata.failureReason !== undefined) output.failureReason = outcome.metadata.failureReason;
       return output;
     },
-  });
+  };
 }

@@ -8,13 +8,8 @@
  * @module
  */
 
-import {
-  generateText,
-  type LanguageModelUsage,
-  type ModelMessage,
-  streamText,
-  type TextStreamPart,
-} from "ai";
+import type { generateText, LanguageModelUsage, ModelMessage, streamText, TextStreamPart } from "ai";
+import { importPeerDependency, PEER_DEPENDENCY_RANGES } from "../peerDependency.js";
 import {
   AttemptTimeoutError,
   EmptyOutputError,
@@ -26,6 +21,30 @@ import {
 import type { ResolvedModel } from "./providers.js";
 import { startDeadline } from "./timers.js";
 import type { TokenUsage } from "./types.js";
+
+/** The AI SDK functions an attempt calls. */
+export type AiSdkFunctions = { generateText: typeof generateText; streamText: typeof streamText };
+
+let aiSdk: Promise<AiSdkFunctions> | undefined;
+
+/**
+ * Loads the AI SDK (`ai`, an optional peer) on the first call rather than when `lexground/neurolink` is imported,
+ * so a missing `ai` is a {@link MissingPeerDependencyError} naming it instead of Node's bare "Cannot find package"
+ * while it links the modules. A failed load is not cached: installing `ai` later works without a restart.
+ */
+export function loadAiSdk(): Promise<AiSdkFunctions> {
+  aiSdk ??= importPeerDependency(
+    { packageName: "ai", versionRange: PEER_DEPENDENCY_RANGES.ai, feature: "lexground/neurolink" },
+    () => import("ai"),
+  ).then(
+    (module) => ({ generateText: module.generateText, streamText: module.streamText }),
+    (error: unknown) => {
+      aiSdk = undefined;
+      throw error;
+    },
+  );
+  return aiSdk;
+}
 
 /** The provider-independent part of a call, built once per call and shared by every attempt. */
 export type PreparedRequest = {
@@ -140,6 +159,7 @@ export async function runGenerateAttempt(
     controller.abort(new GenerateTimeoutError(ms)),
   );
   try {
+    const { generateText } = await loadAiSdk();
     const result = await raceAbort(
       generateText(callSettings(request, target, controller.signal) as Parameters<typeof generateText>[0]),
       controller.signal,
@@ -230,6 +250,7 @@ export async function openStreamAttempt(
   };
 
   try {
+    const { streamText } = await loadAiSdk();
     const result = streamText({
       ...(callSettings(request, target, signal) as Parameters<typeof streamText>[0]),
       // Errors are handled from the stream parts; the default handler would also print them.

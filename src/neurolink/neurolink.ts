@@ -22,6 +22,7 @@ import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
 import { KnowledgeGroundingEngine, KnowledgeRegistryError } from "../knowledge/engine.js";
 import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/resolve.js";
 import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
+import { MissingPeerDependencyError } from "../peerDependency.js";
 import type {
   KnowledgeConversationTurn,
   KnowledgeEngineStatus,
@@ -31,6 +32,7 @@ import type {
   KnowledgeSource,
 } from "../types/knowledge.js";
 import {
+  loadAiSdk,
   type OpenedStream,
   openStreamAttempt,
   type PreparedRequest,
@@ -50,6 +52,7 @@ import {
   KnowledgeNotConfiguredError,
   KnowledgeUnavailableError,
   NeuroLinkError,
+  ProviderNotConfiguredError,
   StreamAbandonedError,
 } from "./errors.js";
 import { type AttemptTarget, chainEntryToTarget, ModelPool, runWithFallback } from "./fallback.js";
@@ -172,6 +175,25 @@ function typedRejection(error: unknown, method: "generate" | "stream", options: 
   return new NeuroLinkError("UNEXPECTED_ERROR", `${method}() failed: ${errorMessageOf(error)}`, {
     cause: error,
   });
+}
+
+/**
+ * Makes sure the AI SDK is installed before a call does any work: without `ai` no provider can be called, so the
+ * call fails at once with {@link ProviderNotConfiguredError} (`setting` `"ai"`, the `MissingPeerDependencyError`
+ * naming the install command as `cause`), as for a provider whose own package is missing.
+ */
+async function requireAiSdk(): Promise<void> {
+  try {
+    await loadAiSdk();
+  } catch (error) {
+    if (!MissingPeerDependencyError.isInstance(error)) throw error;
+    throw new ProviderNotConfiguredError({
+      provider: undefined,
+      setting: error.packageName,
+      message: error.message,
+      cause: error,
+    });
+  }
 }
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -732,6 +754,7 @@ export class NeuroLink {
 
   private async generateTurn(optionsOrPrompt: GenerateOptions | string): Promise<GenerateResult> {
     const startTime = Date.now();
+    await requireAiSdk();
     const { options, resolved, grounding, request } = await this.prepareCall(optionsOrPrompt, "generate");
     const timeoutMs =
       parseTimeout(resolved.timeout, "timeout") ?? parseTimeout(this.config.timeout, "config.timeout");
@@ -785,6 +808,7 @@ export class NeuroLink {
 
   private async streamTurn(options: StreamOptions): Promise<StreamResult> {
     const startTime = Date.now();
+    await requireAiSdk();
     const prepared = await this.prepareCall(options, "stream");
     const { resolved, grounding, request } = prepared;
     const callOptions = prepared.options;

@@ -1,6 +1,7 @@
-import { generateText, stepCountIs } from "ai";
+import { asSchema, generateText, stepCountIs } from "ai";
 import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { retrieve } from "../../src/index.js";
 import {
   GroundingIntegrationError,
@@ -170,6 +171,47 @@ describe("searchKnowledgeTool", () => {
       properties: { query: { type: "string" } },
       required: ["query"],
     });
+  });
+
+  it("offers the model the JSON schema a zod object schema gave, with neither ai nor zod loaded by the module", async () => {
+    const recording = recordingEngine(await readyEngine());
+    const model = new MockLanguageModelV3({ doGenerate: [textResult("No search needed.")] });
+    await generateText({ model, tools: { searchKnowledge: searchKnowledgeTool(recording) }, prompt: "Hi" });
+    const offered = model.doGenerateCalls[0]!.tools![0]!;
+    const zodJsonSchema = await asSchema(
+      z.object({ query: z.string().min(1).describe("the question or keywords to search for") }),
+    ).jsonSchema;
+    expect(offered.type === "function" && offered.inputSchema).toEqual(zodJsonSchema);
+  });
+
+  it("a malformed input from the model (empty query, wrong type, not an object) never reaches the engine", async () => {
+    const recording = recordingEngine(await readyEngine());
+    for (const input of [{ query: "" }, { query: 42 }, ["query"]]) {
+      const model = new MockLanguageModelV3({
+        doGenerate: [toolCallResult("searchKnowledge", input), textResult("Done.")],
+      });
+      const result = await generateText({
+        model,
+        tools: { searchKnowledge: searchKnowledgeTool(recording) },
+        stopWhen: stepCountIs(3),
+        prompt: "How do instant payouts work?",
+      });
+      const errors = result.steps[0]!.content.filter((part) => part.type === "tool-error");
+      expect(errors, JSON.stringify(input)).toHaveLength(1);
+    }
+    expect(recording.inputs).toEqual([]);
+    // Extra keys are dropped, as a zod object schema drops them.
+    const model = new MockLanguageModelV3({
+      doGenerate: [toolCallResult("searchKnowledge", { query: QUESTION, page: 2 }), textResult("Done.")],
+    });
+    const result = await generateText({
+      model,
+      tools: { searchKnowledge: searchKnowledgeTool(recording) },
+      stopWhen: stepCountIs(3),
+      prompt: "How do instant payouts work?",
+    });
+    expect(result.steps[0]!.toolCalls[0]!.input).toEqual({ query: QUESTION });
+    expect(recording.inputs.map((input) => input.query)).toEqual([QUESTION]);
   });
 
   it("rejects a non-engine and a malformed scope", () => {

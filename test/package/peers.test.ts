@@ -122,6 +122,39 @@ describe("MissingPeerDependencyError", () => {
     expect(reports.mcp?.message).toContain("npm install @modelcontextprotocol/sdk@^1.32.0");
   });
 
+  it("without ai: the client's calls name it, the middleware and the search tool work, ask exits 1", async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--import",
+        "./test/package/fixtures/hide-packages.mjs",
+        "test/package/fixtures/missing-ai.ts",
+      ],
+      {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? "", LEXGROUND_HIDE_PACKAGES: "ai,zod" },
+        timeout: 60_000,
+      },
+    );
+    const reports = JSON.parse(stdout) as Record<string, Record<string, unknown>>;
+    for (const method of ["generate", "stream"]) {
+      expect(reports[method], method).toMatchObject({
+        name: ProviderNotConfiguredError.name,
+        setting: "ai",
+        causeName: "MissingPeerDependencyError",
+        causePackage: "ai",
+        message: "lexground/neurolink needs the package ai, which is not installed: npm install ai@^6.0.0",
+      });
+    }
+    expect(reports.tool).toEqual({ entries: ["payouts.instant"] });
+    expect(reports.middleware).toEqual({ system: true });
+    expect(reports.ask?.exitCode).toBe(1);
+    expect(reports.ask?.stderr).toContain("needs the package ai, which is not installed");
+    expect(reports.ask?.stderr).toContain("npm install ai@^6.0.0");
+  });
+
   it("lexground ask names the provider package to install", () => {
     const missing = new MissingPeerDependencyError({
       packageName: "@ai-sdk/anthropic",

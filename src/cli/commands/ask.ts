@@ -6,11 +6,7 @@
  */
 import { citationMarker, parseKnowledgeCitation } from "../../index.js";
 import type { ProviderNotConfiguredError, UnknownProviderError } from "../../neurolink/errors.js";
-import {
-  importPeerDependency,
-  MissingPeerDependencyError,
-  PEER_DEPENDENCY_RANGES,
-} from "../../peerDependency.js";
+import { MissingPeerDependencyError } from "../../peerDependency.js";
 import type { KnowledgeGroundingMetadata } from "../../types/knowledge.js";
 import { CliFailure, CliUsageError } from "../errors.js";
 import { type CommandContext, println } from "../io.js";
@@ -190,8 +186,9 @@ export function providerErrorForCli(error: unknown): CliUsageError | CliFailure 
   }
   const { cause } = error as ProviderNotConfiguredError;
   if (MissingPeerDependencyError.isInstance(cause)) {
+    // No provider is named when the AI SDK itself (`ai`) is missing: every provider needs it.
     return new CliFailure(
-      `provider "${provider}" needs the package ${cause.packageName}, which is not installed`,
+      `${provider ? `provider "${provider}"` : "a model answer"} needs the package ${cause.packageName}, which is not installed`,
       `install it next to lexground: ${cause.installCommand}`,
     );
   }
@@ -248,11 +245,9 @@ export async function runAsk(
     return 0;
   }
 
-  // Only now: the client pulls in the AI SDK and its providers.
-  const { NeuroLink } = await importPeerDependency(
-    { packageName: "ai", versionRange: PEER_DEPENDENCY_RANGES.ai, feature: "lexground ask (with a model)" },
-    () => import("../../neurolink/index.js"),
-  );
+  // Only now: the client, which loads the AI SDK and the provider's package at its first call (a missing one is
+  // a ProviderNotConfiguredError naming it, translated by providerErrorForCli).
+  const { NeuroLink } = await import("../../neurolink/index.js");
   const { enabledIntegrations, blockedDomains } = resolveScope(prepared, scope);
   const { config } = prepared;
   const neurolink = new NeuroLink({
