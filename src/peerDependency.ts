@@ -1,6 +1,7 @@
 /**
  * Optional peer dependencies. The engine (`lexground`) needs no other package; the integrations need the library
- * they integrate with (`@langchain/core`, `ai`, an `@ai-sdk/*` provider, `redis`, `@modelcontextprotocol/sdk`),
+ * they integrate with (`@langchain/core`, `ai`, an `@ai-sdk/*` provider, `redis`, `@modelcontextprotocol/sdk`;
+ * `@opentelemetry/api` for spans, used when present and never required),
  * which the application installs for what it uses. A missing one is reported with
  * {@link MissingPeerDependencyError}, naming the package and the command that installs it.
  *
@@ -87,6 +88,7 @@ export const PEER_DEPENDENCY_RANGES = {
   "@ai-sdk/openai-compatible": "^2.0.0",
   "@langchain/core": "^1.0.0",
   "@modelcontextprotocol/sdk": "^1.32.0",
+  "@opentelemetry/api": "^1.0.0",
   redis: "^5.0.0",
 } as const;
 

@@ -8,6 +8,7 @@
 import { validateGroundingConfig } from "../knowledge/config.js";
 import { emptyMetadata, KnowledgeGroundingEngine } from "../knowledge/engine.js";
 import { hasErrorMarker } from "../knowledge/errors.js";
+import { hostOpenTelemetryTracer } from "../openTelemetry.js";
 import type {
   KnowledgeGroundingConfig,
   KnowledgeGroundingInput,
@@ -125,7 +126,9 @@ export function resolveEngine(source: unknown, path = "options"): KnowledgeEngin
       `is invalid: ${errors.map((issue) => issue.message).join("; ")}`,
     );
   }
-  return new KnowledgeGroundingEngine(config as KnowledgeGroundingConfig);
+  return new KnowledgeGroundingEngine(config as KnowledgeGroundingConfig, Date.now, {
+    tracer: hostOpenTelemetryTracer(),
+  });
 }
 
 /**
@@ -172,13 +175,21 @@ export function failedMetadata(reason: string, durationMs = 0): KnowledgeGroundi
 /**
  * Calls `engine.ground()` and turns a throw or rejection (which a `KnowledgeGroundingEngine` never produces, but a
  * host's wrapper might) into an ungrounded outcome carrying the error as `failureReason`.
+ *
+ * A `KnowledgeGroundingEngine` also gets the host's OpenTelemetry tracer as the turn's `tracer` (when
+ * `@opentelemetry/api` is installed), so the turn is a span under the active one (the AI SDK's) even when the
+ * host configured no tracer. A host's own wrapper gets the input unchanged: it may forward or serialize it.
  */
 export async function groundSafely(
   engine: KnowledgeEngineLike,
   input: KnowledgeGroundingInput,
 ): Promise<KnowledgeGroundingOutcome> {
   try {
-    const outcome = await engine.ground(input);
+    const tracer =
+      engine instanceof KnowledgeGroundingEngine && input.tracer === undefined
+        ? hostOpenTelemetryTracer()
+        : null;
+    const outcome = await engine.ground(tracer ? { ...input, tracer } : input);
     if (!isRecord(outcome) || !isRecord(outcome.metadata)) {
       return {
         ephemeralContext: null,

@@ -37,7 +37,7 @@ import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArray
 import { retrieve, retrieveFrom } from "./retrieval.js";
 import { type KnowledgeIndexBackend, publishToBackend } from "./searchBackend.js";
 import { asShadowOutcome } from "./shadow.js";
-import { telemetryTracer, traced } from "./telemetry.js";
+import { isTracer, telemetryAllowed, telemetryTracer, traced } from "./telemetry.js";
 
 const TIMEOUT_ERROR_MARKER = Symbol.for("lexground.KnowledgeGroundingTimeoutError");
 
@@ -204,8 +204,13 @@ export class KnowledgeGroundingEngine {
   private readonly enabled: boolean;
   private readonly strict: boolean;
   private readonly logger: KnowledgeLogger | null;
-  /** The host's OpenTelemetry tracer when tracing is on (`telemetry.tracer`), otherwise null. */
+  /**
+   * The OpenTelemetry tracer when tracing is on: the host's `telemetry.tracer`, else the one an entry point passed
+   * at construction; otherwise null.
+   */
   private readonly tracer: KnowledgeTelemetryTracer | null;
+  /** False when `telemetry.isEnabled` is false: a turn's own tracer is refused too. */
+  private readonly tracingAllowed: boolean;
   private snapshot: KnowledgeIndexSnapshot | null = null;
   /** The external index backend (`config.backend`), or null: the index is in memory. */
   private readonly backend: KnowledgeIndexBackend | null;
@@ -241,12 +246,17 @@ export class KnowledgeGroundingEngine {
    * @param now the clock used for durations and retry pacing.
    * @param defaults values for options the configuration leaves out: NeuroLink passes its own `logger`, and,
    *   having read the configuration itself with {@link readGroundingConfig}, passes the copy as `config` and the
-   *   issues found while reading as `readIssues`.
+   *   issues found while reading as `readIssues`; the Node entry points pass the host's OpenTelemetry `tracer`,
+   *   used when the configuration has no `telemetry.tracer`.
    */
   constructor(
     config: KnowledgeGroundingConfig,
     now: () => number = Date.now,
-    defaults: { logger?: KnowledgeLogger | null; readIssues?: readonly KnowledgeValidationIssue[] } = {},
+    defaults: {
+      logger?: KnowledgeLogger | null;
+      readIssues?: readonly KnowledgeValidationIssue[];
+      tracer?: KnowledgeTelemetryTracer | null;
+    } = {},
   ) {
     const read = readGroundingConfig(
       config !== null && typeof config === "object" ? config : { enabled: false, sources: [] },
@@ -254,7 +264,8 @@ export class KnowledgeGroundingEngine {
     if (Array.isArray(defaults?.readIssues)) read.issues.unshift(...defaults.readIssues);
     const safeConfig = read.config;
     this.config = Object.freeze(safeConfig);
-    this.tracer = telemetryTracer(safeConfig);
+    this.tracingAllowed = telemetryAllowed(safeConfig);
+    this.tracer = telemetryTracer(safeConfig, defaults?.tracer ?? null);
     this.now = typeof now === "function" ? now : Date.now;
     this.enabled = safeConfig.enabled === true;
     this.strict = safeConfig.strict === true;
@@ -648,9 +659,10 @@ export class KnowledgeGroundingEngine {
    * input, in shadow mode, and reported in `alternatives` (unless `input.shadowAlternatives` is false).
    */
   async ground(input: KnowledgeGroundingInput): Promise<KnowledgeGroundingOutcome> {
-    if (!this.tracer) return this.groundUntraced(input);
+    const tracer = this.tracer ?? this.turnTracer(input);
+    if (!tracer) return this.groundUntraced(input);
     return traced(
-      this.tracer,
+      tracer,
       "lexground.ground",
       { "lexground.preset": this.effective?.preset },
       () => this.groundUntraced(input),
@@ -670,6 +682,13 @@ export class KnowledgeGroundingEngine {
         failure: metadata.failureReason,
       }),
     );
+  }
+
+  /** The tracer a turn's input carries (`input.tracer`), when tracing is allowed and it is one. */
+  private turnTracer(input: KnowledgeGroundingInput): KnowledgeTelemetryTracer | null {
+    if (!this.tracingAllowed) return null;
+    const tracer = readTurnField(input, "tracer");
+    return isTracer(tracer) ? tracer : null;
   }
 
   /** {@link ground} without its span: shadow mode and alternatives around {@link groundTurn}. */

@@ -1,7 +1,8 @@
 /**
- * OpenTelemetry spans for groundings and builds, through the tracer the host passes (`telemetry: { tracer }`).
- * Nothing is imported: the host's tracer parents each span on its active context (the AI SDK's span, when
- * grounding runs inside one), so the root export stays free of dependencies and bundles for any runtime.
+ * OpenTelemetry spans for groundings and builds, through the tracer the host passes (`telemetry: { tracer }`), or
+ * the one a Node entry point passes (the host's `@opentelemetry/api`, see `src/openTelemetry.ts`). Nothing is
+ * imported: the tracer parents each span on its active context (the AI SDK's span, when grounding runs inside
+ * one), so the root export stays free of dependencies and bundles for any runtime.
  * Tracing never changes an outcome: a tracer or span that throws is ignored.
  */
 import type {
@@ -17,12 +18,33 @@ const STATUS_ERROR = 2;
 /** Span attributes; undefined values are left out. */
 export type SpanAttributes = Record<string, KnowledgeTelemetryAttributeValue | undefined>;
 
-/** The tracer of a configuration when tracing is on, otherwise null (read from the engine's plain copy). */
-export function telemetryTracer(config: KnowledgeGroundingConfig): KnowledgeTelemetryTracer | null {
+/** Whether a value can start spans (has `startActiveSpan`). */
+export function isTracer(value: unknown): value is KnowledgeTelemetryTracer {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    typeof (value as { startActiveSpan?: unknown }).startActiveSpan === "function"
+  );
+}
+
+/** Whether a configuration allows spans at all (`telemetry.isEnabled` is not false). */
+export function telemetryAllowed(config: KnowledgeGroundingConfig): boolean {
   const telemetry = config.telemetry;
-  if (!telemetry || typeof telemetry !== "object" || telemetry.isEnabled === false) return null;
-  const tracer = telemetry.tracer;
-  return tracer && typeof tracer.startActiveSpan === "function" ? tracer : null;
+  return !(telemetry && typeof telemetry === "object" && telemetry.isEnabled === false);
+}
+
+/**
+ * The tracer of a configuration when tracing is on, otherwise `fallback` (a tracer an entry point supplies when
+ * the host configured none), or null (read from the engine's plain copy).
+ */
+export function telemetryTracer(
+  config: KnowledgeGroundingConfig,
+  fallback: KnowledgeTelemetryTracer | null = null,
+): KnowledgeTelemetryTracer | null {
+  if (!telemetryAllowed(config)) return null;
+  const tracer = config.telemetry?.tracer;
+  if (isTracer(tracer)) return tracer;
+  return isTracer(fallback) ? fallback : null;
 }
 
 function defined(attributes: SpanAttributes): Record<string, KnowledgeTelemetryAttributeValue> {

@@ -22,6 +22,7 @@ import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
 import { KnowledgeGroundingEngine, KnowledgeRegistryError } from "../knowledge/engine.js";
 import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/resolve.js";
 import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
+import { hostOpenTelemetryTracer } from "../openTelemetry.js";
 import { MissingPeerDependencyError } from "../peerDependency.js";
 import type {
   KnowledgeConversationTurn,
@@ -365,6 +366,7 @@ export class NeuroLink {
       this.knowledgeGroundingEngine = new KnowledgeGroundingEngine(read.config, Date.now, {
         logger: this.logger,
         readIssues: read.issues,
+        tracer: hostOpenTelemetryTracer(),
       });
     } else {
       this.logger.warn(KNOWLEDGE_NO_SOURCES_WARNING);
@@ -420,6 +422,7 @@ export class NeuroLink {
       Date.now,
       {
         logger: this.logger,
+        tracer: hostOpenTelemetryTracer(),
       },
     );
     this.knowledgeGroundingEngine = created;

@@ -362,7 +362,9 @@ export type KnowledgeGroundingConfig = {
   /**
    * OpenTelemetry tracing (lexground): with a `tracer` (for example `trace.getTracer("lexground")` from the host's
    * `@opentelemetry/api`), each `ground()` and each build or rebuild is a span, a child of the active span (the AI
-   * SDK's own, when grounding runs inside one). Default: no spans, and nothing is loaded.
+   * SDK's own, when grounding runs inside one). The engine itself loads nothing: without a tracer it makes no
+   * spans, except for turns whose input carries one (the Node entry points pass the host's `@opentelemetry/api`
+   * tracer when it is installed; `isEnabled: false` refuses it).
    */
   telemetry?: KnowledgeTelemetryConfig;
   /**
@@ -387,7 +389,9 @@ export type KnowledgeShadowAlternative = {
 
 /** The OpenTelemetry settings of an engine (lexground). Mirrors the AI SDK's `experimental_telemetry`. */
 export type KnowledgeTelemetryConfig = {
-  /** `false` turns spans off while keeping the tracer configured. Default true when a tracer is given. */
+  /**
+   * `false` turns spans off: the configured tracer's, and the one the integrations pass per turn. Default true.
+   */
   isEnabled?: boolean;
   /** The tracer that starts the spans: an `@opentelemetry/api` `Tracer` fits. */
   tracer?: KnowledgeTelemetryTracer;
@@ -751,6 +755,13 @@ export type KnowledgeGroundingInput = {
   shadow?: boolean;
   /** Whether the configured `shadowAlternatives` are evaluated on this turn (lexground). Default true. */
   shadowAlternatives?: boolean;
+  /**
+   * The tracer of this turn's `lexground.ground` span when the engine has none of its own (lexground): the AI SDK
+   * middleware, the search tool, the LangChain retriever and the client pass the host's `@opentelemetry/api`
+   * tracer here, so spans appear under the AI SDK's own without configuring the engine. The engine's
+   * `telemetry.tracer` wins; `telemetry.isEnabled: false` turns this off too.
+   */
+  tracer?: KnowledgeTelemetryTracer;
 };
 
 /**
