@@ -5,60 +5,19 @@
  */
 
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { build, type Plugin } from "vite";
+import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { chromiumAvailable, withChromium } from "../support/chromium.js";
-import { RUNTIME_QUERY, RUNTIME_SOURCES } from "./fixture.js";
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-
-/** The cache key of RUNTIME_SOURCES as lexground computed it before the engine left node:crypto (pinned). */
-const PINNED_CACHE_KEY =
-  "knowledge-index-cache:v1|weights=title=5,aliases=5,keywords=3,summary=3,body=1|help-center:2026-07-14:3:63f4221152a2708b86f069a89af73894c3ab38e5f4c9743d5f27eca5ff9cc9f6";
-
-const NODE_BUILTINS = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
-
-/** Fails the build on any import of a Node built-in: a browser bundle gets no polyfills. */
-function refuseNodeBuiltins(): Plugin {
-  return {
-    name: "lexground-refuse-node-builtins",
-    enforce: "pre",
-    resolveId(source, importer) {
-      if (source.startsWith("node:") || NODE_BUILTINS.has(source)) {
-        this.error(
-          `${importer ?? "the entry"} imports the Node built-in "${source}", which a browser does not have`,
-        );
-      }
-      return null;
-    },
-  };
-}
-
-/** Bundles `entry` as one classic script for the browser (a page opened from file:// cannot load modules). */
-async function bundleForBrowser(entry: string): Promise<string> {
-  const output = await build({
-    configFile: false,
-    logLevel: "silent",
-    root,
-    plugins: [refuseNodeBuiltins()],
-    resolve: { conditions: ["browser", "import", "default"] },
-    build: {
-      write: false,
-      minify: false,
-      target: "es2022",
-      lib: { entry, formats: ["iife"], name: "lexgroundRuntimeTest", fileName: "bundle" },
-    },
-  });
-  const results = Array.isArray(output) ? output : [output];
-  const chunks = results.flatMap((result) => ("output" in result ? result.output : []));
-  const code = chunks.map((chunk) => ("code" in chunk ? chunk.code : "")).join("\n");
-  if (!code) throw new Error("the bundle is empty");
-  return code;
-}
+import { chromiumAvailable } from "../support/chromium.js";
+import {
+  BROWSER_PAGE,
+  bundleForBrowser,
+  expectPageMatchesNode,
+  PINNED_CACHE_KEY,
+  repositoryRoot as root,
+  runPageInChromium,
+} from "./bundle.js";
+import { RUNTIME_SOURCES } from "./fixture.js";
 
 describe("any runtime", () => {
   afterEach(() => {
@@ -99,50 +58,7 @@ describe("any runtime", () => {
 
   it("builds, grounds a turn and loads an artifact from bytes in headless Chromium", async (context) => {
     if (!chromiumAvailable("runtime", "the browser run of the root export")) context.skip();
-    const code = await bundleForBrowser(join(root, "test/browser/page.ts"));
-    const directory = await mkdtemp(join(tmpdir(), "lexground-browser-"));
-    try {
-      const page = join(directory, "page.html");
-      // `</script` cannot appear inside an inline script; the bundle has none, but make sure.
-      expect(code).not.toMatch(/<\/script/i);
-      await writeFile(
-        page,
-        `<!doctype html><html><body><pre id="result">pending</pre><script>${code}</script></body></html>`,
-      );
-      const dom = await withChromium((runChromium) =>
-        // Virtual time lets the page's asynchronous build and turn finish before the DOM is dumped.
-        runChromium(["--virtual-time-budget=30000", "--dump-dom", `file://${page}`]),
-      );
-      const text = dom.match(/<pre id="result">([\s\S]*?)<\/pre>/)?.[1];
-      expect(text, dom.slice(0, 2000)).toBeDefined();
-      const result = JSON.parse(
-        text!
-          .replaceAll("&lt;", "<")
-          .replaceAll("&gt;", ">")
-          .replaceAll("&quot;", '"')
-          .replaceAll("&amp;", "&"),
-      );
-      expect(result.error).toBeUndefined();
-      expect(result.hasProcess).toBe(false);
-      expect(result.ready).toBe(true);
-      expect(result.cacheKey).toBe(PINNED_CACHE_KEY);
-
-      // The same turn in Node gives the same context.
-      const { KnowledgeGroundingEngine, clearKnowledgeIndexCache } = await import("../../src/index.js");
-      clearKnowledgeIndexCache();
-      const engine = new KnowledgeGroundingEngine({ enabled: true, sources: RUNTIME_SOURCES });
-      const outcome = await engine.ground({ query: RUNTIME_QUERY });
-      expect(outcome.ephemeralContext?.content).toContain("[KB:payouts.instant@2026-07-14]");
-      expect(result.content).toBe(outcome.ephemeralContext!.content);
-      expect(result.metadata.confidence).toBe(outcome.metadata.confidence);
-
-      expect(result.artifactBytes).toBeGreaterThan(100);
-      expect(result.fromBytes).toEqual({ origin: "artifact", content: outcome.ephemeralContext!.content });
-      // A file path cannot be read in a browser: the engine says so and builds from the sources.
-      expect(result.fromPath.ready).toBe(true);
-      expect(result.fromPath.notes.join("\n")).toMatch(/needs Node's file system.*pass the artifact's bytes/);
-    } finally {
-      await rm(directory, { recursive: true, force: true });
-    }
+    const { result } = await runPageInChromium(await bundleForBrowser(BROWSER_PAGE));
+    await expectPageMatchesNode(result);
   });
 });

@@ -1,15 +1,23 @@
 /**
  * The package a user installs (issue 13, "done when"): what `npm pack` ships, and the tarball installed into an
  * empty project running the engine from the root export, the file loader, the CLI's build and query,
- * `require("lexground")` from CommonJS, and a typed error for a missing optional peer. The browser bundle of the
- * installed root export can reuse `installPackedPackage()` from ./packed.ts.
+ * `require("lexground")` from CommonJS, typed errors for missing optional peers, the AI SDK entry points without
+ * `ai`, and the installed root export bundled for the browser and run in headless Chromium.
  */
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { Plugin } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  BROWSER_PAGE,
+  bundleForBrowser,
+  expectPageMatchesNode,
+  runPageInChromium,
+} from "../browser/bundle.js";
+import { chromiumAvailable } from "../support/chromium.js";
 import { type InstalledPackage, installPackedPackage, repositoryRoot } from "./packed.js";
 
 const execute = promisify(execFile);
@@ -163,5 +171,59 @@ loadKnowledgeBase("kb").then(async ({ sources }) => {
     );
     const report = JSON.parse(query.stdout) as { selectedIds?: string[]; primary?: { id: string }[] };
     expect(JSON.stringify(report)).toContain("docs.instant-payouts");
+  });
+
+  it("without any peer: lexground/neurolink imports and names ai; the middleware and the search tool ground", async () => {
+    const { project } = installed;
+    await writeFile(
+      join(project, "ai-sdk.mjs"),
+      `import { KnowledgeGroundingEngine } from "lexground";
+import { groundingMiddleware } from "lexground/ai-sdk";
+import { searchKnowledgeTool } from "lexground/ai-sdk/tool";
+import { NeuroLink } from "lexground/neurolink";
+const engine = new KnowledgeGroundingEngine({ enabled: true, sources: [{ id: "docs", version: "1", entries: [
+  { id: "docs.refund-window", title: "Refund window", summary: "Refunds within 30 days.", domain: "docs", integrations: [] },
+] }] });
+const client = new NeuroLink({ env: { OPENAI_API_KEY: "test-key" }, logger: { warn() {}, error() {} } });
+let generate = "answered";
+try { await client.generate({ input: { text: "hi" }, provider: "openai" }); } catch (error) {
+  generate = [error.name, error.setting, error.cause?.name, error.cause?.packageName].join(" ");
+}
+const tool = searchKnowledgeTool(engine);
+const found = await tool.execute({ query: "refund window" }, { toolCallId: "1", messages: [] });
+const params = await groundingMiddleware({ engine }).transformParams({ type: "generate", model: {},
+  params: { prompt: [{ role: "user", content: [{ type: "text", text: "refund window" }] }] } });
+console.log(JSON.stringify({ generate, tool: found.entries.map((entry) => entry.id),
+  middleware: params.prompt[0].role === "system" && params.prompt[0].content.includes("[KB:docs.refund-window@1]") }));
+`,
+    );
+    const { stdout } = await execute(process.execPath, ["ai-sdk.mjs"], { cwd: project, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toEqual({
+      generate: "ProviderNotConfiguredError ai MissingPeerDependencyError ai",
+      tool: ["docs.refund-window"],
+      middleware: true,
+    });
+  });
+
+  it("bundles the installed root export for the browser and grounds a turn in headless Chromium", async (context) => {
+    if (!chromiumAvailable("pack", "the browser run of the installed package")) context.skip();
+    // The browser page imports the engine from ../../src/index.js; here that import is resolved the way the
+    // application's bundler resolves "lexground": from the installed package, through its exports.
+    const resolved: string[] = [];
+    const installedLexground: Plugin = {
+      name: "lexground-from-the-installed-package",
+      enforce: "pre",
+      async resolveId(source, importer) {
+        if (source !== "../../src/index.js" || importer !== BROWSER_PAGE) return null;
+        const target = await this.resolve("lexground", join(installed.project, "app.mjs"), {
+          skipSelf: true,
+        });
+        if (target) resolved.push(target.id);
+        return target;
+      },
+    };
+    const { result } = await runPageInChromium(await bundleForBrowser(BROWSER_PAGE, [installedLexground]));
+    expect(resolved).toEqual([join(realpathSync(installed.project), "node_modules/lexground/dist/index.js")]);
+    await expectPageMatchesNode(result);
   });
 });
