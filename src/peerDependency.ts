@@ -90,6 +90,7 @@ export const PEER_DEPENDENCY_RANGES = {
   "@modelcontextprotocol/sdk": "^1.32.0",
   "@opentelemetry/api": "^1.0.0",
   redis: "^5.0.0",
+  pg: "^8.11.0",
 } as const;
 
 /** An optional peer of lexground. */

@@ -787,7 +787,11 @@ export class KnowledgeGroundingEngine {
     started: number,
   ): Promise<KnowledgeGroundingOutcome> {
     const index = await backend.current();
-    if (!index) return this.notReady(started);
+    if (!index) {
+      // Nothing published (or the database lost it): an engine with sources publishes them again.
+      this.republish();
+      return this.notReady(started);
+    }
     this.backendServing = true;
     const request = this.buildRequest(input);
     const selection = await retrieveFrom(index.searcher, request, this.resolved, this.config.blockedDomains);
@@ -846,6 +850,17 @@ export class KnowledgeGroundingEngine {
       },
     };
   }
+
+  /** When the backend has nothing published although this engine published its sources: publish them again. */
+  private republish(): void {
+    if (!this.backendServing || this.pendingBuilds > 0 || !Array.isArray(this.sources)) return;
+    if (this.sources.length === 0) return;
+    if (this.republishedAt !== null && this.now() - this.republishedAt < BUILD_RETRY_INTERVAL_MS) return;
+    this.republishedAt = this.now();
+    void this.build(this.sources, this.sourcesAreConfigured, "retry");
+  }
+
+  private republishedAt: number | null = null;
 
   /** A build that threw (not a validation failure) is retried in the background, at most once a second. */
   private retryFailedBuild(): void {

@@ -81,7 +81,7 @@ describe("MissingPeerDependencyError", () => {
     await expect(importPeerDependency(peer, () => Promise.resolve(42))).resolves.toBe(42);
   });
 
-  it("a missing package reported in a child process: langchain, a provider, redis, the MCP command", async () => {
+  it("a missing package reported in a child process: langchain, a provider, redis, pg, the MCP command", async () => {
     const { stdout } = await run(
       process.execPath,
       [
@@ -95,7 +95,7 @@ describe("MissingPeerDependencyError", () => {
         cwd: root,
         env: {
           PATH: process.env.PATH ?? "",
-          LEXGROUND_HIDE_PACKAGES: "@langchain/core,@ai-sdk/openai,redis,@modelcontextprotocol/sdk",
+          LEXGROUND_HIDE_PACKAGES: "@langchain/core,@ai-sdk/openai,redis,@modelcontextprotocol/sdk,pg",
         },
         timeout: 60_000,
       },
@@ -117,6 +117,13 @@ describe("MissingPeerDependencyError", () => {
       causeName: "MissingPeerDependencyError",
       message: expect.stringContaining("npm install redis@^5.0.0"),
     });
+    expect(reports.postgres).toMatchObject({
+      name: "MissingPeerDependencyError",
+      packageName: "pg",
+      message: expect.stringContaining("lexground/postgres needs the package pg"),
+    });
+    // A turn over a backend without its driver fails open and says what to install.
+    expect(reports.postgresTurn?.message).toContain("npm install pg@^8.11.0");
     expect(reports.mcp?.name).toBe("1");
     expect(reports.mcp?.message).toContain("lexground mcp needs the package @modelcontextprotocol/sdk");
     expect(reports.mcp?.message).toContain("npm install @modelcontextprotocol/sdk@^1.32.0");

@@ -1,0 +1,783 @@
+/**
+ * The PostgreSQL index backend: one index shared by every process. A writer publishes a source set as a new
+ * generation (its own tables, loaded unindexed, indexed, then switched to in one transaction); readers cache the
+ * serving generation and check it at most every `generationCheckMs`, so a new one is picked up without a restart;
+ * the previous generation is kept (by default), so a turn that started on it finishes. A turn is two statements:
+ * the candidates (phrase hits, eligibility and the lexical top-K, all in the database), then the selected entries
+ * with their relations' targets.
+ */
+import { getAnalyzer } from "../knowledge/analyzer.js";
+import { MAX_QUERY_TOKENS } from "../knowledge/defaults.js";
+import type { KnowledgeIndexBuildOptions } from "../knowledge/knowledgeIndex.js";
+import type {
+  KnowledgeBackendIndex,
+  KnowledgeBackendPublishResult,
+  KnowledgeBackendStatus,
+  KnowledgeCandidateEvidence,
+  KnowledgeCandidateQuery,
+  KnowledgeIndexBackend,
+  KnowledgeSearchBackend,
+  KnowledgeSelectionEntries,
+} from "../knowledge/searchBackend.js";
+import type {
+  KnowledgeFieldName,
+  KnowledgeLexicalMatch,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import {
+  createPool,
+  loadPostgresDriver,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryConfig,
+  type PostgresQueryResult,
+} from "./driver.js";
+import { computeGenerationData, type GenerationData, type resolveIndexParameters } from "./indexData.js";
+import {
+  candidatesStatement,
+  createGenerationStatements,
+  dropGenerationStatement,
+  encodeKey,
+  float8Array,
+  type GenerationTables,
+  generationTables,
+  indexGenerationStatements,
+  int4Array,
+  migrationStatements,
+  quoteIdentifier,
+  SCHEMA_VERSION,
+  SCOPE_DOMAIN,
+  SCOPE_INTEGRATION,
+  SCOPE_RESTRICTED,
+  selectionEntriesStatement,
+} from "./sql.js";
+
+/** Options of {@link createPostgresBackend}. */
+export type PostgresBackendOptions = {
+  /** Where the primary is (`postgres://user@host:5432/db`). Either this or `pool`. */
+  connectionString?: string;
+  /**
+   * A `pg.Pool` of the host's (lexground does not end it). Its connections should turn off parallel plans and JIT
+   * (`options: "-c max_parallel_workers_per_gather=0 -c jit=off"`), as lexground's own pools do.
+   */
+  pool?: PostgresPool;
+  /** A read replica for turns (`readPool` or `readConnectionString`); default: the primary. */
+  readConnectionString?: string;
+  /** A pool of a read replica for turns (the host's; not ended by lexground). */
+  readPool?: PostgresPool;
+  /** The schema holding lexground's tables (created when missing). Default `"lexground"`. */
+  schema?: string;
+  /** Server-side limit of one turn's statements on pools lexground creates. Default 2000 ms. */
+  statementTimeoutMs?: number;
+  /** How long a turn waits for a free connection (pools lexground creates). Default 2000 ms. */
+  connectionTimeoutMs?: number;
+  /** Connections per pool lexground creates. Default 10. */
+  maxConnections?: number;
+  /** How stale the cached serving generation may get before a turn checks it again. Default 1000 ms. */
+  generationCheckMs?: number;
+  /** Published generations kept (the serving one included); older ones are dropped. Default 2. */
+  keepGenerations?: number;
+  /** Approximate bytes per bulk-insert statement while publishing. Default 8 MiB. */
+  batchBytes?: number;
+};
+
+const DEFAULTS = {
+  schema: "lexground",
+  statementTimeoutMs: 2_000,
+  connectionTimeoutMs: 2_000,
+  maxConnections: 10,
+  generationCheckMs: 1_000,
+  keepGenerations: 2,
+  batchBytes: 8 * 1024 * 1024,
+} as const;
+
+/** Session settings of pools lexground creates: sums must not be split across parallel workers; no JIT pauses. */
+const SESSION_OPTIONS = "-c max_parallel_workers_per_gather=0 -c jit=off -c extra_float_digits=3";
+/** Advisory lock key space ("lxg" in ASCII), second key: 1 migrations, 2 publishing. */
+const LOCK_NAMESPACE = 0x6c7867;
+
+/** PostgreSQL's "undefined table" (a generation dropped while a turn read it). */
+const UNDEFINED_TABLE = "42P01";
+
+/** Raised for bad backend options (at creation, so a misconfiguration is found at start-up). */
+export class PostgresBackendOptionsError extends TypeError {
+  override readonly name = "PostgresBackendOptionsError";
+}
+
+function readOption<K extends keyof typeof DEFAULTS>(
+  options: PostgresBackendOptions,
+  key: K,
+  minimum: number,
+): number {
+  const value = options[key];
+  if (value === undefined) return DEFAULTS[key] as number;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < minimum) {
+    throw new PostgresBackendOptionsError(
+      `createPostgresBackend: ${key} must be a number >= ${minimum}, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+/** A serving generation as read from the database. */
+type GenerationRow = {
+  generation: number;
+  entryCount: number;
+  contentKey: string;
+  parameters: ReturnType<typeof resolveIndexParameters>;
+  maxPhraseWords: number;
+};
+
+/**
+ * Creates the backend (no I/O yet: the driver loads and the schema is created or migrated on first use). Give it to
+ * the engine as `backend`. See {@link PostgresBackendOptions}.
+ */
+export function createPostgresBackend(options: PostgresBackendOptions): PostgresBackend {
+  return new PostgresBackend(options);
+}
+
+/** The PostgreSQL implementation of {@link KnowledgeIndexBackend}. Create it with {@link createPostgresBackend}. */
+export class PostgresBackend implements KnowledgeIndexBackend {
+  readonly name = "postgres";
+  /** The schema holding the tables. */
+  readonly schema: string;
+  private readonly options: PostgresBackendOptions;
+  private readonly statementTimeoutMs: number;
+  private readonly connectionTimeoutMs: number;
+  private readonly maxConnections: number;
+  private readonly generationCheckMs: number;
+  private readonly keepGenerations: number;
+  private readonly batchBytes: number;
+  private writePool: Promise<PostgresPool> | null = null;
+  private readPool: Promise<PostgresPool> | null = null;
+  private readonly ownedPools: Promise<PostgresPool>[] = [];
+  private schemaReady: Promise<void> | null = null;
+  private serving: { index: KnowledgeBackendIndex; row: GenerationRow; checkedAt: number } | null = null;
+  private refreshing: Promise<KnowledgeBackendIndex | null> | null = null;
+  private degraded = false;
+  private lastError: string | null = null;
+  private closed = false;
+
+  constructor(options: PostgresBackendOptions) {
+    if (options === null || typeof options !== "object")
+      throw new PostgresBackendOptionsError("createPostgresBackend: options must be an object");
+    const hasString = typeof options.connectionString === "string" && options.connectionString !== "";
+    const hasPool = options.pool !== undefined && options.pool !== null;
+    if (hasString === hasPool) {
+      throw new PostgresBackendOptionsError(
+        "createPostgresBackend: give exactly one of connectionString (postgres://…) and pool",
+      );
+    }
+    if (hasPool && typeof options.pool?.query !== "function")
+      throw new PostgresBackendOptionsError("createPostgresBackend: pool must be a pg.Pool");
+    if (options.readPool !== undefined && typeof options.readPool?.query !== "function")
+      throw new PostgresBackendOptionsError("createPostgresBackend: readPool must be a pg.Pool");
+    const schema = options.schema ?? DEFAULTS.schema;
+    if (typeof schema !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,47}$/.test(schema)) {
+      throw new PostgresBackendOptionsError(
+        `createPostgresBackend: schema must be a plain identifier (letters, digits, _), got ${JSON.stringify(schema)}`,
+      );
+    }
+    this.options = { ...options };
+    this.schema = schema;
+    this.statementTimeoutMs = readOption(options, "statementTimeoutMs", 0);
+    this.connectionTimeoutMs = readOption(options, "connectionTimeoutMs", 0);
+    this.maxConnections = readOption(options, "maxConnections", 1);
+    this.generationCheckMs = readOption(options, "generationCheckMs", 0);
+    this.keepGenerations = readOption(options, "keepGenerations", 1);
+    this.batchBytes = readOption(options, "batchBytes", 1024);
+  }
+
+  /** Health, without I/O. */
+  status(): KnowledgeBackendStatus {
+    return {
+      name: this.name,
+      degraded: this.degraded,
+      lastError: this.lastError,
+      generation: this.serving?.row.generation ?? null,
+      entryCount: this.serving?.row.entryCount ?? 0,
+    };
+  }
+
+  /**
+   * Loads the driver, connects and creates or migrates the schema. Optional (everything does it on first use);
+   * rejects with `MissingPeerDependencyError` without `pg`, or with the connection error.
+   */
+  async connect(): Promise<void> {
+    await this.tracked(() => this.ensureSchema());
+  }
+
+  /** Ends the pools lexground created (a host's pools are left open). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pools = this.ownedPools.splice(0);
+    await Promise.all(pools.map(async (pool) => (await pool.catch(() => null))?.end().catch(() => {})));
+  }
+
+  // Pools --------------------------------------------------------------------------------------------------------
+
+  private ownPool(connectionString: string): Promise<PostgresPool> {
+    const pool = createPool(
+      {
+        connectionString,
+        max: this.maxConnections,
+        connectionTimeoutMillis: this.connectionTimeoutMs,
+        idleTimeoutMillis: 30_000,
+        statement_timeout: this.statementTimeoutMs,
+        // The client gives up a little after the server would have: a stalled network still ends.
+        query_timeout: this.statementTimeoutMs > 0 ? this.statementTimeoutMs + 1_000 : 0,
+        application_name: "lexground",
+        options: SESSION_OPTIONS,
+      },
+      (error) => this.recordFailure(error),
+    );
+    pool.catch(() => {});
+    this.ownedPools.push(pool);
+    return pool;
+  }
+
+  private primary(): Promise<PostgresPool> {
+    if (this.closed) return Promise.reject(new Error("the PostgreSQL backend is closed"));
+    if (!this.writePool) {
+      this.writePool = this.options.pool
+        ? loadPostgresDriver().then(() => this.options.pool!)
+        : this.ownPool(this.options.connectionString!);
+      this.writePool.catch(() => {
+        this.writePool = null;
+      });
+    }
+    return this.writePool;
+  }
+
+  private replica(): Promise<PostgresPool> {
+    if (this.options.readPool === undefined && !this.options.readConnectionString) return this.primary();
+    if (this.closed) return Promise.reject(new Error("the PostgreSQL backend is closed"));
+    if (!this.readPool) {
+      this.readPool = this.options.readPool
+        ? loadPostgresDriver().then(() => this.options.readPool!)
+        : this.ownPool(this.options.readConnectionString!);
+      this.readPool.catch(() => {
+        this.readPool = null;
+      });
+    }
+    return this.readPool;
+  }
+
+  /** Runs `operation`, recording its failure (degraded) or success (healthy). */
+  private async tracked<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      const result = await operation();
+      this.degraded = false;
+      this.lastError = null;
+      return result;
+    } catch (error) {
+      this.recordFailure(error);
+      throw error;
+    }
+  }
+
+  private recordFailure(error: unknown): void {
+    this.degraded = true;
+    this.lastError = error instanceof Error ? error.message : String(error);
+  }
+
+  // Schema ---------------------------------------------------------------------------------------------------------
+
+  private ensureSchema(): Promise<void> {
+    if (!this.schemaReady) {
+      this.schemaReady = this.migrate();
+      this.schemaReady.catch(() => {
+        this.schemaReady = null;
+      });
+    }
+    return this.schemaReady;
+  }
+
+  /** Creates the schema and applies the migrations it lacks, one writer at a time (an advisory lock). */
+  private async migrate(): Promise<void> {
+    const pool = await this.primary();
+    const client = await pool.connect();
+    const s = quoteIdentifier(this.schema);
+    try {
+      await client.query({ text: "set statement_timeout = 0" });
+      await client.query({ text: "select pg_advisory_lock($1, 1)", values: [LOCK_NAMESPACE] });
+      await client.query({ text: `create schema if not exists ${s}` });
+      await client.query({
+        text: `create table if not exists ${s}.schema_version (
+          singleton boolean primary key default true check (singleton), version integer not null)`,
+      });
+      const found = await client.query({ text: `select version from ${s}.schema_version` });
+      const current = found.rows.length > 0 ? Number(found.rows[0]!.version) : 0;
+      if (current > SCHEMA_VERSION) {
+        throw new Error(
+          `the ${this.schema} schema is at version ${current}, newer than this lexground's ${SCHEMA_VERSION}: upgrade lexground`,
+        );
+      }
+      const migrations = migrationStatements(this.schema);
+      for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
+        await client.query({ text: "begin" });
+        try {
+          for (const text of migrations[version - 1]!) await client.query({ text });
+          await client.query({
+            text: `insert into ${s}.schema_version (version) values ($1)
+              on conflict (singleton) do update set version = excluded.version`,
+            values: [version],
+          });
+          await client.query({ text: "commit" });
+        } catch (error) {
+          await client.query({ text: "rollback" }).catch(() => {});
+          throw error;
+        }
+      }
+    } finally {
+      // Destroyed rather than returned: its session holds the lock and the changed timeout.
+      client.release(true);
+    }
+  }
+
+  // Reading --------------------------------------------------------------------------------------------------------
+
+  /** The serving generation (cached for `generationCheckMs`), or null when nothing is published. */
+  async current(): Promise<KnowledgeBackendIndex | null> {
+    const serving = this.serving;
+    if (serving && Date.now() - serving.checkedAt < this.generationCheckMs) return serving.index;
+    this.refreshing ??= this.tracked(() => this.readServing()).finally(() => {
+      this.refreshing = null;
+    });
+    return this.refreshing;
+  }
+
+  /** Forgets the cached generation (the next turn reads the serving one). */
+  invalidate(): void {
+    this.serving = null;
+  }
+
+  private async readServing(): Promise<KnowledgeBackendIndex | null> {
+    await this.ensureSchema();
+    const pool = await this.replica();
+    const s = quoteIdentifier(this.schema);
+    const result = await pool.query({
+      name: `lexground:${this.schema}:serving`,
+      text: `select g.generation, g.entry_count, g.content_key, g.parameters, g.statistics
+        from ${s}.serving v join ${s}.generations g on g.generation = v.generation`,
+    });
+    const row = result.rows[0];
+    if (!row) {
+      this.serving = null;
+      return null;
+    }
+    const generation = Number(row.generation);
+    const previous = this.serving;
+    if (previous && previous.row.generation === generation) {
+      previous.checkedAt = Date.now();
+      return previous.index;
+    }
+    const statistics = JSON.parse(String(row.statistics)) as { maxPhraseWords: number };
+    const parsed: GenerationRow = {
+      generation,
+      entryCount: Number(row.entry_count),
+      contentKey: String(row.content_key),
+      parameters: JSON.parse(String(row.parameters)),
+      maxPhraseWords: statistics.maxPhraseWords,
+    };
+    const index: KnowledgeBackendIndex = {
+      generation,
+      entryCount: parsed.entryCount,
+      options: parsed.parameters,
+      searcher: new PostgresSearcher(this, parsed, generationTables(this.schema, generation)),
+    };
+    this.serving = { index, row: parsed, checkedAt: Date.now() };
+    return index;
+  }
+
+  /**
+   * Runs a turn's statement on the read pool. A generation dropped meanwhile (two publications during one turn)
+   * fails with "undefined table": the cached generation is forgotten, so the next turn reads the serving one.
+   */
+  async read(config: PostgresQueryConfig): Promise<PostgresQueryResult> {
+    return this.tracked(async () => {
+      const pool = await this.replica();
+      try {
+        return await pool.query(config);
+      } catch (error) {
+        if ((error as { code?: unknown })?.code === UNDEFINED_TABLE) this.invalidate();
+        throw error;
+      }
+    });
+  }
+
+  // Publishing -----------------------------------------------------------------------------------------------------
+
+  /**
+   * Publishes `entries` as a new generation, or reuses the serving one when it holds the same `contentKey`. One
+   * publisher at a time (an advisory lock); the switch is one transaction; on failure the new generation's tables
+   * are dropped and the previous generation keeps serving.
+   */
+  async publish(
+    entries: readonly NormalizedKnowledgeEntry[],
+    options: { indexOptions: KnowledgeIndexBuildOptions; contentKey: string },
+  ): Promise<KnowledgeBackendPublishResult> {
+    const published = await this.tracked(async () => {
+      await this.ensureSchema();
+      const before = await this.servingRow();
+      if (before && before.contentKey === options.contentKey)
+        return { generation: before.generation, entryCount: before.entryCount, reused: true };
+      const data = computeGenerationData(entries, options.indexOptions);
+      const pool = await this.primary();
+      const client = await pool.connect();
+      try {
+        await client.query({ text: "set statement_timeout = 0" });
+        await client.query({ text: "select pg_advisory_lock($1, 2)", values: [LOCK_NAMESPACE] });
+        // Another process may have published the same content while this one waited for the lock.
+        const latest = await this.servingRow(client);
+        if (latest && latest.contentKey === options.contentKey)
+          return { generation: latest.generation, entryCount: latest.entryCount, reused: true };
+        const generation = await this.writeGeneration(client, data, options.contentKey);
+        await this.retireOldGenerations(client);
+        this.serving = null;
+        return { generation, entryCount: data.documentCount, reused: false };
+      } finally {
+        client.release(true);
+      }
+    });
+    // Status reports the generation now serving (readers learn it within generationCheckMs).
+    await this.current().catch(() => {});
+    return published;
+  }
+
+  /** The serving generation's row (on `client`, or the primary pool). */
+  private async servingRow(
+    client?: PostgresPoolClient,
+  ): Promise<{ generation: number; entryCount: number; contentKey: string } | null> {
+    const s = quoteIdentifier(this.schema);
+    const runner = client ?? (await this.primary());
+    const result = await runner.query({
+      text: `select g.generation, g.entry_count, g.content_key
+        from ${s}.serving v join ${s}.generations g on g.generation = v.generation`,
+    });
+    const row = result.rows[0];
+    if (!row) return null;
+    return {
+      generation: Number(row.generation),
+      entryCount: Number(row.entry_count),
+      contentKey: String(row.content_key),
+    };
+  }
+
+  private async writeGeneration(
+    client: PostgresPoolClient,
+    data: GenerationData,
+    contentKey: string,
+  ): Promise<number> {
+    const s = quoteIdentifier(this.schema);
+    const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
+    const generation = Number(numbered.rows[0]!.generation);
+    const tables = generationTables(this.schema, generation);
+    await client.query({
+      text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics)
+        values ($1, 'building', $2, $3, $4, $5)`,
+      values: [
+        generation,
+        contentKey,
+        data.documentCount,
+        JSON.stringify(data.parameters),
+        JSON.stringify({
+          maxPhraseWords: data.maxPhraseWords,
+          documentCount: data.documentCount,
+          averageLengths: data.averageLengths,
+        }),
+      ],
+    });
+    try {
+      for (const text of createGenerationStatements(tables)) await client.query({ text });
+      await this.loadGeneration(client, tables, data);
+      for (const text of indexGenerationStatements(tables, generation)) await client.query({ text });
+      // The switch: one transaction, so readers see the old generation or the new one, never a mix.
+      await client.query({ text: "begin" });
+      await client.query({
+        text: `update ${s}.generations set state = 'ready', published_at = now() where generation = $1`,
+        values: [generation],
+      });
+      await client.query({
+        text: `insert into ${s}.serving (generation) values ($1)
+          on conflict (singleton) do update set generation = excluded.generation, switched_at = now()`,
+        values: [generation],
+      });
+      await client.query({ text: "commit" });
+      return generation;
+    } catch (error) {
+      await client.query({ text: "rollback" }).catch(() => {});
+      await client.query({ text: dropGenerationStatement(tables) }).catch(() => {});
+      await client
+        .query({
+          text: `update ${s}.generations set state = 'failed', error = $2 where generation = $1`,
+          values: [generation, error instanceof Error ? error.message : String(error)],
+        })
+        .catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Bulk-loads a generation: multi-row inserts of at most `batchBytes`, arrays as binary parameters. */
+  private async loadGeneration(
+    client: PostgresPoolClient,
+    tables: GenerationTables,
+    data: GenerationData,
+  ): Promise<void> {
+    const batch = new BatchInsert(client, this.batchBytes);
+    batch.start(
+      tables.entries,
+      ["doc", "id", "entry", "relations", "field_lengths"],
+      ["", "", "", "::int4[]", "::int4[]"],
+    );
+    for (const row of data.entries) {
+      const id = JSON.stringify(row.entry.id);
+      const entry = JSON.stringify(row.entry);
+      await batch.add(
+        [row.doc, id, entry, int4Array(row.relations), int4Array(row.fieldLengths)],
+        id.length + entry.length + 4 * (row.relations.length + 16),
+      );
+    }
+    await batch.flush();
+    batch.start(
+      tables.postings,
+      ["term", "field", "document_frequency", "docs", "frequencies", "contributions"],
+      ["", "", "", "::int4[]", "::int4[]", "::float8[]"],
+    );
+    for (const posting of data.postings()) {
+      await batch.add(
+        [
+          encodeKey(posting.term),
+          posting.field,
+          posting.documentFrequency,
+          int4Array(posting.docs),
+          int4Array(posting.frequencies),
+          float8Array(posting.contributions),
+        ],
+        posting.term.length + 64 + posting.docs.length * 24,
+      );
+    }
+    await batch.flush();
+    batch.start(tables.phrases, ["key", "exact", "alias"], ["", "::int4[]", "::int4[]"]);
+    for (const [key, ids] of data.phrases) {
+      await batch.add([encodeKey(key), int4Array(ids.exact), int4Array(ids.alias)], key.length + 64);
+    }
+    await batch.flush();
+    batch.start(tables.scopes, ["kind", "key", "docs"], ["", "", "::int4[]"]);
+    await batch.add([SCOPE_RESTRICTED, "", int4Array(data.restricted)], data.restricted.length * 8);
+    for (const [key, docs] of data.byIntegration)
+      await batch.add([SCOPE_INTEGRATION, encodeKey(key), int4Array(docs)], key.length + docs.length * 8);
+    for (const [key, docs] of data.byDomain)
+      await batch.add([SCOPE_DOMAIN, encodeKey(key), int4Array(docs)], key.length + docs.length * 8);
+    await batch.flush();
+  }
+
+  /** Drops all but the newest `keepGenerations` published generations (and leftovers of failed builds). */
+  private async retireOldGenerations(client: PostgresPoolClient): Promise<void> {
+    const s = quoteIdentifier(this.schema);
+    const result = await client.query({
+      text: `select generation from ${s}.generations where state in ('ready', 'failed', 'building')
+        and generation not in (select generation from ${s}.generations where state = 'ready'
+          order by generation desc limit $1)
+        and generation not in (select generation from ${s}.serving)`,
+      values: [this.keepGenerations],
+    });
+    for (const row of result.rows) {
+      const generation = Number(row.generation);
+      await client.query({ text: dropGenerationStatement(generationTables(this.schema, generation)) });
+      await client.query({
+        text: `update ${s}.generations set state = case when state = 'ready' then 'retired' else state end
+          where generation = $1`,
+        values: [generation],
+      });
+    }
+  }
+}
+
+/** Accumulates rows into multi-row `insert` statements of a bounded size. */
+class BatchInsert {
+  private table = "";
+  private columns: string[] = [];
+  private casts: string[] = [];
+  private values: unknown[] = [];
+  private rows = 0;
+  private bytes = 0;
+
+  constructor(
+    private readonly client: PostgresPoolClient,
+    private readonly batchBytes: number,
+  ) {}
+
+  start(table: string, columns: string[], casts: string[]): void {
+    this.table = table;
+    this.columns = columns;
+    this.casts = casts;
+    this.values = [];
+    this.rows = 0;
+    this.bytes = 0;
+  }
+
+  async add(row: unknown[], bytes: number): Promise<void> {
+    this.values.push(...row);
+    this.rows++;
+    this.bytes += bytes;
+    // PostgreSQL takes at most 65,535 parameters per statement.
+    if (this.bytes >= this.batchBytes || this.values.length + row.length > 60_000) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.rows === 0) return;
+    const width = this.columns.length;
+    const tuples: string[] = [];
+    for (let row = 0; row < this.rows; row++) {
+      const placeholders = this.casts.map((cast, column) => `$${row * width + column + 1}${cast}`);
+      tuples.push(`(${placeholders.join(", ")})`);
+    }
+    const text = `insert into ${this.table} (${this.columns.join(", ")}) values ${tuples.join(", ")}`;
+    const values = this.values;
+    this.values = [];
+    this.rows = 0;
+    this.bytes = 0;
+    await this.client.query({ text, values });
+  }
+}
+
+const FIELD_NAMES: readonly KnowledgeFieldName[] = ["title", "aliases", "keywords", "summary", "body"];
+
+/** The dense ids of a query's candidates, kept for its `selectionEntries` call. */
+const candidateDocs = new WeakMap<KnowledgeCandidateQuery, Map<string, number>>();
+
+/** A turn's searches against one generation. */
+class PostgresSearcher implements KnowledgeSearchBackend {
+  private readonly candidatesText: string;
+  private readonly entriesText: string;
+  private readonly analyzer: ReturnType<typeof getAnalyzer>;
+
+  constructor(
+    private readonly backend: PostgresBackend,
+    private readonly generation: GenerationRow,
+    tables: GenerationTables,
+  ) {
+    this.candidatesText = candidatesStatement(tables, generation.parameters.scoring === "bm25f");
+    this.entriesText = selectionEntriesStatement(tables);
+    this.analyzer = getAnalyzer(generation.parameters.analyzer);
+  }
+
+  /** The query's analyzed terms, distinct, in first-occurrence order, at most `MAX_QUERY_TOKENS` (as in memory). */
+  private terms(tokens: readonly string[]): string[] {
+    const analyzed = this.analyzer ? this.analyzer(tokens) : tokens;
+    const seen = new Set<string>();
+    for (const token of analyzed) {
+      if (seen.has(token)) continue;
+      if (seen.size >= MAX_QUERY_TOKENS) break;
+      seen.add(token);
+    }
+    return [...seen];
+  }
+
+  /** The query's distinct n-grams up to the longest indexed phrase: by length, then by start. */
+  private phrases(tokens: readonly string[]): string[] {
+    const seen = new Set<string>();
+    const longest = Math.min(this.generation.maxPhraseWords, tokens.length);
+    for (let size = 1; size <= longest; size++) {
+      for (let start = 0; start + size <= tokens.length; start++) {
+        seen.add(tokens.slice(start, start + size).join(" "));
+      }
+    }
+    return [...seen];
+  }
+
+  async candidates(query: KnowledgeCandidateQuery): Promise<KnowledgeCandidateEvidence> {
+    const topK = query.topK > 0 ? Math.min(Math.ceil(query.topK), 2_147_483_647) : 0;
+    const terms = topK > 0 ? this.terms(query.lexicalTokens) : [];
+    const phrases = this.phrases(query.phraseTokens);
+    const exact = new Map<string, string[]>();
+    const alias = new Map<string, string[]>();
+    const matches: KnowledgeLexicalMatch[] = [];
+    const docs = new Map<string, number>();
+    candidateDocs.set(query, docs);
+    if (terms.length === 0 && phrases.length === 0) return { exact, alias, matches };
+    const result = await this.backend.read({
+      name: `lexground:${this.backend.schema}:g${this.generation.generation}:candidates`,
+      text: this.candidatesText,
+      values: [
+        terms.map(encodeKey),
+        topK,
+        [...query.enabledIntegrations].map(encodeKey),
+        [...query.blockedDomains].map(encodeKey),
+        phrases.map(encodeKey),
+      ],
+    });
+    const lexical: { doc: number; match: KnowledgeLexicalMatch }[] = [];
+    const hits: { kind: number; ord: number; doc: number; id: string }[] = [];
+    for (const row of result.rows) {
+      const doc = Number(row.doc);
+      const id = JSON.parse(String(row.id)) as string;
+      docs.set(id, doc);
+      const kind = Number(row.kind);
+      if (kind === 0) {
+        const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
+        FIELD_NAMES.forEach((field, index) => {
+          const value = row[`f${index}`];
+          if (value !== null && value !== undefined) fieldScores[field] = Number(value);
+        });
+        lexical.push({ doc, match: { id, score: Number(row.score), fieldScores } });
+      } else {
+        hits.push({ kind, ord: Number(row.ord), doc, id });
+      }
+    }
+    // Rank order as in memory: score descending, then dense id (code-unit order of ids).
+    lexical.sort((left, right) => right.match.score - left.match.score || left.doc - right.doc);
+    for (const { match } of lexical) matches.push(match);
+    // Phrase hits in phrase generation order, ids of one phrase in dense-id order (the in-memory sets' order).
+    hits.sort((left, right) => left.ord - right.ord || left.doc - right.doc);
+    for (const hit of hits) {
+      const target = hit.kind === 1 ? exact : alias;
+      const phrase = phrases[hit.ord - 1]!;
+      const list = target.get(hit.id);
+      if (list) list.push(phrase);
+      else target.set(hit.id, [phrase]);
+    }
+    return { exact, alias, matches };
+  }
+
+  async selectionEntries(
+    ids: readonly string[],
+    query: KnowledgeCandidateQuery,
+  ): Promise<KnowledgeSelectionEntries> {
+    const known = candidateDocs.get(query);
+    const docs: number[] = [];
+    for (const id of ids) {
+      const doc = known?.get(id);
+      if (doc === undefined) throw new Error(`${JSON.stringify(id)} is not a candidate of this query`);
+      docs.push(doc);
+    }
+    const result = await this.backend.read({
+      name: `lexground:${this.backend.schema}:g${this.generation.generation}:entries`,
+      text: this.entriesText,
+      values: [int4Array(docs)],
+    });
+    const byDoc = new Map<number, NormalizedKnowledgeEntry>();
+    const relationDocs = new Map<string, number[]>();
+    for (const row of result.rows) {
+      const entry = JSON.parse(String(row.entry)) as NormalizedKnowledgeEntry;
+      byDoc.set(Number(row.doc), entry);
+      if (Array.isArray(row.relations)) relationDocs.set(entry.id, row.relations.map(Number));
+    }
+    const byId = new Map<string, NormalizedKnowledgeEntry>();
+    for (const entry of byDoc.values()) byId.set(entry.id, entry);
+    return {
+      entry: (id) => byId.get(id),
+      relations: (id) => {
+        const related = relationDocs.get(id);
+        if (!related) return undefined;
+        const relatedIds: string[] = [];
+        for (const doc of related) {
+          const entry = byDoc.get(doc);
+          if (entry) relatedIds.push(entry.id);
+        }
+        return relatedIds;
+      },
+    };
+  }
+}

@@ -1,0 +1,226 @@
+/**
+ * SQL of the PostgreSQL backend: the schema and its migrations, the per-generation tables, the per-turn
+ * statements, and the encodings between JavaScript values and PostgreSQL's (text keys that may hold NUL or
+ * unpaired surrogates, binary arrays).
+ */
+
+/** The schema version this code reads and writes (the `schema_version` table holds the database's). */
+export const SCHEMA_VERSION = 1;
+
+/** A quoted SQL identifier (`"name"`, inner quotes doubled). */
+export function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+const ESCAPED_KEY_PREFIX = "\u0001";
+
+/**
+ * A string as a PostgreSQL text value: itself when PostgreSQL can hold it, otherwise (a NUL, an unpaired
+ * surrogate, or the escape prefix itself at the start) U+0001 followed by its JSON text. Injective, so equal keys
+ * stay equal and distinct keys distinct, and comparisons need no decoding.
+ */
+export function encodeKey(value: string): string {
+  if (value.startsWith(ESCAPED_KEY_PREFIX) || value.includes("\u0000") || !value.isWellFormed()) {
+    return ESCAPED_KEY_PREFIX + JSON.stringify(value);
+  }
+  return value;
+}
+
+/** Element type ids of the binary array format. */
+const INT4_OID = 23;
+const FLOAT8_OID = 701;
+
+/**
+ * A one-dimensional `int4[]` or `float8[]` in PostgreSQL's binary format (what `array_recv` reads), sent as a
+ * binary parameter: no number is formatted or parsed as text.
+ */
+function binaryArray(values: ArrayLike<number>, oid: number, width: 4 | 8): Buffer {
+  const count = values.length;
+  const buffer = Buffer.allocUnsafe(20 + count * (4 + width));
+  buffer.writeInt32BE(1, 0); // dimensions
+  buffer.writeInt32BE(0, 4); // no nulls
+  buffer.writeInt32BE(oid, 8);
+  buffer.writeInt32BE(count, 12);
+  buffer.writeInt32BE(1, 16); // lower bound
+  let offset = 20;
+  for (let index = 0; index < count; index++) {
+    buffer.writeInt32BE(width, offset);
+    if (width === 4) buffer.writeInt32BE(values[index]!, offset + 4);
+    else buffer.writeDoubleBE(values[index]!, offset + 4);
+    offset += 4 + width;
+  }
+  return buffer;
+}
+
+/** An `int4[]` binary parameter (cast the placeholder: `$1::int4[]`). */
+export function int4Array(values: ArrayLike<number>): Buffer {
+  return binaryArray(values, INT4_OID, 4);
+}
+
+/** A `float8[]` binary parameter (cast the placeholder: `$1::float8[]`). */
+export function float8Array(values: ArrayLike<number>): Buffer {
+  return binaryArray(values, FLOAT8_OID, 8);
+}
+
+/** The shared tables, created by migration 1 (in the backend's schema). */
+export function migrationStatements(schema: string): string[][] {
+  const s = quoteIdentifier(schema);
+  return [
+    // Version 1.
+    [
+      `create table if not exists ${s}.generations (
+        generation bigint primary key,
+        state text not null check (state in ('building', 'ready', 'failed', 'retired')),
+        content_key text not null,
+        entry_count integer not null default 0,
+        parameters text not null,
+        statistics text,
+        error text,
+        created_at timestamptz not null default now(),
+        published_at timestamptz
+      )`,
+      `create sequence if not exists ${s}.generation_numbers`,
+      `create table if not exists ${s}.serving (
+        singleton boolean primary key default true check (singleton),
+        generation bigint not null references ${s}.generations (generation),
+        switched_at timestamptz not null default now()
+      )`,
+    ],
+  ];
+}
+
+/** Names of one generation's tables. */
+export type GenerationTables = {
+  entries: string;
+  postings: string;
+  phrases: string;
+  scopes: string;
+};
+
+/** The quoted, schema-qualified table names of generation `generation` (an integer, so the names are safe). */
+export function generationTables(schema: string, generation: number): GenerationTables {
+  if (!Number.isSafeInteger(generation) || generation < 0)
+    throw new RangeError(`bad generation ${generation}`);
+  const s = quoteIdentifier(schema);
+  return {
+    entries: `${s}.g${generation}_entries`,
+    postings: `${s}.g${generation}_postings`,
+    phrases: `${s}.g${generation}_phrases`,
+    scopes: `${s}.g${generation}_scopes`,
+  };
+}
+
+/** Scope rows: entries not eligible everywhere, active entries per integration, entries per domain. */
+export const SCOPE_RESTRICTED = 0;
+export const SCOPE_INTEGRATION = 1;
+export const SCOPE_DOMAIN = 2;
+
+/**
+ * One generation's tables, created unindexed and unlogged-free (they must survive a crash like the rest), with
+ * the large arrays stored uncompressed: compressing floats gains little and every turn would pay to decompress.
+ */
+export function createGenerationStatements(tables: GenerationTables): string[] {
+  return [
+    `create table ${tables.entries} (
+      doc integer not null,
+      id text not null,
+      entry text not null,
+      relations integer[] not null,
+      field_lengths integer[] not null
+    )`,
+    `create table ${tables.postings} (
+      term text not null,
+      field smallint not null,
+      document_frequency integer not null,
+      docs integer[] not null,
+      frequencies integer[] not null,
+      contributions double precision[] not null
+    )`,
+    `alter table ${tables.postings} alter column docs set storage external,
+      alter column frequencies set storage external, alter column contributions set storage external`,
+    `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
+    `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
+    `alter table ${tables.scopes} alter column docs set storage external`,
+  ];
+}
+
+/** Indexes, built once the data is in (faster than maintaining them row by row). */
+export function indexGenerationStatements(tables: GenerationTables, generation: number): string[] {
+  return [
+    `alter table ${tables.entries} add constraint g${generation}_entries_key primary key (doc)`,
+    `alter table ${tables.postings} add constraint g${generation}_postings_key primary key (term, field)`,
+    `alter table ${tables.phrases} add constraint g${generation}_phrases_key primary key (key)`,
+    `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
+    `analyze ${tables.entries}`,
+    `analyze ${tables.postings}`,
+    `analyze ${tables.phrases}`,
+    `analyze ${tables.scopes}`,
+  ];
+}
+
+export function dropGenerationStatement(tables: GenerationTables): string {
+  return `drop table if exists ${tables.entries}, ${tables.postings}, ${tables.phrases}, ${tables.scopes}`;
+}
+
+/**
+ * The candidates of one turn in one statement. Parameters: $1 the query's analyzed, distinct terms (encoded) in
+ * first-occurrence order, $2 top K, $3 enabled integrations (lowercased, encoded), $4 blocked domains (encoded),
+ * $5 the query's distinct phrase n-grams (encoded) in generation order.
+ *
+ * Rows: kind 0 lexical matches (doc, id, score, f0..f4: per-field scores, null when absent) in rank order; kind
+ * 1 exact and kind 2 alias phrase hits (doc, id, ord: the phrase's position in $5). Ineligible entries are left
+ * out of both.
+ *
+ * Exactness: each posting's contribution was computed in JavaScript; the posting lists are read ordered by
+ * (field, term position), and a hash aggregate adds each document's contributions in arrival order, so every
+ * sum is the in-memory engine's sum, operation for operation (parallel plans, which would interleave, are off
+ * on the backend's connections). Ties are ordered by dense id, which is code-unit order of entry ids.
+ */
+export function candidatesStatement(tables: GenerationTables, bm25f: boolean): string {
+  const fieldSum = (field: number) => `sum(contribution) filter (where field = ${field}) as f${field}`;
+  const total = bm25f ? "sum(contribution) filter (where field = 5)" : "sum(contribution)";
+  return `with
+  query_terms as (select term, ord from unnest($1::text[]) with ordinality as t(term, ord)),
+  term_rows as materialized (
+    select p.field, p.docs, p.contributions from ${tables.postings} p join query_terms q on p.term = q.term
+    order by p.field, q.ord),
+  excluded as materialized (
+    (select unnest(docs) as doc from ${tables.scopes} where kind = 0 and key = ''
+     except
+     select unnest(docs) from ${tables.scopes} where kind = 1 and key = any($3::text[]))
+    union
+    select unnest(docs) from ${tables.scopes} where kind = 2 and key = any($4::text[])),
+  postings as (
+    select r.field, unnest(r.docs) as doc, unnest(r.contributions) as contribution from term_rows r),
+  scores as (
+    select u.doc, ${total} as score, ${[0, 1, 2, 3, 4].map(fieldSum).join(", ")}
+    from postings u group by u.doc),
+  best as (
+    select s.* from scores s where not exists (select 1 from excluded x where x.doc = s.doc)
+    order by s.score desc, s.doc limit $2),
+  phrase_hits as (
+    select k.ord, p.exact, p.alias from unnest($5::text[]) with ordinality as k(key, ord)
+    join ${tables.phrases} p on p.key = k.key),
+  hit_docs as (
+    select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
+    union all
+    select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))
+  select 0 as kind, b.doc, e.id, b.score, b.f0, b.f1, b.f2, b.f3, b.f4, null::bigint as ord
+  from best b join ${tables.entries} e on e.doc = b.doc
+  union all
+  select h.kind, h.doc, e.id, null, null, null, null, null, null, h.ord
+  from hit_docs h join ${tables.entries} e on e.doc = h.doc
+  where not exists (select 1 from excluded x where x.doc = h.doc)`;
+}
+
+/**
+ * The primary entries ($1, dense ids) with their relations, and every entry those relations name (eligibility
+ * is checked by the caller on the entries themselves).
+ */
+export function selectionEntriesStatement(tables: GenerationTables): string {
+  return `with primaries as (select doc, id, entry, relations from ${tables.entries} where doc = any($1::int4[]))
+  select doc, id, entry, relations from primaries
+  union all
+  select e.doc, e.id, e.entry, null from ${tables.entries} e
+  where e.doc in (select unnest(relations) from primaries) and not (e.doc = any($1::int4[]))`;
+}

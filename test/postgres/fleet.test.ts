@@ -1,0 +1,393 @@
+/**
+ * A fleet on one PostgreSQL index, and its faults, against a real server (a throwaway cluster this file starts,
+ * stops and restarts): one writer publishes generations atomically, readers pick them up without a restart and
+ * read through their own (replica) pool; the database down at start or mid-turn, slow statements, an exhausted
+ * pool, a generation dropped during a turn and a failed build all make turns fail open within their timeout with
+ * a clear failureReason, the status degraded, the previous generation serving, and recovery without a restart.
+ *
+ * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { KnowledgeGroundingEngine, type KnowledgeSource } from "../../src/index.js";
+import {
+  createPostgresBackend,
+  type PostgresBackend,
+  type PostgresBackendOptions,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryConfig,
+} from "../../src/postgres/index.js";
+import {
+  importPostgresDriver,
+  POSTGRES_REQUIRED,
+  type PostgresCluster,
+  startPostgresCluster,
+} from "../support/postgresCluster.js";
+
+const started = await startPostgresCluster();
+const cluster: PostgresCluster | null = started.cluster;
+if (!cluster && !POSTGRES_REQUIRED) {
+  console.warn(`[lexground] ${started.reason}: PostgreSQL fleet and fault tests are SKIPPED`);
+}
+const describePostgres = cluster ? describe : describe.skip;
+
+const pg = cluster ? await importPostgresDriver() : null;
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  await cluster?.dispose();
+});
+
+function newPool(options: object = {}): PostgresPool {
+  const pool = new pg!.Pool({ connectionString: cluster!.url, ...options });
+  (pool as unknown as { on(event: string, listener: () => void): void }).on("error", () => {});
+  cleanups.push(() => pool.end());
+  return pool;
+}
+
+function backend(options: Omit<PostgresBackendOptions, "connectionString"> & { connectionString?: string }) {
+  const created = createPostgresBackend({
+    ...(options.pool ? {} : { connectionString: cluster!.url }),
+    generationCheckMs: 0,
+    ...options,
+  } as PostgresBackendOptions);
+  cleanups.push(() => created.close());
+  return created;
+}
+
+function sources(version: string, title = "Instant payouts"): KnowledgeSource[] {
+  return [
+    {
+      id: "help",
+      version,
+      entries: [
+        {
+          id: "payouts.instant",
+          title,
+          summary: "Send a payout to a debit card within minutes.",
+          domain: "payouts",
+          integrations: [],
+          relatedEntryIds: ["payouts.schedule"],
+        },
+        {
+          id: "payouts.schedule",
+          title: "Payout schedule",
+          summary: "Payouts run daily, weekly or monthly.",
+          domain: "payouts",
+          integrations: [],
+        },
+      ],
+    },
+  ];
+}
+
+/** A pool whose statements can be observed, failed or held before they run. */
+function instrumentedPool(inner: PostgresPool) {
+  const seen: string[] = [];
+  const state: {
+    fail: ((text: string) => Error | null) | null;
+    hold: ((text: string) => Promise<void> | null) | null;
+  } = { fail: null, hold: null };
+  const before = async (config: PostgresQueryConfig) => {
+    seen.push(config.text);
+    const error = state.fail?.(config.text);
+    if (error) throw error;
+    await state.hold?.(config.text);
+  };
+  const pool: PostgresPool = {
+    async query(config) {
+      await before(config);
+      return inner.query(config);
+    },
+    async connect() {
+      const client = await inner.connect();
+      const wrapped: PostgresPoolClient = {
+        async query(config) {
+          await before(config);
+          return client.query(config);
+        },
+        release: (destroy) => client.release(destroy),
+      };
+      return wrapped;
+    },
+    end: () => inner.end(),
+  };
+  return { pool, seen, state };
+}
+
+async function eventually<T>(
+  attempt: () => Promise<T>,
+  done: (value: T) => boolean,
+  ms = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await attempt();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const QUERY = { query: "instant payouts" };
+
+describePostgres("a fleet on one PostgreSQL index", () => {
+  it("one writer publishes generations atomically; readers pick them up without a restart", async () => {
+    const writerBackend = backend({ schema: "fleet" });
+    const readerBackend = backend({ schema: "fleet" });
+    const reader = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [],
+      backend: readerBackend,
+      logger: null,
+    });
+    expect((await reader.ground(QUERY)).metadata.failureReason).toBe("index-not-ready");
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: writerBackend,
+    });
+    await writer.ready();
+    const first = writer.getStatus().backend!.generation!;
+    const grounded = await reader.ground(QUERY);
+    expect(grounded.metadata.selectedIds[0]).toBe("payouts.instant");
+    expect(grounded.ephemeralContext?.content).toContain("[KB:payouts.instant@1]");
+    // A second writer with the same content reuses the published generation.
+    const again = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: backend({ schema: "fleet" }),
+    });
+    await again.ready();
+    expect(again.getStatus()).toMatchObject({
+      backend: { generation: first },
+      notes: [expect.stringContaining("reused")],
+    });
+    // A rebuild publishes the next generation; the reader sees it on its next turn.
+    const rebuilt = await writer.rebuild(sources("2"));
+    expect(rebuilt.live).toBe(true);
+    const next = await reader.ground(QUERY);
+    expect(next.ephemeralContext?.content).toContain("[KB:payouts.instant@2]");
+    expect(reader.getStatus()).toMatchObject({
+      ready: true,
+      entryCount: 2,
+      backend: { generation: first + 1, degraded: false },
+    });
+  });
+
+  it("turns read through the read pool (a replica), publishing writes through the primary", async () => {
+    const primary = instrumentedPool(newPool());
+    const replica = instrumentedPool(newPool());
+    const split = backend({ schema: "replica", pool: primary.pool, readPool: replica.pool });
+    const engine = new KnowledgeGroundingEngine({ enabled: true, sources: sources("1"), backend: split });
+    await engine.ready();
+    const writes = primary.seen.length;
+    replica.seen.length = 0;
+    expect((await engine.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
+    expect(replica.seen.some((text) => text.includes("_postings"))).toBe(true);
+    expect(primary.seen.length).toBe(writes);
+    expect(primary.seen.some((text) => text.startsWith("insert into"))).toBe(true);
+  });
+});
+
+describePostgres("faults: turns fail open, the status says degraded, recovery needs no restart", () => {
+  it("the database down at start, then up: the engine publishes and serves", async () => {
+    await cluster!.stop();
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: backend({ schema: "down_at_start", connectionTimeoutMs: 500 }),
+      timeoutMs: 1_500,
+      logger: null,
+    });
+    const before = Date.now();
+    const outcome = await engine.ground(QUERY);
+    expect(Date.now() - before).toBeLessThan(5_000);
+    expect(outcome.ephemeralContext).toBeNull();
+    expect(outcome.metadata.failureReason).toMatch(/build-failed|ECONNREFUSED|connect/);
+    expect(engine.getStatus()).toMatchObject({ ready: false, backend: { degraded: true } });
+    expect(engine.getStatus().backend!.lastError).toMatch(/ECONNREFUSED|connect/);
+    await cluster!.start();
+    const recovered = await eventually(
+      () => engine.ground(QUERY),
+      (value) => value.metadata.selectedIds[0] === "payouts.instant",
+    );
+    expect(recovered.metadata.selectedIds[0]).toBe("payouts.instant");
+    expect(engine.getStatus()).toMatchObject({ ready: true, backend: { degraded: false } });
+  }, 30_000);
+
+  it("the database down mid-flight: turns fail open, then recover when it is back", async () => {
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: backend({ schema: "down_mid_turn", connectionTimeoutMs: 500 }),
+      timeoutMs: 1_500,
+      logger: null,
+    });
+    await engine.ready();
+    expect((await engine.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
+    await cluster!.stop();
+    const outcome = await engine.ground(QUERY);
+    expect(outcome.ephemeralContext).toBeNull();
+    expect(outcome.metadata.failureReason).toBeTruthy();
+    expect(engine.getStatus()).toMatchObject({ ready: true, backend: { degraded: true } });
+    await cluster!.start();
+    const recovered = await eventually(
+      () => engine.ground(QUERY),
+      (value) => value.metadata.selectedIds[0] === "payouts.instant",
+    );
+    expect(recovered.metadata.failureReason).toBeUndefined();
+    expect(engine.getStatus().backend!.degraded).toBe(false);
+  }, 30_000);
+
+  it("a slow database: the statement timeout, or the turn's own timeout, ends the turn", async () => {
+    const pgBackend = backend({ schema: "slow", statementTimeoutMs: 300 });
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: pgBackend,
+      timeoutMs: 3_000,
+      logger: null,
+    });
+    await engine.ready();
+    const generation = pgBackend.status().generation!;
+    const locker = newPool({ max: 1 });
+    const client = await locker.connect();
+    await client.query({ text: "begin" });
+    await client.query({ text: `lock table slow.g${generation}_postings in access exclusive mode` });
+    try {
+      const slow = await engine.ground(QUERY);
+      expect(slow.metadata.failureReason).toMatch(/statement timeout/);
+      expect(engine.getStatus().backend).toMatchObject({
+        degraded: true,
+        lastError: expect.stringMatching(/statement timeout/),
+      });
+      const impatient = new KnowledgeGroundingEngine({
+        enabled: true,
+        sources: [],
+        backend: backend({ schema: "slow", statementTimeoutMs: 5_000 }),
+        timeoutMs: 400,
+        logger: null,
+      });
+      const before = Date.now();
+      const timedOut = await impatient.ground(QUERY);
+      expect(Date.now() - before).toBeLessThan(2_000);
+      expect(timedOut.metadata.failureReason).toMatch(/timed out after 400ms/);
+    } finally {
+      await client.query({ text: "rollback" });
+      client.release();
+    }
+    expect((await engine.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
+    expect(engine.getStatus().backend!.degraded).toBe(false);
+  }, 30_000);
+
+  it("an exhausted pool: the turn gives up waiting for a connection", async () => {
+    const pool = newPool({ max: 1, connectionTimeoutMillis: 300 });
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: backend({ schema: "exhausted", pool }),
+      timeoutMs: 2_000,
+      logger: null,
+    });
+    await engine.ready();
+    const held = await pool.connect();
+    try {
+      const outcome = await engine.ground(QUERY);
+      expect(outcome.ephemeralContext).toBeNull();
+      expect(outcome.metadata.failureReason).toMatch(/timeout exceeded when trying to connect/);
+      expect(engine.getStatus().backend!.degraded).toBe(true);
+    } finally {
+      held.release();
+    }
+    expect((await engine.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
+  }, 30_000);
+
+  it("a generation dropped during a turn (two publications meanwhile): that turn fails open, the next serves the new one", async () => {
+    const read = instrumentedPool(newPool());
+    const readerBackend = backend({
+      schema: "switch",
+      pool: newPool(),
+      readPool: read.pool,
+      keepGenerations: 1,
+    });
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: backend({ schema: "switch", keepGenerations: 1 }),
+    });
+    await writer.ready();
+    const reader = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [],
+      backend: readerBackend,
+      timeoutMs: 10_000,
+      logger: null,
+    });
+    expect((await reader.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
+    let resume!: () => void;
+    const paused = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    let reached!: () => void;
+    const atSecondStatement = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    read.state.hold = (text) => {
+      if (!text.includes("primaries")) return null;
+      read.state.hold = null;
+      reached();
+      return paused;
+    };
+    const turn = reader.ground(QUERY);
+    await atSecondStatement;
+    await writer.rebuild(sources("2"));
+    resume();
+    const outcome = await turn;
+    expect(outcome.ephemeralContext).toBeNull();
+    expect(outcome.metadata.failureReason).toMatch(/does not exist/);
+    const next = await reader.ground(QUERY);
+    expect(next.ephemeralContext?.content).toContain("[KB:payouts.instant@2]");
+  }, 30_000);
+
+  it("a build that fails half-way leaves the previous generation serving and nothing half-written", async () => {
+    const write = instrumentedPool(newPool());
+    const pgBackend = backend({ schema: "failed_build", pool: write.pool });
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: pgBackend,
+      logger: null,
+    });
+    await engine.ready();
+    const serving = pgBackend.status().generation!;
+    write.state.fail = (text) => (text.includes("_phrases (key") ? new Error("disk full (injected)") : null);
+    const rebuilt = await engine.rebuild(sources("2", "Instant payouts renamed"));
+    write.state.fail = null;
+    expect(rebuilt).toMatchObject({ live: false, reason: "build-failed" });
+    expect(engine.getStatus().lastError).toMatch(/disk full/);
+    const outcome = await engine.ground(QUERY);
+    expect(outcome.ephemeralContext?.content).toContain("[KB:payouts.instant@1]");
+    expect(pgBackend.status().generation).toBe(serving);
+    const inspect = newPool();
+    const tables = await inspect.query({
+      text: "select table_name from information_schema.tables where table_schema = 'failed_build' and table_name ~ '^g[0-9]+_' order by 1",
+    });
+    expect(tables.rows.map((row) => row.table_name)).toEqual(
+      ["entries", "phrases", "postings", "scopes"].map((name) => `g${serving}_${name}`),
+    );
+    const states = await inspect.query({
+      text: "select generation, state, error from failed_build.generations order by generation",
+    });
+    expect(states.rows.at(-1)).toMatchObject({
+      state: "failed",
+      error: expect.stringContaining("disk full"),
+    });
+    // The next rebuild succeeds and goes live.
+    expect((await engine.rebuild(sources("2"))).live).toBe(true);
+    expect((await engine.ground(QUERY)).ephemeralContext?.content).toContain("[KB:payouts.instant@2]");
+  }, 30_000);
+});
+
+/** Keeps the unused helper type referenced (documentation of what a test backend is). */
+export type FleetBackend = PostgresBackend;

@@ -1,0 +1,254 @@
+/**
+ * Same answers: for the same registry, configuration and query, the PostgreSQL backend selects exactly what the
+ * in-memory index selects (ids, order, scores within 1e-9 relative, flags, phrases, breakdowns, confidence,
+ * expansion), on random registries (the engine-vs-plain arbitraries, plus analyzers and BM25F), on the example
+ * knowledge base through the whole engine (blocks byte for byte), and with hostile ids (NUL, unpaired
+ * surrogates, astral characters next to U+E000–U+FFFF, where UTF-8 byte order and UTF-16 code-unit order differ).
+ *
+ * Runs against a throwaway cluster (see test/support/postgresCluster.ts), or the server at LEXGROUND_POSTGRES_URL.
+ * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadKnowledgeBase } from "../../src/files/index.js";
+import {
+  buildIndexSnapshot,
+  KnowledgeGroundingEngine,
+  type KnowledgeResolvedRetrieval,
+  type KnowledgeScoredCandidate,
+  type KnowledgeSelection,
+  type KnowledgeSource,
+  normalizeAndValidate,
+  resolveRetrieval,
+  retrieve,
+  retrieveFrom,
+} from "../../src/index.js";
+import { createPostgresBackend, type PostgresBackend } from "../../src/postgres/index.js";
+import {
+  blockedArbitrary,
+  registryArbitrary,
+  requestArbitrary,
+  resolvedArbitrary,
+} from "../property/arbitraries.js";
+import { propertyRuns, propertySeed } from "../property/seed.js";
+import { POSTGRES_REQUIRED, type PostgresCluster, startPostgresCluster } from "../support/postgresCluster.js";
+
+const externalUrl = process.env.LEXGROUND_POSTGRES_URL;
+let cluster: PostgresCluster | null = null;
+let url = externalUrl ?? "";
+let skipReason: string | undefined;
+if (!externalUrl) {
+  const started = await startPostgresCluster();
+  cluster = started.cluster;
+  skipReason = started.reason;
+  if (cluster) url = cluster.url;
+}
+if (!url && !POSTGRES_REQUIRED) {
+  console.warn(`[lexground] ${skipReason}: PostgreSQL backend parity tests are SKIPPED`);
+}
+const describePostgres = url ? describe : describe.skip;
+
+const backends: PostgresBackend[] = [];
+function backend(schema: string): PostgresBackend {
+  const created = createPostgresBackend({ connectionString: url, schema, generationCheckMs: 0 });
+  backends.push(created);
+  return created;
+}
+
+afterAll(async () => {
+  await Promise.all(backends.map((created) => created.close()));
+  await cluster?.dispose();
+});
+
+function closeTo(actual: number, expected: number): boolean {
+  if (actual === expected) return true;
+  return Math.abs(actual - expected) <= 1e-9 * Math.max(Math.abs(actual), Math.abs(expected));
+}
+
+function sameCandidates(actual: KnowledgeScoredCandidate[], expected: KnowledgeScoredCandidate[]): void {
+  expect(actual.map((candidate) => candidate.id)).toEqual(expected.map((candidate) => candidate.id));
+  actual.forEach((candidate, index) => {
+    const other = expected[index]!;
+    expect(candidate.exact).toBe(other.exact);
+    expect(candidate.alias).toBe(other.alias);
+    expect(candidate.matchedPhrases).toEqual(other.matchedPhrases);
+    expect(closeTo(candidate.score, other.score), `score ${candidate.score} vs ${other.score}`).toBe(true);
+    expect(closeTo(candidate.lexical, other.lexical)).toBe(true);
+    expect(Object.keys(candidate.fieldScores).sort()).toEqual(Object.keys(other.fieldScores).sort());
+    for (const [field, value] of Object.entries(candidate.fieldScores)) {
+      expect(closeTo(value, other.fieldScores[field as keyof typeof other.fieldScores]!)).toBe(true);
+    }
+    expect(candidate.cut).toEqual(other.cut);
+  });
+}
+
+function sameSelection(actual: KnowledgeSelection, expected: KnowledgeSelection): void {
+  expect(actual.primary).toEqual(expected.primary);
+  expect(actual.expanded).toEqual(expected.expanded);
+  expect(actual.candidateCount).toBe(expected.candidateCount);
+  expect(actual.confidence).toBe(expected.confidence);
+  expect(actual.expansionSkipped).toBe(expected.expansionSkipped);
+  sameCandidates(actual.candidates, expected.candidates);
+}
+
+const analysisArbitrary = fc.record({
+  analyzer: fc.constantFrom("none" as const, "english" as const, "english-extended" as const),
+  scoring: fc.constantFrom("sum" as const, "bm25f" as const),
+});
+
+describePostgres("the PostgreSQL backend selects what the in-memory index selects", () => {
+  let runs = 0;
+  beforeAll(() => {
+    runs = 0;
+  });
+
+  it("on random registries, queries, scopes and settings (analyzers and BM25F included)", async () => {
+    const pg = backend("parity_random");
+    const seed = propertySeed("postgres-vs-memory");
+    await fc.assert(
+      fc.asyncProperty(
+        registryArbitrary,
+        fc.array(requestArbitrary, { minLength: 1, maxLength: 4 }),
+        resolvedArbitrary,
+        analysisArbitrary,
+        blockedArbitrary,
+        async (registry, requests, resolvedBase, analysis, blocked) => {
+          const { entries, validation } = normalizeAndValidate(
+            [{ id: "source", version: "v1", entries: registry }],
+            {
+              manifestVersion: "0",
+            },
+          );
+          if (!validation.ok) return;
+          const resolved: KnowledgeResolvedRetrieval = { ...resolvedBase, ...analysis };
+          const options = {
+            fieldWeights: resolved.fieldWeights,
+            k1: resolved.k1,
+            b: resolved.b,
+            analyzer: analysis.analyzer,
+            scoring: analysis.scoring,
+          };
+          const snapshot = buildIndexSnapshot(entries, options);
+          await pg.publish(entries, { indexOptions: options, contentKey: `run-${runs++}` });
+          const index = await pg.current();
+          for (const request of requests) {
+            const memory = retrieve(snapshot, request, resolved, blocked);
+            const database = await retrieveFrom(index!.searcher, request, resolved, blocked);
+            sameSelection(database, memory);
+          }
+        },
+      ),
+      { seed, numRuns: propertyRuns(25) },
+    );
+  }, 120_000);
+
+  it("with hostile ids, domains and integrations (NUL, unpaired surrogates, astral vs U+E000–U+FFFF)", async () => {
+    const pg = backend("parity_hostile");
+    const hostile = [
+      "a\u0000b",
+      "\ud800lone",
+      "x\udfff",
+      "\u{1F600}smile",
+      "\uE000private",
+      "\uFFFDreplacement",
+      "\u0001x",
+      "plain",
+    ];
+    const entries = hostile.map((id, index) => ({
+      id,
+      title: `shared title ${index % 2 === 0 ? "even" : "odd"}`,
+      summary: "shared summary words",
+      domain: hostile[(index + 1) % hostile.length]!,
+      integrations: index % 3 === 0 ? [hostile[(index + 2) % hostile.length]!] : [],
+      aliases: [`alias ${id}`],
+      relatedEntryIds: [hostile[(index + 3) % hostile.length]!],
+    }));
+    const { entries: normalized, validation } = normalizeAndValidate(
+      [{ id: "hostile", version: "1", entries }],
+      { manifestVersion: "0" },
+    );
+    expect(validation.ok).toBe(true);
+    const resolved = resolveRetrieval(undefined);
+    const snapshot = buildIndexSnapshot(normalized, {});
+    await pg.publish(normalized, { indexOptions: {}, contentKey: "hostile" });
+    const index = await pg.current();
+    const scopes: [string[], string[]][] = [
+      [[], []],
+      [[hostile[2]!.toLowerCase()], [hostile[1]!]],
+      [hostile.map((id) => id.toLowerCase()), [hostile[4]!, hostile[5]!]],
+    ];
+    for (const query of [
+      "shared title",
+      "shared summary words even",
+      "alias",
+      "a b",
+      "smile private replacement",
+    ]) {
+      for (const [enabledIntegrations, blocked] of scopes) {
+        const request = { query, recentTurns: [], enabledIntegrations };
+        sameSelection(
+          await retrieveFrom(index!.searcher, request, resolved, blocked),
+          retrieve(snapshot, request, resolved, blocked),
+        );
+      }
+    }
+  });
+
+  it("breaks ties at the top-K cut as memory does: lower id first in UTF-16 code-unit order", async () => {
+    const pg = backend("parity_ties");
+    // Astral characters (surrogates, 0xD800–0xDFFF) sort before U+E000–U+FFFF in code units, after them in UTF-8.
+    const ids = ["t\uFF21", "t\u{1F600}", "t\uE000", "t\u{10000}", "tz", "t\uFFFD", "ta", "t\u{1F4A9}"];
+    const entries = ids.map((id) => ({
+      id,
+      title: "Identical title",
+      summary: "identical summary",
+      domain: "d",
+      integrations: [],
+    }));
+    const { entries: normalized } = normalizeAndValidate([{ id: "ties", version: "1", entries }], {
+      manifestVersion: "0",
+    });
+    const snapshot = buildIndexSnapshot(normalized, {});
+    await pg.publish(normalized, { indexOptions: {}, contentKey: "ties" });
+    const index = await pg.current();
+    for (const candidateLimit of [1, 2, 3]) {
+      const resolved = { ...resolveRetrieval(undefined), candidateLimit, resultLimit: candidateLimit };
+      const request = { query: "summary", recentTurns: [], enabledIntegrations: [] };
+      const memory = retrieve(snapshot, request, resolved, []);
+      expect(memory.primary.length).toBe(candidateLimit);
+      sameSelection(await retrieveFrom(index!.searcher, request, resolved, []), memory);
+    }
+  });
+
+  it("through the engine on the example knowledge base: the same blocks, byte for byte, for every question", async () => {
+    const { sources } = await loadKnowledgeBase("examples/knowledge-base");
+    const questions = (
+      JSON.parse(
+        await (await import("node:fs/promises")).readFile("examples/knowledge-base/questions.json", "utf8"),
+      ) as { question: string }[]
+    ).map((item) => item.question);
+    for (const preset of ["neurolink", "recommended"] as const) {
+      const pg = backend(`parity_example_${preset}`);
+      const config = { enabled: true, sources: sources as KnowledgeSource[], preset, timeoutMs: 30_000 };
+      const memory = new KnowledgeGroundingEngine(config);
+      const database = new KnowledgeGroundingEngine({ ...config, backend: pg });
+      await Promise.all([memory.ready(), database.ready()]);
+      expect(database.getStatus()).toMatchObject({
+        ready: true,
+        entryCount: 191,
+        backend: { degraded: false },
+      });
+      for (const question of questions) {
+        const scope = { enabledIntegrations: ["shopify"] };
+        const [expected, actual] = [
+          await memory.ground({ query: question, scope }),
+          await database.ground({ query: question, scope }),
+        ];
+        expect(actual.metadata.failureReason).toBeUndefined();
+        expect(actual.ephemeralContext).toEqual(expected.ephemeralContext);
+        expect({ ...actual.metadata, durationMs: 0 }).toEqual({ ...expected.metadata, durationMs: 0 });
+        sameCandidates(actual.retrieval!.candidates!, expected.retrieval!.candidates!);
+      }
+    }
+  }, 120_000);
+});
