@@ -20,6 +20,7 @@ export {
   readIndexArtifactHeader,
   readIndexArtifactHeaderFrom,
   serializeIndexSnapshot,
+  serializeIndexSnapshotChunks,
 } from "./knowledge/artifact.js";
 export {
   encodeCitationPart,
@@ -71,11 +72,13 @@ export {
   DEFAULT_RESULT_LIMIT,
   DEFAULT_TIMEOUT_MS,
   ELIGIBILITY_CACHE_LIMIT,
+  ELIGIBILITY_CACHE_MAX_BYTES,
   FALLBACK_VERSION,
   HISTORY_TURN_CHARS,
   KNOWLEDGE_ENTRY_KINDS,
   KNOWLEDGE_FIELD_NAMES,
   KNOWLEDGE_INDEX_CACHE_LIMIT,
+  KNOWLEDGE_INDEX_CACHE_MAX_ENTRIES,
   KNOWLEDGE_STATUSES,
   MAX_ALIASES_PER_ENTRY,
   MAX_BODY_CHARS,
@@ -100,6 +103,7 @@ export {
 } from "./knowledge/engine.js";
 export {
   buildIndexArtifact,
+  buildIndexArtifactChunks,
   buildKnowledgeIndexCacheKey,
   clearKnowledgeIndexCache,
   getKnowledgeIndexCacheSize,

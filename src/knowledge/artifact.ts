@@ -133,23 +133,56 @@ function align8(value: number): number {
   return Math.ceil(value / 8) * 8;
 }
 
-/** Concatenates UTF-8 encodings of `strings`, with each one's start and the total as offsets. */
-function encodeStrings(strings: readonly string[]): { blob: Uint8Array; offsets: Float64Array } {
+/** Largest piece of encoded text held in one buffer (typed arrays stop at 4 GiB; smaller pieces grow cheaply). */
+const CHUNK_BYTES = 256 * 1024 * 1024;
+
+/**
+ * UTF-8 encodings of `strings`, back to back, in pieces of at most {@link CHUNK_BYTES} (a string longer than that
+ * gets a piece of its own), with each string's start and the total as offsets into the concatenation.
+ */
+function encodeStrings(strings: readonly string[]): {
+  chunks: Uint8Array[];
+  offsets: Float64Array;
+  length: number;
+} {
   const offsets = new Float64Array(strings.length + 1);
+  const chunks: Uint8Array[] = [];
   let buffer = new Uint8Array(1 << 16);
-  let length = 0;
+  let used = 0;
+  let total = 0;
   for (let index = 0; index < strings.length; index++) {
     const text = strings[index]!;
-    const needed = length + text.length * 3;
+    const needed = used + text.length * 3;
     if (needed > buffer.length) {
-      const grown = new Uint8Array(Math.max(needed, buffer.length * 2));
-      grown.set(buffer.subarray(0, length));
-      buffer = grown;
+      if (needed <= CHUNK_BYTES) {
+        const grown = new Uint8Array(Math.min(CHUNK_BYTES, Math.max(needed, buffer.length * 2)));
+        grown.set(buffer.subarray(0, used));
+        buffer = grown;
+      } else {
+        if (used > 0) chunks.push(buffer.subarray(0, used));
+        buffer = new Uint8Array(Math.max(CHUNK_BYTES, text.length * 3));
+        used = 0;
+      }
     }
-    length += encoder.encodeInto(text, buffer.subarray(length)).written;
-    offsets[index + 1] = length;
+    const written = encoder.encodeInto(text, buffer.subarray(used)).written;
+    used += written;
+    total += written;
+    offsets[index + 1] = total;
   }
-  return { blob: buffer.subarray(0, length), offsets };
+  if (used > 0 || chunks.length === 0) chunks.push(buffer.subarray(0, used));
+  return { chunks, offsets, length: total };
+}
+
+/** One buffer holding `chunks` (for sections, which are read back in one piece). */
+function joinChunks(chunks: readonly Uint8Array[], length: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const joined = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    joined.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return joined;
 }
 
 /** An entry as the JSON array of its fields (field names are not repeated per entry). */
@@ -191,15 +224,13 @@ export function contentKeySources(cacheKey: string): KnowledgeArtifactSource[] {
 }
 
 /**
- * Serializes a snapshot built by lexground into a self-contained artifact tagged with its content key: the
- * lexical index, the phrase and scope structures and every entry. (`options` is accepted for compatibility with
- * format 1, whose artifacts could leave the entries out; format 2 always holds them.)
+ * The artifact of a snapshot as pieces to write one after the other (see {@link serializeIndexSnapshot}): no piece
+ * is larger than a section or 256 MiB of entry records, so artifacts of any size can be written to a file.
  */
-export function serializeIndexSnapshot(
+export function serializeIndexSnapshotChunks(
   snapshot: KnowledgeIndexSnapshot,
   cacheKey: string,
-  _options: { includeEntries?: boolean } = {},
-): Uint8Array {
+): Uint8Array[] {
   if (!isLittleEndian())
     throw new KnowledgeArtifactError("unsupported-platform", "index artifacts need a little-endian host");
   const compiled = getCompiledSnapshot(snapshot);
@@ -214,7 +245,8 @@ export function serializeIndexSnapshot(
 
   // Phrases: the trie's arrays, its keys, and per key the dense ids of the entries it names (exact, alias).
   const trie = compiled.phraseTrie.exportParts();
-  const keys = encodeStrings(trie.keys);
+  const encodedKeys = encodeStrings(trie.keys);
+  const keys = { blob: joinChunks(encodedKeys.chunks, encodedKeys.length), offsets: encodedKeys.offsets };
   const phraseLists = (map: Map<string, Set<string>>): { offsets: Int32Array; docs: Int32Array } => {
     const offsets = new Int32Array(trie.keys.length + 1);
     const docs: number[] = [];
@@ -258,9 +290,23 @@ export function serializeIndexSnapshot(
   const encodedEntries = encodeStrings(records);
   records.length = 0;
   const entryChecksums = new Uint32Array(count);
+  let chunkIndex = 0;
+  let chunkStart = 0;
   for (let doc = 0; doc < count; doc++) {
+    // A record never spans two pieces.
+    let chunk = encodedEntries.chunks[chunkIndex]!;
+    while (
+      encodedEntries.offsets[doc]! >= chunkStart + chunk.byteLength &&
+      chunkIndex + 1 < encodedEntries.chunks.length
+    ) {
+      chunkStart += chunk.byteLength;
+      chunk = encodedEntries.chunks[++chunkIndex]!;
+    }
     entryChecksums[doc] = checksum32(
-      encodedEntries.blob.subarray(encodedEntries.offsets[doc]!, encodedEntries.offsets[doc + 1]!),
+      chunk.subarray(
+        encodedEntries.offsets[doc]! - chunkStart,
+        encodedEntries.offsets[doc + 1]! - chunkStart,
+      ),
     );
   }
 
@@ -292,7 +338,7 @@ export function serializeIndexSnapshot(
     table[section.name] = { offset, length: section.bytes.byteLength, checksum: checksum32(section.bytes) };
     offset += align8(section.bytes.byteLength);
   }
-  const entryRecords = { offset, length: encodedEntries.blob.byteLength };
+  const entryRecords = { offset, length: encodedEntries.length };
   const header: KnowledgeIndexArtifactHeader = {
     formatVersion: INDEX_ARTIFACT_FORMAT_VERSION,
     cacheKey,
@@ -312,17 +358,46 @@ export function serializeIndexSnapshot(
   };
   const headerBytes = encoder.encode(JSON.stringify(header));
   const payloadStart = align8(PREFIX_BYTES + headerBytes.byteLength);
-  const output = new Uint8Array(payloadStart + header.payloadLength);
-  output.set(encoder.encode(MAGIC), 0);
-  const view = new DataView(output.buffer);
+  const head = new Uint8Array(payloadStart);
+  head.set(encoder.encode(MAGIC), 0);
+  const view = new DataView(head.buffer);
   view.setUint32(8, INDEX_ARTIFACT_FORMAT_VERSION, true);
   view.setUint32(12, headerBytes.byteLength, true);
   view.setUint32(16, checksum32(headerBytes), true);
-  output.set(headerBytes, PREFIX_BYTES);
-  for (const section of sections) output.set(section.bytes, payloadStart + table[section.name]!.offset);
-  output.set(encodedEntries.blob, payloadStart + entryRecords.offset);
-  return output;
+  head.set(headerBytes, PREFIX_BYTES);
+  const pieces: Uint8Array[] = [head];
+  for (const section of sections) {
+    pieces.push(section.bytes);
+    const padding = align8(section.bytes.byteLength) - section.bytes.byteLength;
+    if (padding > 0) pieces.push(new Uint8Array(padding));
+  }
+  pieces.push(...encodedEntries.chunks);
+  return pieces;
 }
+
+/**
+ * Serializes a snapshot built by lexground into a self-contained artifact tagged with its content key: the
+ * lexical index, the phrase and scope structures and every entry. (`options` is accepted for compatibility with
+ * format 1, whose artifacts could leave the entries out; format 2 always holds them.) An artifact over 4 GiB (a
+ * million entries and more) does not fit one buffer: write {@link serializeIndexSnapshotChunks} instead.
+ */
+export function serializeIndexSnapshot(
+  snapshot: KnowledgeIndexSnapshot,
+  cacheKey: string,
+  _options: { includeEntries?: boolean } = {},
+): Uint8Array {
+  const pieces = serializeIndexSnapshotChunks(snapshot, cacheKey);
+  const total = pieces.reduce((sum, piece) => sum + piece.byteLength, 0);
+  if (total > MAX_SINGLE_BUFFER_BYTES) {
+    throw new RangeError(
+      `the artifact takes ${total} bytes, more than one buffer holds: write serializeIndexSnapshotChunks() to a file instead`,
+    );
+  }
+  return joinChunks(pieces, total);
+}
+
+/** Largest artifact returned as one buffer (typed arrays stop at 4 GiB). */
+const MAX_SINGLE_BUFFER_BYTES = 2 ** 32 - 1;
 
 /** Where an artifact's bytes come from: memory, or a file read at positions. */
 type ByteSource = {
@@ -802,6 +877,9 @@ class LazyRelationMap extends Map<string, string[]> {
   }
 }
 
+/** Index sections up to this size are read from a file in one piece. */
+const ONE_READ_BYTES = 1024 * 1024 * 1024;
+
 /** Closes the file of a loaded snapshot once nothing refers to the snapshot's entries any more. */
 const fileCloser =
   typeof FinalizationRegistry === "function"
@@ -1028,15 +1106,21 @@ export async function loadIndexArtifact(
   try {
     const head = readHeaderFrom(source);
     checkExpectations(head.header, expected);
-    // The index sections lie before the entry records: one read (without blocking the event loop) brings them
-    // all; the buffer starts at the payload, so the 8-byte aligned sections stay aligned.
-    const region = await file.read(head.payloadStart, head.header.entryRecords.offset);
-    const loaded = loadFrom(
-      source,
-      expected,
-      (_name, offset, length) => region.subarray(offset, offset + length),
-      head,
-    );
+    // The index sections lie before the entry records: up to a gigabyte, one read (without blocking the event
+    // loop) brings them all, and the buffer starts at the payload, so the 8-byte aligned sections stay aligned;
+    // beyond, each section is read into a buffer of its own (no buffer may exceed 4 GiB).
+    const regionLength = head.header.entryRecords.offset;
+    let fetch: (name: string, offset: number, length: number) => Uint8Array;
+    if (regionLength <= ONE_READ_BYTES) {
+      const region = await file.read(head.payloadStart, regionLength);
+      fetch = (_name, offset, length) => region.subarray(offset, offset + length);
+    } else {
+      const buffers = new Map<string, Uint8Array>();
+      for (const [name, section] of Object.entries(head.header.sections))
+        buffers.set(name, await file.read(head.payloadStart + section.offset, section.length));
+      fetch = (name) => buffers.get(name)!;
+    }
+    const loaded = loadFrom(source, expected, fetch, head);
     fileCloser?.register(loaded.snapshot.entriesById, source);
     return loaded;
   } catch (caught) {

@@ -17,6 +17,7 @@ import {
   loadIndexArtifact,
   readIndexArtifactHeaderFrom,
   serializeIndexSnapshot,
+  serializeIndexSnapshotChunks,
 } from "./artifact.js";
 import {
   CACHE_SCHEMA_VERSION,
@@ -27,6 +28,7 @@ import {
   FALLBACK_VERSION,
   KNOWLEDGE_FIELD_NAMES,
   KNOWLEDGE_INDEX_CACHE_LIMIT,
+  KNOWLEDGE_INDEX_CACHE_MAX_ENTRIES,
   toIndexBuildOptions,
 } from "./defaults.js";
 import {
@@ -67,6 +69,33 @@ export type KnowledgeIndexBuildResult = {
 export type KnowledgeIndexArtifactSource = string | Uint8Array;
 
 const cache = new LruCache<string, Promise<KnowledgeIndexBuildResult>>(KNOWLEDGE_INDEX_CACHE_LIMIT);
+/** Entry counts of the cached snapshots that have settled (for the bound on entries held). */
+const cachedEntryCounts = new Map<string, number>();
+
+/**
+ * Drops the least recently used snapshots while the cached ones hold more than
+ * {@link KNOWLEDGE_INDEX_CACHE_MAX_ENTRIES} entries together; the one just settled stays.
+ */
+function trimCacheByEntries(
+  cacheKey: string,
+  promise: Promise<KnowledgeIndexBuildResult>,
+  result: KnowledgeIndexBuildResult,
+): void {
+  if (cache.peek(cacheKey) !== promise) return;
+  cachedEntryCounts.set(cacheKey, result.snapshot?.entryCount ?? 0);
+  let total = 0;
+  for (const [key, count] of cachedEntryCounts) {
+    if (cache.peek(key) === undefined) cachedEntryCounts.delete(key);
+    else total += count;
+  }
+  for (const key of [...cache.keys()]) {
+    if (total <= KNOWLEDGE_INDEX_CACHE_MAX_ENTRIES) break;
+    if (key === cacheKey) continue;
+    total -= cachedEntryCounts.get(key) ?? 0;
+    cachedEntryCounts.delete(key);
+    cache.delete(key);
+  }
+}
 
 /** Milliseconds of synchronous indexing between yields to the event loop during a cached (async) build. */
 const BUILD_SLICE_MS = 8;
@@ -233,9 +262,12 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     return { snapshot: build.finish(), validation: normalized.validation, cacheKey, origin: "built", notes };
   })();
   cache.set(cacheKey, promise);
-  promise.catch(() => {
-    if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
-  });
+  promise.then(
+    (result) => trimCacheByEntries(cacheKey, promise, result),
+    () => {
+      if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
+    },
+  );
   return { ...(await promise), cacheHit: false };
 }
 
@@ -280,9 +312,12 @@ export async function getOrLoadKnowledgeIndexArtifact(
     }),
   );
   cache.set(cacheKey, promise);
-  promise.catch(() => {
-    if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
-  });
+  promise.then(
+    (result) => trimCacheByEntries(cacheKey, promise, result),
+    () => {
+      if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
+    },
+  );
   return { ...(await promise), cacheHit: false };
 }
 
@@ -306,9 +341,29 @@ export async function buildIndexArtifact(
   return serializeIndexSnapshot(result.snapshot, result.cacheKey, artifactOptions);
 }
 
+/**
+ * {@link buildIndexArtifact} as pieces to write one after the other (see `serializeIndexSnapshotChunks`), for
+ * artifacts of any size (one buffer stops at 4 GiB: about a million entries of the synthetic benchmark).
+ */
+export async function buildIndexArtifactChunks(
+  sources: unknown,
+  options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
+  fallbackVersion: string = FALLBACK_VERSION,
+): Promise<Uint8Array[]> {
+  const result = await getOrBuildKnowledgeIndexSnapshot(sources, options, fallbackVersion);
+  if (!result.snapshot) {
+    const errors = result.validation.issues.filter((issue) => issue.level === "error");
+    throw new Error(
+      `cannot build an index artifact: ${errors.length} validation error(s), first: ${errors[0]?.message}`,
+    );
+  }
+  return serializeIndexSnapshotChunks(result.snapshot, result.cacheKey);
+}
+
 /** Removes every cached snapshot (for tests and for hosts that want to release memory). */
 export function clearKnowledgeIndexCache(): void {
   cache.clear();
+  cachedEntryCounts.clear();
 }
 
 /** Number of cached builds. */

@@ -20,6 +20,7 @@ import {
   CONFIDENCE_DOMINANCE_RATIO,
   CONFIDENCE_MIN_FIELDS,
   ELIGIBILITY_CACHE_LIMIT,
+  ELIGIBILITY_CACHE_MAX_BYTES,
   HISTORY_TURN_CHARS,
   MAX_QUERY_CHARS,
   MAX_QUERY_TOKENS,
@@ -139,7 +140,11 @@ function eligibilityMask(
     if (docs) for (const doc of docs) mask[doc] = 0;
   }
   cache.set(key, mask);
-  while (cache.size > ELIGIBILITY_CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+  const limit = Math.max(
+    4,
+    Math.min(ELIGIBILITY_CACHE_LIMIT, Math.floor(ELIGIBILITY_CACHE_MAX_BYTES / Math.max(1, mask.length))),
+  );
+  while (cache.size > limit) cache.delete(cache.keys().next().value!);
   return mask;
 }
 

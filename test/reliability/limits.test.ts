@@ -69,14 +69,10 @@ describe("limits at validation", () => {
     expect(accepted.issues.filter((issue) => issue.code === "limit-exceeded")).toEqual([]);
   });
 
-  it(`more than MAX_ENTRIES (${MAX_ENTRIES.toLocaleString("en-US")}) entries is a limit-exceeded error naming the first entry past it`, () => {
-    const entries = Array.from({ length: MAX_ENTRIES + 1 }, (_, index) => ({ ...base, id: `e${index}` }));
-    const validation = issuesOf(entries);
-    expect(validation.ok).toBe(false);
-    expect(validation.issues).toContainEqual(
-      expect.objectContaining({ code: "limit-exceeded", path: `sources[0].entries[${MAX_ENTRIES}]` }),
-    );
-    // An engine given an invalid set builds nothing and fails turns open (engine.test.ts, RELIABILITY 14).
+  it("MAX_ENTRIES is at least 2,000,000 (issue 14); the cap itself is tested with a small stand-in value", () => {
+    // Validating two million entries takes minutes on a loaded CI machine: entryLimit.test.ts checks the cap's
+    // logic with MAX_ENTRIES mocked to 1,000, and `npm run bench -- --sizes 1000000` builds a million entries.
+    expect(MAX_ENTRIES).toBeGreaterThanOrEqual(2_000_000);
   });
 });
 

@@ -1,10 +1,10 @@
 /** `lexground build`: compile authored files into a manifest, refusing to write one that would not load. */
-import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { CONTENT_WARNING_CODES, serializeManifest } from "../../files/compile.js";
 import { locateIssues, notesToIssues, sortIssues } from "../../files/issues.js";
 import {
-  buildIndexArtifact,
+  buildIndexArtifactChunks,
   manifestToSources,
   normalizeAndValidate,
   resolveGroundingConfiguration,
@@ -27,11 +27,35 @@ export type BuildFlags = {
 };
 
 /** Writes through a temporary file and a rename, so a reader never sees half a manifest. */
-async function writeAtomically(path: string, text: string | Uint8Array): Promise<void> {
+async function writeAtomically(
+  path: string,
+  text: string | Uint8Array | readonly Uint8Array[],
+): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temporary = `${path}.${process.pid}.tmp`;
   try {
-    await writeFile(temporary, text);
+    if (Array.isArray(text)) {
+      // An artifact in pieces (it may exceed what one buffer holds).
+      const handle = await open(temporary, "w");
+      try {
+        for (const piece of text as readonly Uint8Array[]) {
+          // One write() call moves at most about 2 GiB: loop until the piece is written.
+          let written = 0;
+          while (written < piece.byteLength) {
+            const { bytesWritten } = await handle.write(
+              piece,
+              written,
+              Math.min(piece.byteLength - written, 1 << 30),
+            );
+            written += bytesWritten;
+          }
+        }
+      } finally {
+        await handle.close();
+      }
+    } else {
+      await writeFile(temporary, text as string | Uint8Array);
+    }
     await rename(temporary, path);
   } catch (error) {
     await rm(temporary, { force: true });
@@ -93,7 +117,7 @@ export async function runBuild(
     if (flags.index !== undefined && flags.index !== false && errors.length === 0) {
       indexPath = typeof flags.index === "string" ? flags.index : defaultIndexPath(flags.output!);
       const retrieval = resolveGroundingConfiguration({ preset: parsePreset(flags.preset) }).retrieval;
-      const artifact = await buildIndexArtifact(manifestToSources(manifest), {
+      const artifact = await buildIndexArtifactChunks(manifestToSources(manifest), {
         fieldWeights: retrieval.fieldWeights,
         k1: retrieval.k1,
         b: retrieval.b,
