@@ -1,0 +1,210 @@
+/**
+ * A million entries (issue 14): one synthetic registry of `--size` entries (default 1,000,000) from
+ * `bench/synthetic.ts`, measured step by step in one lean process (no peers, no plain baseline, one snapshot alive):
+ * validation, index build (time and heap retained), whole turns through `engine.ground()` (p50/p99), the
+ * self-contained artifact (write time and size), then a fresh `node` started from the artifact alone to its first
+ * grounded turn (wall and CPU time). Run with
+ * `node --expose-gc --max-old-space-size=14336 --import tsx bench/million.ts [--size N] [--queries N] [--runs N]`;
+ * it builds `dist/` first. Progress on stderr, a Markdown table on stdout.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import {
+  buildKnowledgeIndexCacheKey,
+  KnowledgeGroundingEngine,
+  serializeIndexSnapshotChunks,
+} from "../src/index.js";
+import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
+import { normalizeSources } from "../src/knowledge/resolve.js";
+import { generateSyntheticRegistry } from "./synthetic.js";
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+function option(name: string, fallback: string): string {
+  const index = process.argv.indexOf(`--${name}`);
+  return index >= 0 ? process.argv[index + 1]! : fallback;
+}
+
+const size = Number(option("size", "1000000"));
+const queryCount = Number(option("queries", "300"));
+const runs = Number(option("runs", "3"));
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error("run with node --expose-gc");
+
+function log(message: string): void {
+  process.stderr.write(`[million] ${message} (load ${loadavg()[0]!.toFixed(1)})\n`);
+}
+
+function retained(): number {
+  gc!();
+  gc!();
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.external;
+}
+
+function percentile(values: number[], fraction: number): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
+}
+
+const CHILD = `
+const [indexPath, artifactPath, query] = process.argv.slice(2);
+const { KnowledgeGroundingEngine } = await import(indexPath);
+const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: artifactPath, timeoutMs: 600000 });
+const outcome = await engine.ground({ query });
+const status = engine.getStatus();
+const cpu = process.cpuUsage();
+process.stdout.write(JSON.stringify({ origin: status.snapshotOrigin, entries: status.entryCount,
+  grounded: outcome.ephemeralContext !== null, error: status.lastError,
+  rssMb: Math.round(process.memoryUsage().rss / 1048576), cpuMs: (cpu.user + cpu.system) / 1000 }));
+`;
+
+function runChild(childPath: string, artifactPath: string, query: string) {
+  return new Promise<{ milliseconds: number; report: Record<string, unknown> }>((resolvePromise, reject) => {
+    const started = performance.now();
+    const child = spawn(
+      process.execPath,
+      ["--max-old-space-size=8192", childPath, join(REPO_ROOT, "dist/index.js"), artifactPath, query],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const milliseconds = performance.now() - started;
+      if (code !== 0) reject(new Error(`child exited with ${code}`));
+      else resolvePromise({ milliseconds, report: JSON.parse(output) });
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
+  const rows: [string, string][] = [];
+  log(`generating ${size} entries`);
+  let started = performance.now();
+  const workload = generateSyntheticRegistry({ size, seed: 20260714, queryCount });
+  log(`generated in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+
+  started = performance.now();
+  const normalized = normalizeSources([{ id: "synthetic", version: "1", entries: workload.entries }], {
+    manifestVersion: "0",
+  });
+  const validateSeconds = (performance.now() - started) / 1000;
+  if (!normalized.validation.ok) throw new Error("the synthetic registry is invalid");
+  workload.entries.length = 0;
+  rows.push(["validate (normalizeSources)", `${validateSeconds.toFixed(1)} s`]);
+  log(`validated in ${validateSeconds.toFixed(1)} s`);
+
+  const before = retained();
+  started = performance.now();
+  const cpuBefore = process.cpuUsage();
+  const build = startIndexBuild(normalized.entries);
+  build.step(Number.POSITIVE_INFINITY);
+  const snapshot = build.finish();
+  const buildSeconds = (performance.now() - started) / 1000;
+  const buildCpu = process.cpuUsage(cpuBefore);
+  const heapGb = (retained() - before) / 1024 ** 3;
+  rows.push([
+    "build (index from validated entries)",
+    `${buildSeconds.toFixed(1)} s (CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`,
+  ]);
+  rows.push(["heap retained by the snapshot after build", `${heapGb.toFixed(2)} GB`]);
+  log(`built in ${buildSeconds.toFixed(1)} s, ${heapGb.toFixed(2)} GB retained`);
+
+  // The benchmark's turns: its blocked domains, each query's integrations and recent turns (as bench/run.ts does).
+  const engine = new KnowledgeGroundingEngine({
+    enabled: true,
+    timeoutMs: 600_000,
+    blockedDomains: workload.blockedDomains,
+  });
+  engine.installSnapshot(snapshot, "built");
+  const queries = workload.queries;
+  const turn = (query: (typeof queries)[number]) =>
+    engine.ground({
+      query: query.query,
+      recentTurns: query.recentTurns,
+      scope: { enabledIntegrations: query.enabledIntegrations },
+    });
+  for (const query of workload.warmupQueries.slice(0, 20)) await turn(query);
+  const latencies: number[] = [];
+  for (const query of queries.slice(0, queryCount)) {
+    const turnStart = performance.now();
+    await turn(query);
+    latencies.push(performance.now() - turnStart);
+  }
+  rows.push([
+    `turn (engine.ground, ${latencies.length} queries) p50 / p99`,
+    `${percentile(latencies, 0.5).toFixed(1)} / ${percentile(latencies, 0.99).toFixed(1)} ms`,
+  ]);
+  log(
+    `turns p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms`,
+  );
+
+  const directory = mkdtempSync(join(tmpdir(), "lexground-million-"));
+  try {
+    started = performance.now();
+    const key = buildKnowledgeIndexCacheKey(normalized.groups);
+    const keySeconds = (performance.now() - started) / 1000;
+    started = performance.now();
+    const pieces = serializeIndexSnapshotChunks(snapshot, key);
+    const artifactPath = join(directory, "kb.lxg");
+    const descriptor = openSync(artifactPath, "w");
+    let artifactBytes = 0;
+    for (const piece of pieces) {
+      let written = 0;
+      while (written < piece.byteLength)
+        written += writeSync(descriptor, piece, written, Math.min(piece.byteLength - written, 1 << 30));
+      artifactBytes += piece.byteLength;
+    }
+    closeSync(descriptor);
+    pieces.length = 0;
+    const writeSeconds = (performance.now() - started) / 1000;
+    rows.push(["content key (hash of every entry)", `${keySeconds.toFixed(1)} s`]);
+    rows.push([
+      "artifact: serialize and write / size",
+      `${writeSeconds.toFixed(1)} s / ${(artifactBytes / 1024 ** 3).toFixed(2)} GB`,
+    ]);
+    log(`artifact ${(artifactBytes / 1024 ** 3).toFixed(2)} GB written in ${writeSeconds.toFixed(1)} s`);
+
+    const query = queries[0]!.query;
+    const childPath = join(directory, "child.mjs");
+    writeFileSync(childPath, CHILD);
+    const walls: number[] = [];
+    const cpuTimes: number[] = [];
+    let rssMb = 0;
+    for (let run = 0; run < runs; run++) {
+      const result = await runChild(childPath, artifactPath, query);
+      if (result.report.origin !== "artifact" || !result.report.grounded)
+        throw new Error(`unexpected: ${JSON.stringify(result.report)}`);
+      walls.push(result.milliseconds);
+      cpuTimes.push(result.report.cpuMs as number);
+      rssMb = Math.max(rssMb, result.report.rssMb as number);
+      log(
+        `first turn from the artifact: ${result.milliseconds.toFixed(0)} ms (CPU ${cpuTimes.at(-1)!.toFixed(0)} ms)`,
+      );
+    }
+    rows.push([
+      `first turn from the artifact alone (spawn node → grounded turn), median of ${runs}`,
+      `${percentile(walls, 0.5).toFixed(0)} ms (CPU ${percentile(cpuTimes, 0.5).toFixed(0)} ms), RSS ${rssMb} MB`,
+    ]);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+
+  console.log(
+    `A million entries: ${size.toLocaleString("en-US")} synthetic entries, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load ${loadavg()[0]!.toFixed(2)} at the end`,
+  );
+  console.log("");
+  console.log("| step | measured |");
+  console.log("|---|--:|");
+  for (const [step, value] of rows) console.log(`| ${step} | ${value} |`);
+}
+
+await main();
