@@ -1,24 +1,6 @@
-/**
- * `lexground/files` (Node only): load a knowledge base from authored files (a folder of Markdown entries with YAML
- * front matter, YAML or JSON entry files, a manifest written by `lexground build`, or a BEIR folder) and keep an
- * engine in step with the folder while it changes.
- *
- * ```ts
- * import { KnowledgeGroundingEngine } from "lexground";
- * import { loadKnowledgeBase, watchKnowledgeBase } from "lexground/files";
- *
- * const { sources, issues, ok } = await loadKnowledgeBase("knowledge");
- * if (!ok) throw new Error(issues.map((issue) => `${issue.file}:${issue.line}: ${issue.message}`).join("\n"));
- * const engine = new KnowledgeGroundingEngine({ enabled: true, sources });
- * const watcher = await watchKnowledgeBase("knowledge", engine);
- * ```
- *
- * @module
- */
-import { normalizeAndValidate } from "../index.js";
 import type { KnowledgeManifest } from "../types/knowledge.js";
 import { type KnowledgeCompileOptions, type LoadedKnowledgeBase, readKnowledgeBase } from "./compile.js";
-import { type KnowledgeFileIssue, locateIssues, notesToIssues, sortIssues } from "./issues.js";
+import { type KnowledgeFileIssue, knowledgeBaseIssues } from "./issues.js";
 
 export {
   type KnowledgeCatalogLocation,
@@ -80,13 +62,7 @@ export async function loadKnowledgeBase(
     ...options,
     collectFileErrors: options.collectFileErrors !== false,
   });
-  const { validation } = normalizeAndValidate(loaded.sources, {
-    manifestVersion: loaded.manifest.contentVersion,
-  });
+  const { ok, issues } = knowledgeBaseIssues(loaded);
   const fileErrors = loaded.notes.some((note) => note.level === "error");
-  return {
-    ...loaded,
-    ok: validation.ok && !fileErrors,
-    issues: sortIssues([...notesToIssues(loaded.notes), ...locateIssues(validation.issues, loaded)]),
-  };
+  return { ...loaded, ok: ok && !fileErrors, issues };
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { normalizeText } from "../index.js";
+import { normalizeAndValidate, normalizeText } from "../index.js";
 import type { KnowledgeEntryInput, KnowledgeValidationIssue } from "../types/knowledge.js";
 import type { KnowledgeCompileNote, LoadedKnowledgeBase } from "./compile.js";
 
@@ -28,6 +28,26 @@ export type KnowledgeFileIssue = {
   /** What the author can do about it, when known (a file that could not be compiled). */
   hint?: string;
 };
+
+/**
+ * What is wrong with a loaded knowledge base, for its authors: the compiler's notes and the engine's validation
+ * issues located at `file:line`, then any `extra` issues (lints), sorted. `ok` is the engine's verdict: false when
+ * validation found an error.
+ */
+export function knowledgeBaseIssues(
+  knowledgeBase: LoadedKnowledgeBase,
+  extra: readonly KnowledgeFileIssue[] = [],
+): { ok: boolean; issues: KnowledgeFileIssue[] } {
+  const { validation } = normalizeAndValidate(knowledgeBase.sources, {
+    manifestVersion: knowledgeBase.manifest.contentVersion,
+  });
+  const issues = sortIssues([
+    ...notesToIssues(knowledgeBase.notes),
+    ...locateIssues(validation.issues, knowledgeBase),
+    ...extra,
+  ]);
+  return { ok: validation.ok, issues };
+}
 
 const ENTRY_PATH = /^sources\[(\d+)\](?:\.entries\[(\d+)\](?:\.([A-Za-z]+))?)?/;
 

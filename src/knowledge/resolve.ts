@@ -269,6 +269,32 @@ function warning(context: EntryContext, code: KnowledgeIssueCode, field: string,
   });
 }
 
+/** A `limit-exceeded` error: `field` of the entry holds `length` characters, more than `limit`. */
+function tooManyCharacters(context: EntryContext, field: string, length: number, limit: number): void {
+  error(
+    context,
+    "limit-exceeded",
+    field,
+    `${field} of entry ${quote(context.entryId)} has ${length} characters; the limit is ${limit}`,
+  );
+}
+
+/** A type error (`bad-field-type`, or `bad-integrations` for integrations): `field` must be `expected`. */
+function mustBe(
+  context: EntryContext,
+  code: "bad-field-type" | "bad-integrations",
+  field: string,
+  expected: string,
+  value: unknown,
+): void {
+  error(
+    context,
+    code,
+    field,
+    `${field} of entry ${quote(context.entryId)} must be ${expected}, got ${describeType(value)}`,
+  );
+}
+
 /** An `unreadable-input` error: reading `path` threw (a throwing getter, a revoked proxy). */
 function reportUnreadable(
   issues: IssueCollector,
@@ -308,24 +334,14 @@ function requiredText(
       return "";
     }
     if (value.length > MAX_FIELD_CHARS) {
-      error(
-        context,
-        "limit-exceeded",
-        field,
-        `${field} of entry ${quote(context.entryId)} has ${value.length} characters; the limit is ${MAX_FIELD_CHARS}`,
-      );
+      tooManyCharacters(context, field, value.length, MAX_FIELD_CHARS);
     }
     return value;
   }
   if (value === undefined || value === null || value === "") {
     error(context, missingCode, field, `entry ${quote(context.entryId)} has no ${field}`);
   } else {
-    error(
-      context,
-      "bad-field-type",
-      field,
-      `${field} of entry ${quote(context.entryId)} must be a string, got ${describeType(value)}`,
-    );
+    mustBe(context, "bad-field-type", field, "a string", value);
   }
   return "";
 }
@@ -351,12 +367,7 @@ function optionalStringList(
     return undefined;
   }
   if (!Array.isArray(value)) {
-    error(
-      context,
-      "bad-field-type",
-      field,
-      `${field} of entry ${quote(context.entryId)} must be an array of strings, got ${describeType(value)}`,
-    );
+    mustBe(context, "bad-field-type", field, "an array of strings", value);
     return undefined;
   }
   if (value.length > limit) {
@@ -373,19 +384,9 @@ function optionalStringList(
     const item: unknown = value[index];
     if (unreadableField(context, `${field}[${index}]`, item)) continue;
     if (typeof item !== "string") {
-      error(
-        context,
-        "bad-field-type",
-        `${field}[${index}]`,
-        `${field}[${index}] of entry ${quote(context.entryId)} must be a string, got ${describeType(item)}`,
-      );
+      mustBe(context, "bad-field-type", `${field}[${index}]`, "a string", item);
     } else if (item.length > MAX_FIELD_CHARS) {
-      error(
-        context,
-        "limit-exceeded",
-        `${field}[${index}]`,
-        `${field}[${index}] of entry ${quote(context.entryId)} has ${item.length} characters; the limit is ${MAX_FIELD_CHARS}`,
-      );
+      tooManyCharacters(context, `${field}[${index}]`, item.length, MAX_FIELD_CHARS);
     } else {
       strings.push(item);
     }
@@ -861,12 +862,7 @@ function readIntegrations(context: EntryContext, rawIntegrations: unknown): stri
     return [];
   }
   if (!Array.isArray(rawIntegrations)) {
-    error(
-      context,
-      "bad-integrations",
-      "integrations",
-      `integrations of entry ${quote(context.entryId)} must be an array of strings, got ${describeType(rawIntegrations)}`,
-    );
+    mustBe(context, "bad-integrations", "integrations", "an array of strings", rawIntegrations);
     return [];
   }
   const badIndex = rawIntegrations.findIndex((item) => typeof item !== "string");
@@ -876,20 +872,15 @@ function readIntegrations(context: EntryContext, rawIntegrations: unknown): stri
   );
   if (unreadableField(context, `integrations[${badIndex}]`, badItem)) return [];
   if (badIndex >= 0) {
-    error(
-      context,
-      "bad-integrations",
-      `integrations[${badIndex}]`,
-      `integrations[${badIndex}] of entry ${quote(context.entryId)} must be a string, got ${describeType(badItem)}`,
-    );
+    mustBe(context, "bad-integrations", `integrations[${badIndex}]`, "a string", badItem);
     return [];
   }
   if (longIndex >= 0) {
-    error(
+    tooManyCharacters(
       context,
-      "limit-exceeded",
       `integrations[${longIndex}]`,
-      `integrations[${longIndex}] of entry ${quote(context.entryId)} has ${(rawIntegrations[longIndex] as string).length} characters; the limit is ${MAX_FIELD_CHARS}`,
+      (rawIntegrations[longIndex] as string).length,
+      MAX_FIELD_CHARS,
     );
     return [];
   }
@@ -927,21 +918,11 @@ function optionalString(
   const raw = input[field];
   if (raw === undefined || unreadableField(context, field, raw)) return undefined;
   if (typeof raw !== "string") {
-    error(
-      context,
-      "bad-field-type",
-      field,
-      `${field} of entry ${quote(context.entryId)} must be a string, got ${describeType(raw)}`,
-    );
+    mustBe(context, "bad-field-type", field, "a string", raw);
     return undefined;
   }
   if (raw.length > maxChars) {
-    error(
-      context,
-      "limit-exceeded",
-      field,
-      `${field} of entry ${quote(context.entryId)} has ${raw.length} characters; the limit is ${maxChars}`,
-    );
+    tooManyCharacters(context, field, raw.length, maxChars);
     return undefined;
   }
   return raw;

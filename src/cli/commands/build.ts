@@ -2,13 +2,8 @@
 import { mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { CONTENT_WARNING_CODES, serializeManifest } from "../../files/compile.js";
-import { locateIssues, notesToIssues, sortIssues } from "../../files/issues.js";
-import {
-  buildIndexArtifactChunks,
-  manifestToSources,
-  normalizeAndValidate,
-  resolveGroundingConfiguration,
-} from "../../index.js";
+import { knowledgeBaseIssues } from "../../files/issues.js";
+import { buildIndexArtifactChunks, manifestToSources, resolveGroundingConfiguration } from "../../index.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, printError, println } from "../io.js";
 import { formatIssue } from "../report.js";
@@ -79,13 +74,7 @@ export async function runBuild(
     ...(flags.generatedAt !== undefined ? { generatedAt: flags.generatedAt } : {}),
   });
   const { manifest } = knowledgeBase;
-  const { validation } = normalizeAndValidate(knowledgeBase.sources, {
-    manifestVersion: manifest.contentVersion,
-  });
-  const issues = sortIssues([
-    ...notesToIssues(knowledgeBase.notes),
-    ...locateIssues(validation.issues, knowledgeBase),
-  ]);
+  const { issues } = knowledgeBaseIssues(knowledgeBase);
   const errors = issues.filter((issue) => issue.level === "error");
   const warnings = issues.filter((issue) => issue.level === "warning");
   const entryCount = manifest.catalogs.reduce((sum, catalog) => sum + catalog.entries.length, 0);

@@ -1,7 +1,6 @@
 /** `lexground validate`: every engine issue, compiler note and author lint, located at `file:line`. */
 
-import { lintKnowledgeBase, locateIssues, notesToIssues, sortIssues } from "../../files/issues.js";
-import { normalizeAndValidate } from "../../index.js";
+import { knowledgeBaseIssues, lintKnowledgeBase } from "../../files/issues.js";
 import { type CommandContext, println } from "../io.js";
 import { formatIssue } from "../report.js";
 import { openKnowledgeBase } from "../session.js";
@@ -20,14 +19,7 @@ export async function runValidate(
   // A file that cannot be compiled is one error among the others, not the end of the run.
   const knowledgeBase = await openKnowledgeBase(context, inputs, { locate: true, collectFileErrors: true });
   const { manifest } = knowledgeBase;
-  const { validation } = normalizeAndValidate(knowledgeBase.sources, {
-    manifestVersion: manifest.contentVersion,
-  });
-  const issues = sortIssues([
-    ...notesToIssues(knowledgeBase.notes),
-    ...locateIssues(validation.issues, knowledgeBase),
-    ...lintKnowledgeBase(knowledgeBase),
-  ]);
+  const { issues } = knowledgeBaseIssues(knowledgeBase, lintKnowledgeBase(knowledgeBase));
   const errorCount = issues.filter((issue) => issue.level === "error").length;
   const warningCount = issues.filter((issue) => issue.level === "warning").length;
   const entryCount = manifest.catalogs.reduce((sum, catalog) => sum + catalog.entries.length, 0);
