@@ -14,6 +14,7 @@ import { KnowledgeArtifactError } from "../src/knowledge/artifact.js";
 import { KnowledgeGroundingTimeoutError, KnowledgeRegistryError } from "../src/knowledge/engine.js";
 import { NeuroLinkError, ProviderNotConfiguredError } from "../src/neurolink/errors.js";
 import { MissingPeerDependencyError } from "../src/peerDependency.js";
+import { PostgresBackendOptionsError } from "../src/postgres/backend.js";
 
 const status = {
   state: "failed",
@@ -43,6 +44,7 @@ const cases: [string, { isInstance(error: unknown): boolean }, Error & { code: s
   ["KnowledgeBaseInvalidError", KnowledgeBaseInvalidError, new KnowledgeBaseInvalidError([])],
   ["EvalConfigurationError", EvalConfigurationError, new EvalConfigurationError("tuned", "bad k1")],
   ["EvalKnowledgeBaseError", EvalKnowledgeBaseError, new EvalKnowledgeBaseError([])],
+  ["PostgresBackendOptionsError", PostgresBackendOptionsError, new PostgresBackendOptionsError("bad pool")],
   ["EvalDataError", EvalDataError, new EvalDataError("queries.jsonl", "bad line", { line: 3 })],
   ["NeuroLinkError", NeuroLinkError, new NeuroLinkError("UNEXPECTED_ERROR", "oops")],
   [

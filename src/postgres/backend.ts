@@ -8,6 +8,7 @@
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
 import { MAX_QUERY_TOKENS } from "../knowledge/defaults.js";
+import { hasErrorMarker } from "../knowledge/errors.js";
 import type { KnowledgeIndexBuildOptions } from "../knowledge/knowledgeIndex.js";
 import type {
   KnowledgeBackendIndex,
@@ -99,9 +100,19 @@ const LOCK_NAMESPACE = 0x6c7867;
 /** PostgreSQL's "undefined table" (a generation dropped while a turn read it). */
 const UNDEFINED_TABLE = "42P01";
 
+const OPTIONS_ERROR_MARKER = Symbol.for("lexground.PostgresBackendOptionsError");
+
 /** Raised for bad backend options (at creation, so a misconfiguration is found at start-up). */
 export class PostgresBackendOptionsError extends TypeError {
   override readonly name = "PostgresBackendOptionsError";
+  /** Stable machine-readable code. */
+  readonly code = "INVALID_BACKEND_OPTIONS";
+  readonly [OPTIONS_ERROR_MARKER] = true;
+
+  /** True for a `PostgresBackendOptionsError` from any copy of the package. */
+  static isInstance(error: unknown): error is PostgresBackendOptionsError {
+    return hasErrorMarker(error, OPTIONS_ERROR_MARKER);
+  }
 }
 
 function readOption<K extends keyof typeof DEFAULTS>(

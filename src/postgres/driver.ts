@@ -2,7 +2,11 @@
  * The parts of the `pg` driver the backend uses, typed structurally so that lexground compiles without `pg`'s
  * types and a host's own `pg.Pool` (any 8.x) fits. `pg` itself is an optional peer dependency, loaded on first use.
  */
-import { importPeerDependency, MissingPeerDependencyError, PEER_DEPENDENCY_RANGES } from "../peerDependency.js";
+import {
+  importPeerDependency,
+  MissingPeerDependencyError,
+  PEER_DEPENDENCY_RANGES,
+} from "../peerDependency.js";
 
 /** A statement: text, parameters, and a name when it should be prepared once per connection. */
 export type PostgresQueryConfig = { text: string; values?: unknown[]; name?: string };
