@@ -205,6 +205,47 @@ console.log(JSON.stringify({ generate, tool: found.entries.map((entry) => entry.
     });
   });
 
+  it("require() loads every entry point; one whose optional peer is missing names that peer", async () => {
+    const { project } = installed;
+    const manifest = JSON.parse(readFileSync(join(repositoryRoot, "package.json"), "utf8")) as {
+      exports: Record<string, unknown>;
+      peerDependencies: Record<string, string>;
+    };
+    const entryPoints = Object.keys(manifest.exports)
+      .filter((subpath) => subpath !== "./package.json")
+      .map((subpath) => `lexground${subpath.slice(1)}`);
+    await writeFile(
+      join(project, "require-all.cjs"),
+      `const outcomes = {};
+for (const name of ${JSON.stringify(entryPoints)}) {
+  try { outcomes[name] = Object.keys(require(name)).length > 0 ? "loaded" : "empty"; }
+  catch (error) { outcomes[name] = String(error.message).split("\\n")[0]; }
+}
+console.log(JSON.stringify(outcomes));
+`,
+    );
+    const { stdout } = await execute(process.execPath, ["require-all.cjs"], {
+      cwd: project,
+      timeout: 60_000,
+    });
+    const outcomes = JSON.parse(stdout) as Record<string, string>;
+    expect(Object.keys(outcomes).sort()).toEqual([...entryPoints].sort());
+    const peers = Object.keys(manifest.peerDependencies);
+    for (const [name, outcome] of Object.entries(outcomes)) {
+      if (outcome === "loaded") continue;
+      // Only a missing optional peer may stop an entry point, and the error says which.
+      expect(
+        peers.some((peer) => outcome.includes(`'${peer}`)),
+        `${name}: ${outcome}`,
+      ).toBe(true);
+    }
+    for (const name of ["lexground", "lexground/files", "lexground/neurolink", "lexground/ai-sdk"]) {
+      expect(outcomes[name], name).toBe("loaded");
+    }
+    expect(outcomes["lexground/ai-sdk/tool"]).toBe("loaded");
+    expect(outcomes["lexground/langchain"]).toMatch(/Cannot find (?:module|package) '@langchain\/core/);
+  });
+
   it("bundles the installed root export for the browser and grounds a turn in headless Chromium", async (context) => {
     if (!chromiumAvailable("pack", "the browser run of the installed package")) context.skip();
     // The browser page imports the engine from ../../src/index.js; here that import is resolved the way the
