@@ -33,11 +33,12 @@ describe("package exports", () => {
 });
 
 describe("build script", () => {
-  it("makes the CLI executable, so `npx lexground` works straight after `npm ci`", () => {
+  // That the build leaves the CLI executable is checked on the built and packed package (test/package/pack.test.ts
+  // › ships the CLI executable, with a node shebang, as npm ci also builds it in the repository).
+  it("npm ci builds the package: prepare runs the build", () => {
     const scripts = (
       JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }
     ).scripts;
-    expect(scripts.build).toContain("chmodSync('dist/cli/bin.js', 0o755)");
     expect(scripts.prepare).toBe("npm run build");
   });
 });

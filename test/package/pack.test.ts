@@ -5,7 +5,7 @@
  * `ai`, and the installed root export bundled for the browser and run in headless Chromium.
  */
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync, realpathSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -62,6 +62,16 @@ describe.sequential("the packed package", () => {
           !/\.(js|d\.ts|js\.map)$/.test(path)),
     );
     expect(unexpected).toEqual([]);
+  });
+
+  it("ships the CLI executable, with a node shebang, as npm ci also builds it in the repository", () => {
+    const bin = installed.files.find((file) => file.path === "dist/cli/bin.js");
+    expect((bin?.mode ?? 0) & 0o111, "executable bits in the tarball").toBe(0o111);
+    const installedBin = join(installed.project, "node_modules/lexground/dist/cli/bin.js");
+    expect(readFileSync(installedBin, "utf8")).toMatch(/^#!\/usr\/bin\/env node\n/);
+    // The repository's own build (what `npm ci` runs through prepare, packed above) is executable too, so
+    // `npx lexground` works in a fresh clone.
+    expect(statSync(join(repositoryRoot, "dist/cli/bin.js")).mode & 0o111).toBe(0o111);
   });
 
   it("ships source maps that carry their sources", () => {

@@ -16,8 +16,8 @@ export const repositoryRoot = join(import.meta.dirname, "../..");
 const execute = promisify(execFile);
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
-/** One file of `npm pack --json`. */
-export type PackedFile = { path: string; size: number };
+/** One file of `npm pack --json` (`mode`: its Unix permission bits in the tarball). */
+export type PackedFile = { path: string; size: number; mode: number };
 
 /** A packed and installed lexground. */
 export type InstalledPackage = {
