@@ -132,10 +132,16 @@ function declareBuildCommand(program: Command, setRunner: (runner: Runner) => vo
       "index settings of the artifact: those of this preset (an engine loading the artifact alone must use the same)",
     )
     .option("--json", "print a machine-readable summary instead of text")
+    .option(
+      "--backend <url>",
+      "also publish the knowledge base to PostgreSQL (postgres://…) as a new index generation (needs the pg package)",
+    )
+    .option("--backend-schema <name>", "the PostgreSQL schema of the index (default lexground)")
     .addHelpText(
       "after",
       examples([
         "lexground build examples/knowledge-base -o dist/knowledge.json",
+        "lexground build examples/knowledge-base --backend postgres://localhost/app   # publish for a fleet",
         "lexground build docs/kb --content-version 2026-07-14.1 -o kb.json",
         "lexground build examples/knowledge-base -o kb.json --index   # also writes kb.lxg",
         "lexground build examples/knowledge-base -o kb.json --index --preset recommended",
@@ -184,6 +190,11 @@ function declareQueryCommand(program: Command, setRunner: (runner: Runner) => vo
     .option("--context", "print only the rendered context block")
     .option("--limit <n>", "primary entries to select (retrieval.resultLimit)")
     .option("--json", "print the full result as JSON")
+    .option(
+      "--backend <url>",
+      "run the turn on the PostgreSQL index (postgres://…): publishes --kb first when given, else serves what is published",
+    )
+    .option("--backend-schema <name>", "the PostgreSQL schema of the index (default lexground)")
     .addHelpText(
       "after",
       examples([

@@ -24,6 +24,7 @@ import {
   retrieveFrom,
 } from "../../src/index.js";
 import { createPostgresBackend, type PostgresBackend } from "../../src/postgres/index.js";
+import { run } from "../cli/helpers.js";
 import {
   blockedArbitrary,
   registryArbitrary,
@@ -251,4 +252,28 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
       }
     }
   }, 120_000);
+
+  it("the CLI: build --backend publishes (then reuses), query --backend selects what query selects in memory", async () => {
+    const schema = ["--backend", url, "--backend-schema", "parity_cli", "--preset", "recommended"];
+    const cwd = process.cwd();
+    const built = await run(["build", "examples/knowledge-base", ...schema, "--json"], { cwd });
+    expect(built.code, built.stderr).toBe(0);
+    expect(JSON.parse(built.stdout).published).toMatchObject({ reused: false, entryCount: 191 });
+    const again = await run(["build", "examples/knowledge-base", ...schema, "--json"], { cwd });
+    expect(JSON.parse(again.stdout).published).toMatchObject({ reused: true });
+    const question = "How do I turn on instant payouts?";
+    const database = await run(["query", question, ...schema, "--json"], { cwd });
+    expect(database.code, database.stderr).toBe(0);
+    const memory = await run(
+      ["query", question, "--kb", "examples/knowledge-base", "--preset", "recommended", "--json"],
+      { cwd },
+    );
+    const memoryReport = JSON.parse(memory.stdout) as {
+      primary: { id: string }[];
+      context: { text: string };
+    };
+    const databaseReport = JSON.parse(database.stdout) as { selectedIds: string[]; context: string };
+    expect(databaseReport.selectedIds).toEqual(memoryReport.primary.map((entry) => entry.id));
+    expect(databaseReport.context).toBe(memoryReport.context.text);
+  }, 60_000);
 });

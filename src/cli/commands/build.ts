@@ -19,6 +19,9 @@ export type BuildFlags = {
   preset?: string;
   force?: boolean;
   json?: boolean;
+  /** A PostgreSQL URL: also publish the knowledge base there (a new generation, or the serving one reused). */
+  backend?: string;
+  backendSchema?: string;
 };
 
 /** Writes through a temporary file and a rename, so a reader never sees half a manifest. */
@@ -63,7 +66,7 @@ export async function runBuild(
   inputs: string[],
   flags: BuildFlags,
 ): Promise<number> {
-  if (flags.json && !flags.output) {
+  if (flags.json && !flags.output && flags.backend === undefined) {
     throw new CliUsageError(
       "--json needs --output",
       "without -o the manifest itself is printed to standard output",
@@ -100,7 +103,7 @@ export async function runBuild(
     if (flags.output) {
       await writeAtomically(resolve(context.io.cwd, flags.output), text);
       written = true;
-    } else {
+    } else if (flags.backend === undefined) {
       context.io.stdout.write(text);
     }
     if (flags.index !== undefined && flags.index !== false && errors.length === 0) {
@@ -116,6 +119,17 @@ export async function runBuild(
       await writeAtomically(resolve(context.io.cwd, indexPath), artifact);
     }
   }
+  let published: { generation: number | null; reused: boolean; entryCount: number } | null = null;
+  if (!refused && errors.length === 0 && flags.backend !== undefined) {
+    const { publishManifest } = await import("./backend.js");
+    published = await publishManifest(
+      context,
+      flags.backend,
+      flags.backendSchema,
+      manifestToSources(manifest),
+      flags.preset,
+    );
+  }
 
   if (flags.json) {
     println(
@@ -126,6 +140,7 @@ export async function runBuild(
           output: flags.output ?? null,
           written,
           index: indexPath,
+          ...(published ? { published } : {}),
           schemaVersion: manifest.schemaVersion,
           contentVersion: manifest.contentVersion,
           generatedAt: manifest.generatedAt,

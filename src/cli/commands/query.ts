@@ -18,6 +18,9 @@ import {
 } from "../session.js";
 
 export type QueryFlags = RetrievalFlags & {
+  /** A PostgreSQL URL: the turn runs on the shared index (see `backend.ts`). */
+  backend?: string;
+  backendSchema?: string;
   explain?: boolean;
   context?: boolean;
   limit?: string;
@@ -206,6 +209,10 @@ export async function runQuery(
 ): Promise<number> {
   const resultLimit = parseCount(flags.limit, "--limit");
   const question = await readQuestion(context, argument, flags.file);
+  if (flags.backend !== undefined) {
+    const { runBackendQuery } = await import("./backend.js");
+    return runBackendQuery(context, question, { ...flags, backend: flags.backend });
+  }
   const loadStart = performance.now();
   const prepared = await prepareFromFlags(context, flags);
   const loadMs = performance.now() - loadStart - prepared.timing.validateMs - prepared.timing.indexMs;
