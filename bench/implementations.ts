@@ -68,8 +68,8 @@ export type TurnSummary = {
 
 /** A built index, ready to answer queries. */
 export type BuiltIndex = {
-  lexical(query: BenchQuery): string[];
-  select(query: BenchQuery): KnowledgeSelection;
+  lexical(query: BenchQuery): string[] | Promise<string[]>;
+  select(query: BenchQuery): KnowledgeSelection | Promise<KnowledgeSelection>;
 };
 
 /** Something that answers whole turns, prepared after the index (lexground's engine builds its own snapshot). */
@@ -241,7 +241,7 @@ export const plain: Implementation = {
     };
   },
   prepareTurns(_workload, _settings, built) {
-    return { turn: (query) => turnFromSelection(built.select(query)) };
+    return { turn: (query) => turnFromSelection(built.select(query) as KnowledgeSelection) };
   },
 };
 
@@ -352,7 +352,7 @@ export const minisearch: Implementation = {
     };
   },
   prepareTurns(_workload, _settings, built) {
-    return { turn: (query) => turnFromSelection(built.select(query)) };
+    return { turn: (query) => turnFromSelection(built.select(query) as KnowledgeSelection) };
   },
 };
 
@@ -441,7 +441,7 @@ export const orama: Implementation = {
     };
   },
   prepareTurns(_workload, _settings, built) {
-    return { turn: (query) => turnFromSelection(built.select(query)) };
+    return { turn: (query) => turnFromSelection(built.select(query) as KnowledgeSelection) };
   },
 };
 

@@ -10,6 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { isKnowledgePresetName, normalizeAndValidate, resolveRetrieval } from "../src/index.js";
+import type { PostgresBackend } from "../src/postgres/index.js";
 import type { KnowledgePresetName, KnowledgeSelection, KnowledgeSource } from "../src/types/knowledge.js";
 import { loadDataset } from "./datasets.js";
 import {
@@ -29,6 +30,7 @@ import {
   requireGc,
   settle,
 } from "./measure.js";
+import { concurrentTurns, lexgroundPostgres, postgresServer } from "./postgres.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
 import type { BenchQuery, Workload } from "./workload.js";
 
@@ -43,6 +45,10 @@ type Options = {
   queries: number;
   skipPlain: boolean;
   skipPeers: boolean;
+  /** `--backend postgres` (a throwaway cluster) or `--backend postgres://…`: also measure the PostgreSQL backend. */
+  backend: string | null;
+  /** Concurrent clients of the throughput measurement (with `--backend`). */
+  clients: number;
   /** Presets measured as extra lexground rows (`--preset recommended`). */
   presets: KnowledgePresetName[];
   seed: number;
@@ -57,7 +63,7 @@ type Options = {
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--datasets scifact,nfcorpus|none]
   [--queries N] [--skip-plain] [--skip-peers] [--preset name,…] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
-  [--out file.json|none]`;
+  [--out file.json|none] [--backend postgres|postgres://…] [--clients N]`;
 
 function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
@@ -67,6 +73,8 @@ function parseOptions(argv: readonly string[]): Options {
     skipPlain: false,
     skipPeers: false,
     presets: [],
+    backend: null,
+    clients: 16,
     seed: 20_260_714,
     seriesBudgetMs: 3_000,
     buildRepeats: 3,
@@ -127,6 +135,16 @@ function parseOptions(argv: readonly string[]): Options {
       }
       case "--skip-peers":
         options.skipPeers = true;
+        break;
+      case "--backend": {
+        const backend = value();
+        if (backend !== "postgres" && !/^postgres(ql)?:\/\//.test(backend))
+          throw new Error(`--backend: postgres or a postgres:// URL, got ${backend}`);
+        options.backend = backend;
+        break;
+      }
+      case "--clients":
+        options.clients = Math.max(1, integer(value()));
         break;
       case "--quick":
         break;
@@ -229,6 +247,8 @@ type ImplementationResult = {
   select: SeriesResult<KnowledgeSelection>;
   turn: SeriesResult<TurnSummary>;
   failedTurns: number;
+  /** Turns of `clients` concurrent clients (measured with `--backend`, for lexground and its PostgreSQL backend). */
+  concurrent?: Awaited<ReturnType<typeof concurrentTurns>>;
 };
 
 function median(values: readonly number[]): number {
@@ -372,6 +392,11 @@ async function measureWorkload(
     console.error(
       `[${workload.name}] ${implementation.name} queries measured in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
+    const concurrent =
+      options.backend !== null &&
+      (implementation.name === "lexground" || implementation.name === "lexground:postgres")
+        ? await concurrentTurns(item.runner, workload.queries, options.clients, Math.max(budget, 5_000))
+        : undefined;
     item.runner.dispose?.();
     results.push({
       name: implementation.name,
@@ -381,6 +406,7 @@ async function measureWorkload(
       select: select[0]!,
       turn: turn[0]!,
       failedTurns: turn[0]!.results.filter((result) => result.failureReason !== undefined).length,
+      ...(concurrent ? { concurrent } : {}),
     });
     only.length = 0;
     item = null;
@@ -576,6 +602,11 @@ async function main(): Promise<void> {
     const resolved = resolveRetrieval();
     return { resolved, fieldWeights: resolved.fieldWeights };
   })();
+  const backends: PostgresBackend[] = [];
+  const server =
+    options.backend === null
+      ? null
+      : await postgresServer(options.backend === "postgres" ? null : options.backend);
   const implementations = [
     ...IMPLEMENTATIONS.filter(
       (implementation) =>
@@ -583,6 +614,7 @@ async function main(): Promise<void> {
         !(options.skipPeers && (implementation.name === "minisearch" || implementation.name === "orama")),
     ),
     ...options.presets.map((preset) => lexgroundWithPreset(preset)),
+    ...(server ? [lexgroundPostgres(server.url, backends)] : []),
   ];
   const revision = (() => {
     try {
@@ -651,6 +683,33 @@ async function main(): Promise<void> {
             : ""),
       );
     }
+    const postgresResult = results.find((result) => result.name === "lexground:postgres");
+    if (postgresResult) {
+      const selections = compareSelections(
+        workload.queries,
+        ours.select.results,
+        postgresResult.select.results,
+      );
+      notes.push(
+        `lexground:postgres vs lexground: ${selections.identical}/${selections.compared} selections identical ` +
+          `(max relative score difference ${selections.maxRelativeScoreDifference.toExponential(1)})` +
+          (selections.firstDifference ? `; first difference: ${selections.firstDifference}` : ""),
+      );
+      notes.push(
+        `lexground:postgres build = publishing a generation (postings computed in JS, loaded with multi-row inserts, ` +
+          `indexed, switched): ${milliseconds(postgresResult.build.medianMilliseconds)} ms vs lexground's in-memory build ` +
+          `${milliseconds(ours.build.medianMilliseconds)} ms (×${(postgresResult.build.medianMilliseconds / ours.build.medianMilliseconds).toFixed(1)}); ` +
+          `reader engine heap (turn preparation): ${megabytes(postgresResult.turnPreparation.retainedBytes)} MB`,
+      );
+    }
+    for (const result of results) {
+      if (!result.concurrent) continue;
+      const c = result.concurrent;
+      notes.push(
+        `${result.name}: ${options.clients} concurrent clients: ${c.turnsPerSecond.toFixed(1)} turns/s ` +
+          `(${c.turns} turns, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms${c.failed > 0 ? `, ${c.failed} failed open` : ""})`,
+      );
+    }
     notes.push(
       `lexground engine from raw sources to ready (validation, content hash, build): ` +
         `${milliseconds(ours.turnPreparation.milliseconds)} ms, ${megabytes(ours.turnPreparation.retainedBytes)} MB retained`,
@@ -709,6 +768,8 @@ async function main(): Promise<void> {
     );
     console.log(`JSON: ${output}`);
   }
+  await Promise.all(backends.map((backend) => backend.close()));
+  await server?.cluster?.dispose();
 }
 
 main().catch((error: unknown) => {
