@@ -69,7 +69,13 @@ export function lexgroundPostgres(url: string, backends: PostgresBackend[]): Imp
     },
     async prepareTurns(workload): Promise<TurnRunner> {
       // A replica: no sources, its own backend object and pool, serving the published generation.
-      const backend = createPostgresBackend({ connectionString: url, schema: "bench", maxConnections: 16 });
+      const backend = createPostgresBackend({
+        connectionString: url,
+        schema: "bench",
+        maxConnections: 16,
+        statementTimeoutMs: 60_000,
+        connectionTimeoutMs: 60_000,
+      });
       backends.push(backend);
       const engine = new KnowledgeGroundingEngine({
         enabled: true,
