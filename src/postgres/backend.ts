@@ -686,28 +686,30 @@ class PostgresSearcher implements KnowledgeSearchBackend {
     return [...seen];
   }
 
-  /** The query's distinct n-grams up to the longest indexed phrase: by length, then by start. */
-  private phrases(tokens: readonly string[]): string[] {
-    const seen = new Set<string>();
-    const longest = Math.min(this.generation.maxPhraseWords, tokens.length);
-    for (let size = 1; size <= longest; size++) {
-      for (let start = 0; start + size <= tokens.length; start++) {
-        seen.add(tokens.slice(start, start + size).join(" "));
-      }
-    }
-    return [...seen];
+  /**
+   * The phrase of n-gram number `ord` (`size × (tokens + 1) + start`, as the candidates statement numbers them),
+   * or null when the same phrase occurred earlier in generation order (each distinct phrase counts once).
+   */
+  private static phraseOf(tokens: readonly string[], ord: number, first: Map<string, number>): string | null {
+    const size = Math.floor(ord / (tokens.length + 1));
+    const start = ord % (tokens.length + 1);
+    const phrase = tokens.slice(start, start + size).join(" ");
+    const seen = first.get(phrase);
+    if (seen === undefined) first.set(phrase, ord);
+    return seen === undefined || seen === ord ? phrase : null;
   }
 
   async candidates(query: KnowledgeCandidateQuery): Promise<KnowledgeCandidateEvidence> {
     const topK = query.topK > 0 ? Math.min(Math.ceil(query.topK), 2_147_483_647) : 0;
     const terms = topK > 0 ? this.terms(query.lexicalTokens) : [];
-    const phrases = this.phrases(query.phraseTokens);
+    const tokens = query.phraseTokens;
     const exact = new Map<string, string[]>();
     const alias = new Map<string, string[]>();
     const matches: KnowledgeLexicalMatch[] = [];
     const docs = new Map<string, number>();
     candidateDocs.set(query, docs);
-    if (terms.length === 0 && phrases.length === 0) return { exact, alias, matches };
+    if (terms.length === 0 && (tokens.length === 0 || this.generation.maxPhraseWords === 0))
+      return { exact, alias, matches };
     const result = await this.backend.read({
       name: `lexground:${this.backend.schema}:g${this.generation.generation}:candidates`,
       text: this.candidatesText,
@@ -716,7 +718,8 @@ class PostgresSearcher implements KnowledgeSearchBackend {
         topK,
         [...query.enabledIntegrations].map(encodeKey),
         [...query.blockedDomains].map(encodeKey),
-        phrases.map(encodeKey),
+        tokens,
+        Math.min(this.generation.maxPhraseWords, tokens.length),
       ],
     });
     const lexical: { doc: number; match: KnowledgeLexicalMatch }[] = [];
@@ -742,9 +745,11 @@ class PostgresSearcher implements KnowledgeSearchBackend {
     for (const { match } of lexical) matches.push(match);
     // Phrase hits in phrase generation order, ids of one phrase in dense-id order (the in-memory sets' order).
     hits.sort((left, right) => left.ord - right.ord || left.doc - right.doc);
+    const first = new Map<string, number>();
     for (const hit of hits) {
       const target = hit.kind === 1 ? exact : alias;
-      const phrase = phrases[hit.ord - 1]!;
+      const phrase = PostgresSearcher.phraseOf(tokens, hit.ord, first);
+      if (phrase === null) continue;
       const list = target.get(hit.id);
       if (list) list.push(phrase);
       else target.set(hit.id, [phrase]);

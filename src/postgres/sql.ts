@@ -165,10 +165,12 @@ export function dropGenerationStatement(tables: GenerationTables): string {
 /**
  * The candidates of one turn in one statement. Parameters: $1 the query's analyzed, distinct terms (encoded) in
  * first-occurrence order, $2 top K, $3 enabled integrations (lowercased, encoded), $4 blocked domains (encoded),
- * $5 the query's distinct phrase n-grams (encoded) in generation order.
+ * $5 the query's tokens and $6 the longest phrase key's word count: the database builds the n-grams (tokens are
+ * letters and digits, so a joined n-gram is its own key encoding), numbered size × (tokens + 1) + start, which is
+ * the in-memory phrase lookup's generation order; the query sends its tokens, not every n-gram.
  *
  * Rows: kind 0 lexical matches (doc, id, score, f0..f4: per-field scores, null when absent) in rank order; kind
- * 1 exact and kind 2 alias phrase hits (doc, id, ord: the phrase's position in $5). Ineligible entries are left
+ * 1 exact and kind 2 alias phrase hits (doc, id, ord: the n-gram's number). Ineligible entries are left
  * out of both.
  *
  * Exactness: each posting's contribution was computed in JavaScript; the posting lists are read ordered by
@@ -198,9 +200,13 @@ export function candidatesStatement(tables: GenerationTables, bm25f: boolean): s
   best as (
     select s.* from scores s where not exists (select 1 from excluded x where x.doc = s.doc)
     order by s.score desc, s.doc limit $2),
+  phrase_grams as (
+    select s.size * (cardinality($5::text[]) + 1) + g.start - 1 as ord,
+      array_to_string(($5::text[])[g.start : g.start + s.size - 1], ' ') as key
+    from generate_series(1, least($6::integer, cardinality($5::text[]))) as s(size)
+    cross join lateral generate_series(1, cardinality($5::text[]) - s.size + 1) as g(start)),
   phrase_hits as (
-    select k.ord, p.exact, p.alias from unnest($5::text[]) with ordinality as k(key, ord)
-    join ${tables.phrases} p on p.key = k.key),
+    select k.ord, p.exact, p.alias from phrase_grams k join ${tables.phrases} p on p.key = k.key),
   hit_docs as (
     select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
     union all

@@ -195,6 +195,47 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     }
   });
 
+  it("finds long phrases in long queries as memory does (the database builds the n-grams from the tokens)", async () => {
+    const pg = backend("parity_phrases");
+    const words = Array.from({ length: 40 }, (_, index) => `w${index % 7}x${index}`);
+    const entries = [
+      {
+        id: "long.alias",
+        title: "Long alias",
+        summary: "s",
+        domain: "d",
+        integrations: [],
+        aliases: [words.join(" ")],
+      },
+      {
+        id: "short",
+        title: "w1x1 w2x2",
+        summary: "s",
+        domain: "d",
+        integrations: [],
+        aliases: ["w0x0", "w3x3 w4x4"],
+      },
+      { id: "repeat", title: "Repeat", summary: "s", domain: "d", integrations: [], aliases: ["w5x5 w6x6"] },
+    ];
+    const { entries: normalized } = normalizeAndValidate([{ id: "phrases", version: "1", entries }], {
+      manifestVersion: "0",
+    });
+    const snapshot = buildIndexSnapshot(normalized, {});
+    await pg.publish(normalized, { indexOptions: {}, contentKey: "phrases" });
+    const index = await pg.current();
+    const resolved = resolveRetrieval(undefined);
+    const filler = "w5x5 w6x6 w0x0 filler ".repeat(150);
+    for (const query of [
+      `${filler}${words.join(" ")}`,
+      `${words.join(" ")} ${words.join(" ")}`,
+      "w1x1 w2x2 w0x0",
+    ]) {
+      const request = { query, recentTurns: [], enabledIntegrations: [] };
+      const memory = retrieve(snapshot, request, resolved, []);
+      sameSelection(await retrieveFrom(index!.searcher, request, resolved, []), memory);
+    }
+  });
+
   it("breaks ties at the top-K cut as memory does: lower id first in UTF-16 code-unit order", async () => {
     const pg = backend("parity_ties");
     // Astral characters (surrogates, 0xD800–0xDFFF) sort before U+E000–U+FFFF in code units, after them in UTF-8.
