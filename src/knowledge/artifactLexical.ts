@@ -6,6 +6,7 @@
 import type { KnowledgeAnalyzerName, KnowledgeScoringMode } from "../types/knowledge.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { KnowledgeLexicalIndex } from "./knowledgeIndex.js";
+import { TermDictionary } from "./termDictionary.js";
 
 /** The index settings an artifact was built with (compared with an engine's before it serves the artifact). */
 export type ArtifactIndexOptions = {
@@ -25,12 +26,13 @@ export type LexicalSectionsMeta = {
 /** Reads the sections of an artifact (already checked against their checksums). */
 export type SectionReader = {
   has(name: string): boolean;
+  bytes(name: string): Uint8Array;
   json<T>(name: string): T;
   int32(name: string): Int32Array;
   float64(name: string): Float64Array;
 };
 
-function bytesOf(array: Int32Array | Float64Array): Uint8Array {
+function bytesOf(array: Int32Array | Float64Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
 
@@ -57,6 +59,16 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
     sections.push({ name: `lexical.contributions.${index}`, bytes: bytesOf(postings.contributions) });
   });
   if (parts.bm25fShares) sections.push({ name: "lexical.bm25fShares", bytes: bytesOf(parts.bm25fShares) });
+  // The term dictionary's own tables: loading them is a copy, where interning every term again means hashing it.
+  if (parts.dictionary) {
+    const tables = parts.dictionary.exportTables();
+    sections.push(
+      { name: "lexical.dictionary.table", bytes: bytesOf(tables.table) },
+      { name: "lexical.dictionary.records", bytes: bytesOf(tables.records) },
+      { name: "lexical.dictionary.pool", bytes: tables.pool },
+      { name: "lexical.dictionary.nonAscii", bytes: encoder.encode(JSON.stringify(tables.nonAscii)) },
+    );
+  }
   return {
     options: {
       fieldWeights: { ...parts.fieldWeights },
@@ -132,6 +144,16 @@ export function readLexicalSections(
     ranks: read.int32("lexical.ranks"),
     postings,
     bm25fShares: read.has("lexical.bm25fShares") ? read.float64("lexical.bm25fShares") : null,
+    ...(read.has("lexical.dictionary.table")
+      ? {
+          dictionary: TermDictionary.fromTables({
+            table: read.int32("lexical.dictionary.table"),
+            records: read.int32("lexical.dictionary.records"),
+            pool: read.bytes("lexical.dictionary.pool"),
+            nonAscii: read.json<[number, string][]>("lexical.dictionary.nonAscii"),
+          }),
+        }
+      : {}),
   });
   return { lexical, ids };
 }

@@ -5,6 +5,7 @@ import type {
   KnowledgeScoringMode,
 } from "../types/knowledge.js";
 import { FIELD_COUNT } from "./postings.js";
+import type { TermDictionary } from "./termDictionary.js";
 
 /** The finished state of a `KnowledgeLexicalIndex`, for serialization into an index artifact. */
 export type KnowledgeLexicalIndexParts = {
@@ -24,6 +25,11 @@ export type KnowledgeLexicalIndexParts = {
     active: boolean;
   }[];
   bm25fShares: Float64Array | null;
+  /**
+   * The term dictionary itself (its ids are those of `terms`): given to `fromParts`, it is used as is instead of
+   * interning every term again (an artifact stores its tables).
+   */
+  dictionary?: TermDictionary;
 };
 
 export /** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */
@@ -46,8 +52,10 @@ function assertPartsConsistent(parts: KnowledgeLexicalIndexParts): void {
     ) {
       throw new RangeError("index parts are inconsistent: posting offsets do not match the term count");
     }
-    for (const doc of postings.docs)
-      if (doc < 0 || doc >= documentCount)
+    // Indexed, one unsigned comparison per posting: loading an artifact runs this over every posting.
+    const docs = postings.docs;
+    for (let index = 0; index < docs.length; index++)
+      if (docs[index]! >>> 0 >= documentCount)
         throw new RangeError("index parts are inconsistent: posting refers to a missing document");
   }
 }

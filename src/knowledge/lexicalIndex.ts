@@ -72,7 +72,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   readonly analyzerName: KnowledgeAnalyzerName;
   readonly scoring: KnowledgeScoringMode;
   private readonly analyzer: TokenAnalyzer | null;
-  private readonly dictionary = new TermDictionary();
+  private dictionary = new TermDictionary();
   /** Term frequencies of the document being added (build state, released by finalize). */
   private counter: TermCounter | null = new TermCounter(this.dictionary);
   private readonly ids: string[] = [];
@@ -350,6 +350,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       ranks: this.ranks,
       postings: this.postings,
       bm25fShares: this.bm25fShares,
+      dictionary: this.dictionary,
     };
   }
 
@@ -368,7 +369,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       index.denseIds.set(id, index.ids.length);
       index.ids.push(id);
     }
-    for (const term of parts.terms) index.dictionary.intern(term);
+    if (parts.dictionary) index.dictionary = parts.dictionary;
+    else for (const term of parts.terms) index.dictionary.intern(term);
     if (index.dictionary.size !== parts.terms.length)
       throw new RangeError("index parts are inconsistent: duplicate terms");
     index.averageLengths = parts.averageLengths;

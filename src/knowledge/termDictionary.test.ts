@@ -55,3 +55,39 @@ describe("TermDictionary against a Map", () => {
     );
   });
 });
+
+describe("TermDictionary tables (index artifacts)", () => {
+  it("a dictionary loaded from its tables finds every term under the same id and can still grow", () => {
+    const original = new TermDictionary();
+    const terms = ["a", "payouts", "x".repeat(40), "enablemultistepflow", "ünïcode", "日本", "z9"];
+    for (let index = 0; index < 3000; index++) terms.push(`term${index}${"q".repeat(index % 30)}`);
+    for (const term of terms) original.intern(term);
+    const loaded = TermDictionary.fromTables(original.exportTables());
+    expect(loaded.size).toBe(original.size);
+    for (const term of terms) expect(loaded.get(term)).toBe(original.get(term));
+    expect(loaded.get("missing")).toBe(-1);
+    for (let id = 0; id < 50; id++) expect(loaded.term(id)).toBe(original.term(id));
+    // Growing a loaded dictionary leaves the exported tables untouched.
+    const added = loaded.intern("brandnewterm");
+    expect(added).toBe(original.size);
+    expect(original.get("brandnewterm")).toBe(-1);
+    expect(loaded.get("brandnewterm")).toBe(added);
+  });
+
+  it("damaged tables are a RangeError, never an endless probe or a read out of bounds", () => {
+    const original = new TermDictionary();
+    for (let index = 0; index < 100; index++) original.intern(`term${index}`);
+    const tables = original.exportTables();
+    const full = { ...tables, table: tables.table.map((value, index) => (index % 2 === 1 ? 1 : value)) };
+    expect(() => TermDictionary.fromTables(full)).toThrow(RangeError);
+    const badId = { ...tables, table: tables.table.map((value, index) => (index === 1 ? 9999 : value)) };
+    expect(() => TermDictionary.fromTables(badId)).toThrow(RangeError);
+    const badLength = {
+      ...tables,
+      records: tables.records.map((value, index) => (index === 0 ? 5000 : value)),
+    };
+    expect(() => TermDictionary.fromTables(badLength)).toThrow(RangeError);
+    const odd = { ...tables, table: tables.table.subarray(0, 6) };
+    expect(() => TermDictionary.fromTables(odd)).toThrow(RangeError);
+  });
+});

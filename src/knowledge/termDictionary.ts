@@ -12,6 +12,8 @@
  * FNV-1a's multiply, then the length, then Murmur3's finalizer (FNV-1a alone leaves the low bits, used for the
  * slot, poorly mixed).
  */
+import { MAX_TOKEN_LENGTH } from "./defaults.js";
+
 const EMPTY = 0;
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
@@ -322,4 +324,85 @@ export class TermDictionary {
     this.table = table;
     this.mask = mask;
   }
+
+  /** The dictionary's tables, for an index artifact (views of the dictionary's own arrays: do not modify them). */
+  exportTables(): TermDictionaryTables {
+    return {
+      table: this.table,
+      records: this.records.subarray(0, this.count * RECORD),
+      pool: this.pool.subarray(0, this.poolLength),
+      nonAscii: [...this.nonAsciiTerms],
+    };
+  }
+
+  /**
+   * A dictionary over tables written by {@link exportTables}, without hashing a term again (what makes loading an
+   * artifact's dictionary cheap). The tables are copied (a loaded dictionary can still grow), and checked so that
+   * no lookup of a damaged or crafted table can read out of bounds or probe forever; throws a RangeError otherwise.
+   */
+  static fromTables(tables: TermDictionaryTables): TermDictionary {
+    const { table, records, pool, nonAscii } = tables;
+    const slots = table.length / 2;
+    const count = records.length / RECORD;
+    if (!Number.isInteger(slots) || slots < 2 || (slots & (slots - 1)) !== 0 || !Number.isInteger(count))
+      throw new RangeError("term dictionary tables have impossible sizes");
+    let used = 0;
+    for (let slot = 0; slot < slots; slot++) {
+      const stored = table[2 * slot + 1]!;
+      if (stored === EMPTY) continue;
+      if (stored < 1 || stored > count)
+        throw new RangeError("term dictionary table refers to a missing term");
+      used++;
+    }
+    // At most half full, as the builder keeps it: probes end at an empty slot.
+    if (used * 2 > slots) throw new RangeError("term dictionary table is too full");
+    let nonAsciiCount = 0;
+    for (let id = 0; id < count; id++) {
+      const base = id * RECORD;
+      const length = records[base + RECORD_LENGTH]!;
+      if (length === -1) {
+        nonAsciiCount++;
+        continue;
+      }
+      if (length < 0 || length > MAX_TOKEN_LENGTH)
+        throw new RangeError("term dictionary record has a bad length");
+      if (length > INLINE_CHARACTERS) {
+        const tail = records[base + RECORD_TAIL]!;
+        if (tail < 0 || tail + length - INLINE_CHARACTERS > pool.length)
+          throw new RangeError("term dictionary record points outside its pool");
+      }
+    }
+    if (nonAscii.length !== nonAsciiCount)
+      throw new RangeError("term dictionary non-ASCII terms do not match");
+    const dictionary = new TermDictionary();
+    for (const [id, term] of nonAscii) {
+      if (!Number.isInteger(id) || id < 0 || id >= count || records[id * RECORD + RECORD_LENGTH] !== -1)
+        throw new RangeError("term dictionary non-ASCII term has a bad id");
+      if (typeof term !== "string" || dictionary.nonAsciiIds.has(term))
+        throw new RangeError("term dictionary non-ASCII terms are not distinct strings");
+      dictionary.nonAsciiIds.set(term, id);
+      dictionary.nonAsciiTerms.set(id, term);
+    }
+    dictionary.table = table.slice();
+    dictionary.mask = slots - 1;
+    dictionary.records = new Int32Array(Math.max(records.length, RECORD * INITIAL_RECORDS));
+    dictionary.records.set(records);
+    dictionary.pool = new Uint8Array(Math.max(pool.length, INITIAL_POOL_BYTES));
+    dictionary.pool.set(pool);
+    dictionary.poolLength = pool.length;
+    dictionary.count = count;
+    return dictionary;
+  }
 }
+
+/** The arrays of a {@link TermDictionary} (see {@link TermDictionary.exportTables}). */
+export type TermDictionaryTables = {
+  /** Open-addressing slots: (hash, id + 1) pairs, 0 = empty. */
+  table: Int32Array;
+  /** One record per term: length (-1 for a non-ASCII term), four packed words, tail offset, padding. */
+  records: Int32Array;
+  /** Characters after the 16th of long ASCII terms. */
+  pool: Uint8Array;
+  /** The non-ASCII terms by id. */
+  nonAscii: [number, string][];
+};
