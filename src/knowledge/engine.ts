@@ -19,6 +19,7 @@ import type {
   KnowledgeSource,
   KnowledgeTelemetryTracer,
   KnowledgeValidationIssue,
+  KnowledgeValidationResult,
 } from "../types/knowledge.js";
 import { contentKeySources } from "./artifact.js";
 import {
@@ -419,15 +420,7 @@ export class KnowledgeGroundingEngine {
         this.buildThrewAt = null;
       }
       if (!result.validation.ok || !result.snapshot) {
-        if (latest) {
-          const errors = result.validation.issues.filter((issue) => issue.level === "error").length;
-          this.lastError = `knowledge validation failed with ${errors} error(s)`;
-          this.unavailableReason = VALIDATION_FAILED;
-          this.warnBlocked(
-            `validation\n${result.cacheKey}`,
-            `knowledge validation failed: ${describeIssues(result.validation.issues)}`,
-          );
-        }
+        if (latest) this.validationBlocked(result.validation, result.cacheKey);
         return { live: false, reason: VALIDATION_FAILED };
       }
       if (generation < this.servingGeneration) return { live: false, reason: "superseded" };
@@ -455,6 +448,17 @@ export class KnowledgeGroundingEngine {
     }
   }
 
+  /** Records (and warns once) that validation blocked the latest source set, so no index serves it. */
+  private validationBlocked(validation: KnowledgeValidationResult, cacheKey: string): void {
+    const errors = validation.issues.filter((issue) => issue.level === "error").length;
+    this.lastError = `knowledge validation failed with ${errors} error(s)`;
+    this.unavailableReason = VALIDATION_FAILED;
+    this.warnBlocked(
+      `validation\n${cacheKey}`,
+      `knowledge validation failed: ${describeIssues(validation.issues)}`,
+    );
+  }
+
   /**
    * {@link buildUntraced} with a backend: validates, then publishes to the backend (which keeps the previous
    * generation serving when publishing fails: the error propagates to the caller's `build-failed` path).
@@ -472,15 +476,7 @@ export class KnowledgeGroundingEngine {
       this.buildThrewAt = null;
     }
     if (!result.published) {
-      if (latest) {
-        const errors = result.validation.issues.filter((issue) => issue.level === "error").length;
-        this.lastError = `knowledge validation failed with ${errors} error(s)`;
-        this.unavailableReason = VALIDATION_FAILED;
-        this.warnBlocked(
-          `validation\n${result.cacheKey}`,
-          `knowledge validation failed: ${describeIssues(result.validation.issues)}`,
-        );
-      }
+      if (latest) this.validationBlocked(result.validation, result.cacheKey);
       return { live: false, reason: VALIDATION_FAILED };
     }
     if (generation < this.servingGeneration) return { live: false, reason: "superseded" };

@@ -279,6 +279,16 @@ function tooManyCharacters(context: EntryContext, field: string, length: number,
   );
 }
 
+/** A `limit-exceeded` error: the entry lists `count` items in `field`, more than `limit`. */
+function tooManyItems(context: EntryContext, field: string, count: number, limit: number): void {
+  error(
+    context,
+    "limit-exceeded",
+    field,
+    `entry ${quote(context.entryId)} has ${count} ${field}; the limit is ${limit}`,
+  );
+}
+
 /** A type error (`bad-field-type`, or `bad-integrations` for integrations): `field` must be `expected`. */
 function mustBe(
   context: EntryContext,
@@ -358,12 +368,7 @@ function optionalStringList(
   const value = record[field];
   if (value === undefined || unreadableField(context, field, value)) return undefined;
   if (isOversized(value)) {
-    error(
-      context,
-      "limit-exceeded",
-      field,
-      `entry ${quote(context.entryId)} has ${value.length} ${field}; the limit is ${limit}`,
-    );
+    tooManyItems(context, field, value.length, limit);
     return undefined;
   }
   if (!Array.isArray(value)) {
@@ -371,12 +376,7 @@ function optionalStringList(
     return undefined;
   }
   if (value.length > limit) {
-    error(
-      context,
-      "limit-exceeded",
-      field,
-      `entry ${quote(context.entryId)} has ${value.length} ${field}; the limit is ${limit}`,
-    );
+    tooManyItems(context, field, value.length, limit);
     return undefined;
   }
   const strings: string[] = [];
