@@ -41,8 +41,11 @@ export function bm25LengthRatio(b: number, length: number, averageLength: number
 
 /**
  * One term's BM25 contribution in one document and field:
- * `weightedIdf · tf · (k1 + 1) / (tf + lengthNormalization)`, where `weightedIdf` is the field weight times
- * {@link bm25Idf} and `lengthNormalization` comes from {@link bm25LengthNormalization}.
+ * `weightedIdf · (tf · (k1 + 1) / (tf + lengthNormalization))`, where `weightedIdf` is the field weight times
+ * {@link bm25Idf} and `lengthNormalization` comes from {@link bm25LengthNormalization}. The saturated term
+ * frequency is computed first and then scaled, NeuroLink's order (`weight · idf · (tf · (k1 + 1) / (…))`): with
+ * `k1 = 0` it is exactly 1, so every document containing the term gets exactly `weightedIdf`, and equal scores
+ * stay equal (the tie-break by id then decides, as in NeuroLink).
  */
 export function bm25TermScore(
   weightedIdf: number,
@@ -50,7 +53,7 @@ export function bm25TermScore(
   k1: number,
   lengthNormalization: number,
 ): number {
-  return (weightedIdf * (termFrequency * (k1 + 1))) / (termFrequency + lengthNormalization);
+  return weightedIdf * ((termFrequency * (k1 + 1)) / (termFrequency + lengthNormalization));
 }
 
 /**

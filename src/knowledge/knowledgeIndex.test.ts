@@ -258,3 +258,30 @@ describe("large builds", () => {
     expect(() => buildIndexSnapshot([...entries, entries[5]!])).toThrow(/duplicate id "large\./);
   });
 });
+
+describe("BM25 with k1 = 0 (term frequency ignored)", () => {
+  it("gives every document containing the term exactly the same score, so ties go to the lower id", () => {
+    // With k1 = 0 the saturated frequency tf · 1 / tf is exactly 1; scaling first and dividing afterwards
+    // ((weightedIdf · tf) / tf) rounds differently for some tf, which made the engine and NeuroLink's order
+    // disagree on the tie-break.
+    const entries = Array.from({ length: 40 }, (_, index) =>
+      resolveEntry(
+        {
+          id: `entry.${String(39 - index).padStart(2, "0")}`,
+          title: "t",
+          summary: "s",
+          body: `${"word ".repeat(index + 1)}filler${index}`,
+          domain: "d",
+          integrations: [],
+        },
+        "1",
+      ),
+    );
+    const snapshot = buildIndexSnapshot(entries, { k1: 0, b: 0.75 });
+    const matches = snapshot.lexical.search(["word"], 40);
+    expect(matches).toHaveLength(40);
+    const scores = new Set(matches.map((match) => match.score));
+    expect(scores.size).toBe(1);
+    expect(matches.map((match) => match.id)).toEqual(entries.map((entry) => entry.id).sort());
+  });
+});
