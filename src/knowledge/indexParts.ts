@@ -4,7 +4,7 @@ import type {
   KnowledgeFieldWeights,
   KnowledgeScoringMode,
 } from "../types/knowledge.js";
-import { FIELD_COUNT } from "./postings.js";
+import { FIELD_COUNT, type FrequencyPostings } from "./postings.js";
 import type { TermDictionary } from "./termDictionary.js";
 
 /** The finished state of a `KnowledgeLexicalIndex`, for serialization into an index artifact. */
@@ -30,6 +30,12 @@ export type KnowledgeLexicalIndexParts = {
    * interning every term again (an artifact stores its tables).
    */
   dictionary?: TermDictionary;
+  /**
+   * Per field: term-frequency postings, and per field and document: the field's length. An index loaded with them
+   * can be changed (`withChanges`); without them (older artifacts) it can only be searched.
+   */
+  termPostings?: readonly FrequencyPostings[];
+  lengths?: readonly Int32Array[];
 };
 
 export /** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */

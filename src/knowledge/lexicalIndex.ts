@@ -16,6 +16,7 @@ import type {
 } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { assertIndexParameters } from "./bm25.js";
+import { compactedBuilders } from "./compaction.js";
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES, MAX_QUERY_TOKENS } from "./defaults.js";
 import {
   buildDocument,
@@ -24,13 +25,18 @@ import {
   RAW_FIELD_TEXTS,
   resolveFieldWeights,
 } from "./document.js";
+import { type DocumentTerms, deriveChanges, type IndexBase, type IndexChanges } from "./indexChanges.js";
 import { assertPartsConsistent, type KnowledgeLexicalIndexParts } from "./indexParts.js";
+import { scoreQueryLive } from "./liveScoring.js";
 import {
   bm25fPostings,
   createFieldBuilder,
+  emptyFrequencyPostings,
   FIELD_COUNT,
   type FieldBuilder,
   type FieldPostings,
+  type FinishedField,
+  type FrequencyPostings,
   fieldPostings,
   inactivePostings,
 } from "./postings.js";
@@ -72,23 +78,33 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   readonly analyzerName: KnowledgeAnalyzerName;
   readonly scoring: KnowledgeScoringMode;
   private readonly analyzer: TokenAnalyzer | null;
+  /** Term ↔ id; shared (append-only) with the indexes derived from this one. */
   private dictionary = new TermDictionary();
   /** Term frequencies of the document being added (build state, released by finalize). */
   private counter: TermCounter | null = new TermCounter(this.dictionary);
-  private readonly ids: string[] = [];
-  private readonly denseIds = new Map<string, number>();
+  private ids: string[] = [];
+  private denseIds = new Map<string, number>();
   /** Per-field build buffers; null once finalized. */
   private builders: FieldBuilder[] | null;
+  /** Per field (sum) or one over all fields (BM25F): postings with precomputed contributions. */
   private postings: FieldPostings[] = [];
+  /** Per field: term-frequency postings, what query-time scoring and compaction read. */
+  private termPostings: FrequencyPostings[] = [];
   private averageLengths: Float64Array = new Float64Array(FIELD_COUNT);
+  /** The finished arrays shared with derived indexes; null before finalize, or when loaded without frequencies. */
+  private base: IndexBase | null = null;
+  /** What this index changes relative to {@link base}; null for a full build (precomputed contributions apply). */
+  private changes: IndexChanges | null = null;
   /** Rank of each dense id in code-unit order of entry ids: the deterministic tie-break. */
   private ranks: Int32Array = new Int32Array(0);
   /** BM25F only: per posting, each field's share of its score (for the breakdown). */
   private bm25fShares: Float64Array | null = null;
+  /** Terms the postings cover: the dictionary's size when finalizing started (it may grow afterwards). */
+  private termLimit = 0;
   private finalized = false;
   /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
   private statisticsReady = false;
-  private pendingField: Generator<void, FieldPostings, void> | null = null;
+  private pendingField: Generator<void, FinishedField, void> | null = null;
   /** Accumulators reused by every search (allocated by the first). */
   private scratch: ScoringScratch | null = null;
 
@@ -103,19 +119,40 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     this.builders = Array.from({ length: FIELD_COUNT }, createFieldBuilder);
   }
 
-  /** Number of documents added. */
+  /** Number of documents (after changes: the live ones). */
   get size(): number {
-    return this.ids.length;
+    return this.changes ? this.changes.documentCount : this.ids.length;
+  }
+
+  /** Number of dense ids (after changes, removed documents keep theirs until a compaction). */
+  get capacity(): number {
+    return this.changes ? this.changes.live.length : this.ids.length;
+  }
+
+  /** Whether {@link withChanges} can derive a changed index from this one. */
+  get updatable(): boolean {
+    return this.base !== null;
   }
 
   /** Entry id of a dense id. */
   idAt(denseId: number): string {
-    return this.ids[denseId]!;
+    const baseCount = this.ids.length;
+    return denseId < baseCount ? this.ids[denseId]! : this.changes!.addedIds[denseId - baseCount]!;
   }
 
-  /** Dense id of an entry id, or -1. */
+  /** Whether a dense id belongs to a live document (not removed or replaced by a change). */
+  isLiveDocument(denseId: number): boolean {
+    return this.changes ? this.changes.live[denseId] === 1 : denseId >= 0 && denseId < this.ids.length;
+  }
+
+  /** Dense id of a (live) entry id, or -1. */
   denseIdOf(id: string): number {
-    return this.denseIds.get(id) ?? -1;
+    const changes = this.changes;
+    if (!changes) return this.denseIds.get(id) ?? -1;
+    const added = changes.addedDenseIds.get(id);
+    if (added !== undefined) return added;
+    const doc = this.denseIds.get(id);
+    return doc === undefined || changes.dead[doc] === 1 ? -1 : doc;
   }
 
   /** Adds one document. Ids must be unique; documents cannot be added after {@link finalize}. */
@@ -208,56 +245,66 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     if (this.finalized) return true;
     const builders = this.builders!;
     const documentCount = this.ids.length;
-    const termCount = this.dictionary.size;
-    const field = this.postings.length;
-    if (field === 0 && !this.statisticsReady) {
+    if (!this.statisticsReady) this.termLimit = this.dictionary.size;
+    const termCount = this.termLimit;
+    if (!this.statisticsReady) {
       for (let index = 0; index < FIELD_COUNT; index++) {
         this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
       }
       this.statisticsReady = true;
       return false;
     }
-    const complete = this.scoring === "bm25f" ? field === 1 : field === FIELD_COUNT;
-    if (!complete) {
-      if (this.scoring === "bm25f") {
-        const { shares, ...postings } = bm25fPostings(
-          builders,
-          termCount,
-          documentCount,
-          this.fieldWeights,
-          this.averageLengths,
-          this.k1,
-          this.b,
-        );
-        this.bm25fShares = shares;
-        this.postings.push(postings);
+    const field = this.termPostings.length;
+    if (field < FIELD_COUNT) {
+      const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+      if (!(weight > 0)) {
+        if (this.scoring === "sum") this.postings.push(inactivePostings());
+        this.termPostings.push(emptyFrequencyPostings());
         return false;
       }
-      if (!this.pendingField) {
-        const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
-        const averageLength = this.averageLengths[field]!;
-        if (!(weight > 0) || !(averageLength > 0)) {
-          this.postings.push(inactivePostings());
-          return false;
-        }
-        this.pendingField = fieldPostings(
-          builders[field]!,
-          termCount,
-          documentCount,
-          weight,
-          averageLength,
-          this.k1,
-          this.b,
-        );
-      }
+      const averageLength = this.averageLengths[field]!;
+      // Contributions are precomputed for scored fields in sum mode; BM25F precomputes its own postings below.
+      this.pendingField ??= fieldPostings(
+        builders[field]!,
+        termCount,
+        documentCount,
+        this.scoring === "sum" && averageLength > 0
+          ? { weight, averageLength, k1: this.k1, b: this.b }
+          : null,
+      );
       const step = this.pendingField.next();
       if (step.done) {
-        this.postings.push(step.value);
+        if (this.scoring === "sum") this.postings.push(step.value.postings);
+        this.termPostings.push(step.value.frequencies);
         this.pendingField = null;
       }
       return false;
     }
+    if (this.scoring === "bm25f" && this.postings.length === 0) {
+      const { shares, ...postings } = bm25fPostings(
+        builders,
+        termCount,
+        documentCount,
+        this.fieldWeights,
+        this.averageLengths,
+        this.k1,
+        this.b,
+      );
+      this.bm25fShares = shares;
+      this.postings.push(postings);
+      return false;
+    }
     this.ranks = rankIds(this.ids);
+    this.base = {
+      ids: this.ids,
+      denseIds: this.denseIds,
+      ranks: this.ranks,
+      order: null,
+      termPostings: this.termPostings,
+      lengths: builders.map((builder) => builder.lengths.data.slice(0, documentCount)),
+      totalLengths: Float64Array.from(builders, (builder) => builder.total),
+      scratch: null,
+    };
     this.builders = null;
     this.counter?.release();
     this.counter = null;
@@ -276,10 +323,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   ): KnowledgeLexicalMatch[] {
     let mask: Uint8Array | null = null;
     if (eligibleEntryIds) {
-      mask = new Uint8Array(this.ids.length);
+      mask = new Uint8Array(this.capacity);
       for (const id of eligibleEntryIds) {
-        const denseId = this.denseIds.get(id);
-        if (denseId !== undefined) mask[denseId] = 1;
+        const denseId = this.denseIdOf(id);
+        if (denseId >= 0) mask[denseId] = 1;
       }
     }
     return this.searchWithMask(queryTokens, topK, mask);
@@ -296,9 +343,25 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   ): KnowledgeLexicalMatch[] {
     if (!this.finalized) throw new Error("KnowledgeLexicalIndex.search: call finalize() first");
     const documentCount = this.ids.length;
-    if (documentCount === 0 || queryTokens.length === 0 || !(topK > 0)) return [];
+    if (this.size === 0 || queryTokens.length === 0 || !(topK > 0)) return [];
     const termIds = this.queryTermIds(queryTokens);
     if (termIds.length === 0) return [];
+    if (this.changes) {
+      return scoreQueryLive(
+        {
+          base: this.base!,
+          changes: this.changes,
+          fieldWeights: this.fieldWeights,
+          k1: this.k1,
+          b: this.b,
+          bm25f: this.scoring === "bm25f",
+        },
+        termIds,
+        topK,
+        mask,
+        (doc: number) => this.idAt(doc),
+      );
+    }
     this.scratch ??= {
       totals: new Float64Array(documentCount),
       fieldTotals: Array.from({ length: FIELD_COUNT }, () => new Float64Array(documentCount)),
@@ -330,14 +393,125 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       if (seen.size >= MAX_QUERY_TOKENS) break;
       seen.add(token);
       const termId = this.dictionary.get(token);
-      if (termId >= 0) termIds.push(termId);
+      // A term added by a later change (the dictionary is shared) has no postings here unless this index has changes.
+      if (termId >= 0 && (termId < this.termLimit || this.changes)) termIds.push(termId);
     }
     return termIds;
+  }
+
+  /**
+   * A new index with the documents of `removedIds` removed (ids not indexed are ignored) and `added` entries
+   * indexed (replace an entry by removing its id and adding it). This index is unchanged and keeps serving. The
+   * result scores every query exactly as a full build of its entries would: it shares this index's postings and
+   * computes contributions at query time with the changed statistics. Cost: tokenizing the added entries, plus
+   * work proportional to the number of documents (typed-array copies) and to the accumulated changes; a
+   * {@link compactSteps} compaction folds the changes into a fresh index.
+   */
+  withChanges(
+    removedIds: Iterable<string>,
+    added: readonly NormalizedKnowledgeEntry[],
+  ): KnowledgeLexicalIndex {
+    if (!this.finalized || !this.base)
+      throw new Error(
+        "KnowledgeLexicalIndex.withChanges: this index cannot be changed (not finalized, or loaded without term frequencies)",
+      );
+    const terms = new Map<string, DocumentTerms>();
+    const counter = new TermCounter(this.dictionary);
+    let marker = 0;
+    for (const entry of added) {
+      if (terms.has(entry.id))
+        throw new Error(`KnowledgeLexicalIndex.withChanges: duplicate id ${JSON.stringify(entry.id)}`);
+      const texts = this.analyzer ? null : entryFieldTexts(entry);
+      const document = this.analyzer ? buildDocument(entry) : null;
+      const documentTerms: DocumentTerms = {
+        terms: [],
+        frequencies: [],
+        lengths: new Int32Array(FIELD_COUNT),
+      };
+      for (let field = 0; field < FIELD_COUNT; field++) {
+        marker++;
+        documentTerms.lengths[field] = texts
+          ? counter.countTexts(texts[field]!, marker)
+          : counter.countTokens(this.analyzer!(document!.fields[KNOWLEDGE_FIELD_NAMES[field]!]), marker);
+        documentTerms.terms.push(Int32Array.from(counter.fieldTerms));
+        documentTerms.frequencies.push(
+          Int32Array.from(counter.fieldTerms, (term) => counter.frequency(term)),
+        );
+        counter.clearField();
+      }
+      terms.set(entry.id, documentTerms);
+    }
+    const changes = deriveChanges(this.base, this.changes, removedIds, terms);
+    const derived = this.sibling();
+    derived.ids = this.ids;
+    derived.denseIds = this.denseIds;
+    derived.termPostings = this.termPostings;
+    derived.ranks = this.ranks;
+    derived.base = this.base;
+    derived.changes = changes;
+    derived.averageLengths = changes.averageLengths;
+    derived.termLimit = this.termLimit;
+    derived.finalized = true;
+    return derived;
+  }
+
+  /**
+   * Compaction: a generator whose result is a fresh index (precomputed contributions, no changes) equal to this
+   * one, built from the stored postings without tokenizing; it yields between slices of work so a caller can give
+   * the event loop a turn. An index without changes returns itself.
+   * @internal
+   */
+  *compactSteps(): Generator<void, KnowledgeLexicalIndex, void> {
+    if (!this.changes) return this;
+    const { ids, builders } = yield* compactedBuilders(this.base!, this.changes, this.fieldWeights);
+    const index = this.sibling();
+    index.builders = builders;
+    for (const id of ids) {
+      index.denseIds.set(id, index.ids.length);
+      index.ids.push(id);
+      if ((index.ids.length & 0x3fff) === 0) yield;
+    }
+    while (!index.finalizeStep()) yield;
+    return index;
+  }
+
+  /** An empty index with the same parameters that shares this one's term dictionary. */
+  private sibling(): KnowledgeLexicalIndex {
+    const index = new KnowledgeLexicalIndex(this.fieldWeights, {
+      k1: this.k1,
+      b: this.b,
+      analyzer: this.analyzerName,
+      scoring: this.scoring,
+    });
+    index.dictionary = this.dictionary;
+    index.builders = null;
+    index.counter = null;
+    return index;
   }
 
   /** The finished state, for an index artifact. The arrays are the index's own: do not modify them. */
   exportParts(): KnowledgeLexicalIndexParts {
     if (!this.finalized) throw new Error("KnowledgeLexicalIndex.exportParts: call finalize() first");
+    if (this.changes) {
+      const steps = this.compactSteps();
+      let step = steps.next();
+      while (!step.done) step = steps.next();
+      return step.value.exportParts();
+    }
+    // The dictionary is shared with changed indexes and may have grown since finalize: terms past `termLimit`
+    // have no postings here, so their offsets repeat the last one.
+    const termCount = this.dictionary.size;
+    const padded = (offsets: Int32Array): Int32Array => {
+      if (offsets.length === 0 || offsets.length === termCount + 1) return offsets;
+      const grown = new Int32Array(termCount + 1);
+      grown.set(offsets);
+      grown.fill(offsets[offsets.length - 1]!, offsets.length);
+      return grown;
+    };
+    const postings = this.postings.map((field) =>
+      field.offsets.length === 0 ? field : { ...field, offsets: padded(field.offsets) },
+    );
+    const termPostings = this.termPostings.map((field) => ({ ...field, offsets: padded(field.offsets) }));
     return {
       fieldWeights: { ...this.fieldWeights },
       k1: this.k1,
@@ -348,9 +522,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       terms: this.dictionary.allTerms(),
       averageLengths: this.averageLengths,
       ranks: this.ranks,
-      postings: this.postings,
+      postings,
       bm25fShares: this.bm25fShares,
       dictionary: this.dictionary,
+      ...(this.base ? { termPostings, lengths: this.base.lengths } : {}),
     };
   }
 
@@ -379,6 +554,22 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     index.bm25fShares = parts.bm25fShares;
     index.builders = null;
     index.counter = null;
+    index.termLimit = parts.terms.length;
+    if (parts.termPostings && parts.lengths) {
+      index.termPostings = parts.termPostings.slice();
+      index.base = {
+        ids: index.ids,
+        denseIds: index.denseIds,
+        ranks: index.ranks,
+        order: null,
+        termPostings: index.termPostings,
+        lengths: parts.lengths,
+        totalLengths: Float64Array.from(parts.lengths, (lengths) =>
+          lengths.reduce((sum, length) => sum + length, 0),
+        ),
+        scratch: null,
+      };
+    }
     index.finalized = true;
     return index;
   }
@@ -390,6 +581,11 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       bytes += postings.offsets.byteLength + postings.docs.byteLength + postings.contributions.byteLength;
     }
     if (this.bm25fShares) bytes += this.bm25fShares.byteLength;
+    for (const postings of this.termPostings) {
+      // Shared with the precomputed postings in sum mode (offsets and docs counted once).
+      if (this.scoring === "bm25f") bytes += postings.offsets.byteLength + postings.docs.byteLength;
+      bytes += postings.frequencies.byteLength;
+    }
     return bytes;
   }
 }

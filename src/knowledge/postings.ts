@@ -19,7 +19,7 @@ export const FIELD_COUNT = 5;
 
 /** A growable Int32 buffer used only while building. */
 export class IntBuffer {
-  data = new Int32Array(1024);
+  data: Int32Array = new Int32Array(1024);
   length = 0;
 
   push(value: number): void {
@@ -64,7 +64,20 @@ export function createFieldBuilder(): FieldBuilder {
   };
 }
 
-/** Finished per-field postings. */
+/**
+ * Term-frequency postings of one field, grouped by term: what scoring at query time and a compaction read.
+ * Frequencies are bytes; a frequency of {@link LARGE_FREQUENCY} or more is stored as that marker, with the true
+ * value in `largeFrequencies` by posting position (rare: a term repeated 255 times in one field).
+ */
+export type FrequencyPostings = {
+  /** Term id → first posting; `offsets[termId + 1]` ends it. Empty when the field is never scored. */
+  offsets: Int32Array;
+  docs: Int32Array;
+  frequencies: Uint8Array;
+  largeFrequencies: Map<number, number> | null;
+};
+
+/** Finished per-field postings: the term-frequency postings plus each posting's precomputed contribution. */
 export type FieldPostings = {
   /** Term id → first posting; `offsets[termId + 1]` ends it. Empty for skipped fields. */
   offsets: Int32Array;
@@ -72,6 +85,25 @@ export type FieldPostings = {
   contributions: Float64Array;
   active: boolean;
 };
+
+/** The byte that marks a term frequency stored in `largeFrequencies`. */
+export const LARGE_FREQUENCY = 255;
+
+/** The term frequency of the posting at `position`. */
+export function frequencyAt(postings: FrequencyPostings, position: number): number {
+  const frequency = postings.frequencies[position]!;
+  return frequency === LARGE_FREQUENCY ? postings.largeFrequencies!.get(position)! : frequency;
+}
+
+/** Term-frequency postings of a field that is never scored. */
+export function emptyFrequencyPostings(): FrequencyPostings {
+  return {
+    offsets: new Int32Array(0),
+    docs: new Int32Array(0),
+    frequencies: new Uint8Array(0),
+    largeFrequencies: null,
+  };
+}
 
 /** The postings of a field that is not scored (weight ≤ 0, or empty in every document). */
 export function inactivePostings(): FieldPostings {
@@ -83,28 +115,30 @@ export function inactivePostings(): FieldPostings {
   };
 }
 
+/** Finished postings of one field: the term-frequency postings and, when scored, the contributions. */
+export type FinishedField = { postings: FieldPostings; frequencies: FrequencyPostings };
+
 /** Postings finalized between two yields of an incremental build. */
 const POSTINGS_PER_STEP = 1 << 18;
 
 /**
- * The finished postings of one field: grouped by term, each posting's BM25 contribution computed once. A
+ * The finished postings of one field: grouped by term, with each posting's term frequency and, when
+ * `weightedIdfOf` is given (the field is scored with precomputed contributions), its BM25 contribution. A
  * function of its own (not a loop inside finalize) so the engine optimizes it with full type information; a
  * generator so an incremental build can yield inside a large field.
  *
  * One counting pass gives each term's document frequency and slice; then the postings, read in document order,
  * are scattered into their term's slice with the contribution computed on the way, so each slice stays sorted by
  * document. The weight × IDF of a term and the length normalization of a document are computed once each, then
- * combined by {@link bm25TermScore}, so contributions are bit-identical to scoring each posting on its own.
+ * combined by {@link bm25TermScore}, so contributions are bit-identical to scoring each posting on its own (which
+ * is what scoring at query time does, see `liveScoring.ts`).
  */
 export function* fieldPostings(
   builder: FieldBuilder,
   termCount: number,
   documentCount: number,
-  weight: number,
-  averageLength: number,
-  k1: number,
-  b: number,
-): Generator<void, FieldPostings, void> {
+  scored: { weight: number; averageLength: number; k1: number; b: number } | null,
+): Generator<void, FinishedField, void> {
   const postingCount = builder.terms.length;
   const terms = builder.terms.data;
   const frequencies = builder.frequencies.data;
@@ -116,32 +150,44 @@ export function* fieldPostings(
     for (let index = from; index < to; index++) offsets[terms[index]! + 1]!++;
     yield;
   }
-  const weightedIdf = new Float64Array(termCount);
+  const weightedIdf = new Float64Array(scored ? termCount : 0);
   for (let term = 0; term < termCount; term++) {
     const documentFrequency = offsets[term + 1]!;
-    if (documentFrequency > 0) weightedIdf[term] = weight * bm25Idf(documentCount, documentFrequency);
+    if (scored && documentFrequency > 0)
+      weightedIdf[term] = scored.weight * bm25Idf(documentCount, documentFrequency);
     offsets[term + 1]! += offsets[term]!;
   }
   yield;
   const cursor = offsets.slice(0, termCount);
   const docs = new Int32Array(postingCount);
-  const contributions = new Float64Array(postingCount);
+  const storedFrequencies = new Uint8Array(postingCount);
+  let largeFrequencies: Map<number, number> | null = null;
+  const contributions = new Float64Array(scored ? postingCount : 0);
   let begin = 0;
   let sinceYield = 0;
   for (let doc = 0; doc < documentCount; doc++) {
     const end = ends[doc]!;
     if (end === begin) continue;
-    const lengthNormalization = bm25LengthNormalization(k1, b, lengths[doc]!, averageLength);
+    const lengthNormalization = scored
+      ? bm25LengthNormalization(scored.k1, scored.b, lengths[doc]!, scored.averageLength)
+      : 0;
     for (let index = begin; index < end; index++) {
       const term = terms[index]!;
+      const frequency = frequencies[index]!;
       const position = cursor[term]!++;
       docs[position] = doc;
-      contributions[position] = bm25TermScore(
-        weightedIdf[term]!,
-        frequencies[index]!,
-        k1,
-        lengthNormalization,
-      );
+      if (frequency >= LARGE_FREQUENCY) {
+        storedFrequencies[position] = LARGE_FREQUENCY;
+        largeFrequencies ??= new Map();
+        largeFrequencies.set(position, frequency);
+      } else storedFrequencies[position] = frequency;
+      if (scored)
+        contributions[position] = bm25TermScore(
+          weightedIdf[term]!,
+          frequency,
+          scored.k1,
+          lengthNormalization,
+        );
     }
     sinceYield += end - begin;
     begin = end;
@@ -150,12 +196,16 @@ export function* fieldPostings(
       yield;
     }
   }
-  return { offsets, docs, contributions, active: true };
+  return {
+    postings: scored ? { offsets, docs, contributions, active: true } : inactivePostings(),
+    frequencies: { offsets, docs, frequencies: storedFrequencies, largeFrequencies },
+  };
 }
 
 /**
- * True BM25F: one posting list per term over all fields, each posting the complete term score, with the
- * per-field shares (`shares[posting × FIELD_COUNT + field]`) kept for the breakdown.
+ * True BM25F: one posting list per term over all scored fields (weight > 0 and a positive average length), each
+ * posting the complete term score, with the per-field shares (`shares[posting × FIELD_COUNT + field]`) kept for
+ * the breakdown.
  */
 export function bm25fPostings(
   builders: readonly FieldBuilder[],

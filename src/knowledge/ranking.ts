@@ -38,7 +38,7 @@ export function selectTop(
   count: number,
   topK: number,
   scores: Float64Array,
-  ranks: Int32Array,
+  ranks: Int32Array | Float64Array,
 ): number[] {
   // `worse(a, b)`: a ranks below b.
   const worse = (a: number, b: number): boolean => {

@@ -135,7 +135,7 @@ function sortById(entries: readonly NormalizedKnowledgeEntry[]): NormalizedKnowl
 }
 
 /** The phrase and relation maps of a snapshot, filled entry by entry. */
-class SnapshotMaps {
+export class SnapshotMaps {
   private readonly entriesById = new Map<string, NormalizedKnowledgeEntry>();
   private readonly exactIndex = new Map<string, Set<string>>();
   private readonly aliasIndex = new Map<string, Set<string>>();
@@ -177,6 +177,14 @@ class SnapshotMaps {
     lexical: KnowledgeLexicalIndex,
     entries: readonly NormalizedKnowledgeEntry[],
   ): KnowledgeIndexSnapshot {
+    return drain(this.finishSteps(lexical, entries));
+  }
+
+  /** {@link finish} as a generator that yields between slices of the compilation. */
+  *finishSteps(
+    lexical: KnowledgeLexicalIndex,
+    entries: readonly NormalizedKnowledgeEntry[],
+  ): Generator<void, KnowledgeIndexSnapshot, void> {
     const snapshot: KnowledgeIndexSnapshot = {
       entriesById: this.entriesById,
       exactIndex: this.exactIndex,
@@ -186,7 +194,7 @@ class SnapshotMaps {
       entryCount: this.entriesById.size,
     };
     this.phraseTrie.trimToSize();
-    compiledSnapshots.set(snapshot, compileSnapshot(lexical, entries, this.phraseTrie));
+    compiledSnapshots.set(snapshot, yield* compileSnapshotSteps(lexical, entries, this.phraseTrie));
     return Object.freeze(snapshot);
   }
 }
@@ -215,12 +223,33 @@ export function compileSnapshot(
   entries: readonly NormalizedKnowledgeEntry[],
   phraseTrie: PhraseTrie,
 ): CompiledSnapshot {
-  const count = entries.length;
+  return drain(compileSnapshotSteps(lexical, entries, phraseTrie));
+}
+
+/** Runs a generator to completion and returns its result. */
+export function drain<Result>(steps: Generator<void, Result, void>): Result {
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  return step.value;
+}
+
+/** Entries handled between two yields of a sliced snapshot step. */
+const ENTRIES_PER_STEP = 4096;
+
+/** {@link compileSnapshot} as a generator that yields every {@link ENTRIES_PER_STEP} entries. */
+export function* compileSnapshotSteps(
+  lexical: KnowledgeLexicalIndex,
+  entries: readonly NormalizedKnowledgeEntry[],
+  phraseTrie: PhraseTrie,
+): Generator<void, CompiledSnapshot, void> {
+  const count = lexical.capacity;
+  let handled = 0;
   const denseEntries: NormalizedKnowledgeEntry[] = new Array(count);
   const universalMask = new Uint8Array(count);
   const integrationLists = new Map<string, number[]>();
   const domainLists = new Map<string, number[]>();
   for (const entry of entries) {
+    if ((++handled & (ENTRIES_PER_STEP - 1)) === 0) yield;
     const doc = lexical.denseIdOf(entry.id);
     denseEntries[doc] = entry;
     let domainList = domainLists.get(entry.domain);

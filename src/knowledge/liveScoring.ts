@@ -1,0 +1,190 @@
+/**
+ * Scoring at query time, for an index with changes (see `indexChanges.ts`): every contribution is computed from
+ * the stored term frequency and field length with the statistics of the changed collection (live document count,
+ * document frequencies counted over live postings, average lengths), through the same functions of `bm25.ts` that
+ * precompute a full build's contributions. Each document's contributions are added in the same order (field by
+ * field, then query term by query term), so the scores are bit-identical to a full build's.
+ */
+import type { KnowledgeFieldName, KnowledgeFieldWeights, KnowledgeLexicalMatch } from "../types/knowledge.js";
+import {
+  bm25fFieldFrequency,
+  bm25fTermScore,
+  bm25Idf,
+  bm25LengthNormalization,
+  bm25LengthRatio,
+  bm25TermScore,
+} from "./bm25.js";
+import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import type { IndexBase, IndexChanges, LiveScratch } from "./indexChanges.js";
+import { FIELD_COUNT, frequencyAt } from "./postings.js";
+import { selectTop } from "./ranking.js";
+
+/** Bit of a document's mark that says it was touched by a BM25F term (the field bits are 0 to 4). */
+const TOUCHED_BIT = 1 << FIELD_COUNT;
+
+/** What query-time scoring reads. */
+export type LiveIndex = {
+  base: IndexBase;
+  changes: IndexChanges;
+  fieldWeights: Readonly<KnowledgeFieldWeights>;
+  k1: number;
+  b: number;
+  bm25f: boolean;
+};
+
+/** The scratch of a base, grown to at least `capacity` dense ids. */
+function scratchFor(base: IndexBase, capacity: number): LiveScratch {
+  if (!base.scratch || base.scratch.capacity < capacity) {
+    const size = Math.max(capacity, Math.ceil((base.scratch?.capacity ?? 0) * 1.25));
+    base.scratch = {
+      capacity: size,
+      totals: new Float64Array(size),
+      fieldTotals: Array.from({ length: FIELD_COUNT }, () => new Float64Array(size)),
+      marks: new Uint8Array(size),
+      touched: new Int32Array(size),
+      termParts: Array.from({ length: FIELD_COUNT }, () => new Float64Array(size)),
+      termMarks: new Uint8Array(size),
+      termTouched: new Int32Array(size),
+    };
+  }
+  return base.scratch;
+}
+
+/** Calls `visit(doc, frequency, length)` for every live posting of `term` in `field` (base, then added). */
+function forEachLivePosting(
+  index: LiveIndex,
+  field: number,
+  term: number,
+  visit: (doc: number, frequency: number, length: number) => void,
+): void {
+  const { base, changes } = index;
+  const postings = base.termPostings[field]!;
+  if (term + 1 < postings.offsets.length) {
+    const lengths = base.lengths[field]!;
+    const dead = changes.dead;
+    const end = postings.offsets[term + 1]!;
+    for (let position = postings.offsets[term]!; position < end; position++) {
+      const doc = postings.docs[position]!;
+      if (dead[doc] === 1) continue;
+      visit(doc, frequencyAt(postings, position), lengths[doc]!);
+    }
+  }
+  const added = changes.deltaPostings[field]!.get(term);
+  if (added) {
+    const baseCount = base.ids.length;
+    for (let position = 0; position < added.docs.length; position++) {
+      const doc = added.docs[position]!;
+      visit(doc, added.frequencies[position]!, changes.addedTerms[doc - baseCount]!.lengths[field]!);
+    }
+  }
+}
+
+/**
+ * Scores the documents matching `termIds` (distinct, known) and returns the best `topK` (score descending, ties by
+ * id), each with its per-field breakdown; `mask` (by dense id, 1 = eligible) filters before ranking.
+ */
+export function scoreQueryLive(
+  index: LiveIndex,
+  termIds: readonly number[],
+  topK: number,
+  mask: Uint8Array | null,
+  idOf: (doc: number) => string,
+): KnowledgeLexicalMatch[] {
+  const { changes, k1, b } = index;
+  const capacity = changes.live.length;
+  const scratch = scratchFor(index.base, capacity);
+  const { totals, fieldTotals, marks, touched } = scratch;
+  const eligible = mask ?? changes.live;
+  const documentCount = changes.documentCount;
+  let touchedCount = 0;
+
+  if (index.bm25f) {
+    const { termParts, termMarks, termTouched } = scratch;
+    for (const term of termIds) {
+      let termCount = 0;
+      for (let field = 0; field < FIELD_COUNT; field++) {
+        const weight = index.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+        const averageLength = changes.averageLengths[field]!;
+        if (!(weight > 0) || !(averageLength > 0)) continue;
+        const parts = termParts[field]!;
+        const bit = 1 << field;
+        forEachLivePosting(index, field, term, (doc, frequency, length) => {
+          if (termMarks[doc] === 0) termTouched[termCount++] = doc;
+          termMarks[doc]! |= bit;
+          parts[doc] = bm25fFieldFrequency(weight, frequency, bm25LengthRatio(b, length, averageLength));
+        });
+      }
+      if (termCount === 0) continue;
+      // The document frequency counts every live document with the term in a scored field, eligible or not.
+      const idf = bm25Idf(documentCount, termCount);
+      for (let position = 0; position < termCount; position++) {
+        const doc = termTouched[position]!;
+        const fields = termMarks[doc]!;
+        termMarks[doc] = 0;
+        if (eligible[doc] === 0) continue;
+        let pseudoFrequency = 0;
+        for (let field = 0; field < FIELD_COUNT; field++)
+          if (fields & (1 << field)) pseudoFrequency += termParts[field]![doc]!;
+        const score = bm25fTermScore(idf, pseudoFrequency, k1);
+        if (marks[doc] === 0) touched[touchedCount++] = doc;
+        totals[doc]! += score;
+        for (let field = 0; field < FIELD_COUNT; field++) {
+          if (!(fields & (1 << field))) continue;
+          const share = pseudoFrequency > 0 ? (score * termParts[field]![doc]!) / pseudoFrequency : 0;
+          if (share > 0) {
+            fieldTotals[field]![doc]! += share;
+            marks[doc]! |= 1 << field;
+          }
+        }
+        marks[doc]! |= TOUCHED_BIT;
+      }
+    }
+  } else {
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const weight = index.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+      const averageLength = changes.averageLengths[field]!;
+      if (!(weight > 0) || !(averageLength > 0)) continue;
+      const fieldTotal = fieldTotals[field]!;
+      const bit = 1 << field;
+      for (const term of termIds) {
+        let documentFrequency = 0;
+        forEachLivePosting(index, field, term, () => {
+          documentFrequency++;
+        });
+        if (documentFrequency === 0) continue;
+        const weightedIdf = weight * bm25Idf(documentCount, documentFrequency);
+        forEachLivePosting(index, field, term, (doc, frequency, length) => {
+          if (eligible[doc] === 0) return;
+          if (marks[doc] === 0) touched[touchedCount++] = doc;
+          const contribution = bm25TermScore(
+            weightedIdf,
+            frequency,
+            k1,
+            bm25LengthNormalization(k1, b, length, averageLength),
+          );
+          totals[doc]! += contribution;
+          fieldTotal[doc]! += contribution;
+          marks[doc]! |= bit;
+        });
+      }
+    }
+  }
+
+  const selected = selectTop(touched, touchedCount, topK, totals, changes.rankKeys);
+  const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
+  for (let rank = 0; rank < selected.length; rank++) {
+    const doc = selected[rank]!;
+    const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      if (marks[doc]! & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = fieldTotals[field]![doc]!;
+    }
+    matches[rank] = { id: idOf(doc), score: totals[doc]!, fieldScores };
+  }
+  for (let position = 0; position < touchedCount; position++) {
+    const doc = touched[position]!;
+    totals[doc] = 0;
+    marks[doc] = 0;
+    for (let field = 0; field < FIELD_COUNT; field++) fieldTotals[field]![doc] = 0;
+  }
+  return matches;
+}
