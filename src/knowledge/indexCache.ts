@@ -60,6 +60,8 @@ export type KnowledgeIndexBuildResult = {
   origin: "built" | "artifact";
   /** Why a given artifact was not used, when it was not. */
   notes: string[];
+  /** The validated entries by source (what incremental updates start from). */
+  groups?: readonly NormalizedSourceGroup[];
 };
 
 /**
@@ -247,11 +249,12 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     if (!normalized.validation.ok) {
       return { snapshot: null, validation: normalized.validation, cacheKey, origin: "built", notes: [] };
     }
+    const groups = normalized.groups;
     const notes: string[] = [];
     if (artifact !== undefined) {
       try {
         const { snapshot } = await loadIndexArtifact(artifact, { cacheKey });
-        return { snapshot, validation: normalized.validation, cacheKey, origin: "artifact", notes };
+        return { snapshot, validation: normalized.validation, cacheKey, origin: "artifact", notes, groups };
       } catch (caught) {
         const reason = caught instanceof Error ? caught.message : String(caught);
         notes.push(`prebuilt index not used (${reason}); built from the sources instead`);
@@ -259,7 +262,14 @@ export async function getOrBuildKnowledgeIndexSnapshot(
     }
     const build = startIndexBuild(normalized.entries, toIndexBuildOptions(options));
     while (!build.step(BUILD_SLICE_MS)) await yieldToEventLoop();
-    return { snapshot: build.finish(), validation: normalized.validation, cacheKey, origin: "built", notes };
+    return {
+      snapshot: build.finish(),
+      validation: normalized.validation,
+      cacheKey,
+      origin: "built",
+      notes,
+      groups,
+    };
   })();
   cache.set(cacheKey, promise);
   promise.then(

@@ -446,6 +446,28 @@ export type KnowledgeRebuildResult = KnowledgeEngineStatus & {
   reason?: "validation-failed" | "build-failed" | "superseded";
 };
 
+/** Options of `engine.upsert()` when the update is a list of entries. */
+export type KnowledgeUpsertOptions = {
+  /** The source that receives new entries (created when it does not exist). Default: the first source. */
+  sourceId?: string;
+};
+
+/**
+ * Outcome of an incremental update (`engine.upsert()` / `engine.remove()`, `NeuroLink.updateKnowledge()` /
+ * `removeKnowledge()`): the status after it, whether the change went live, and the change's own issues.
+ */
+export type KnowledgeUpdateResult = KnowledgeEngineStatus & {
+  /** The change was applied and the snapshot with it serves (later changes build on it). */
+  live: boolean;
+  /**
+   * Why it did not go live: `"validation-failed"` (an error in the change; nothing changed), `"index-not-ready"`
+   * (no snapshot serves yet: build or rebuild first), `"build-failed"` (the fallback full build threw).
+   */
+  reason?: "validation-failed" | "index-not-ready" | "build-failed";
+  /** Issues of this change (errors refuse it; warnings, such as relations to missing entries, do not). */
+  issues: KnowledgeValidationIssue[];
+};
+
 /** Per-call scope, given as `knowledgeContext` on a generate or stream call. */
 export type KnowledgeRequestScope = {
   /**
@@ -815,7 +837,7 @@ export type KnowledgeEngineStatus = {
   /** A build or rebuild is in progress (the previous snapshot, if any, keeps serving). */
   building?: boolean;
   /** Where the serving snapshot came from: built in this process or loaded from a prebuilt artifact. */
-  snapshotOrigin?: "built" | "cache" | "artifact";
+  snapshotOrigin?: "built" | "cache" | "artifact" | "update";
   /** Notes about the last build, e.g. why a prebuilt artifact was not used. */
   notes?: string[];
   /**

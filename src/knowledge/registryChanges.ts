@@ -1,0 +1,347 @@
+/**
+ * The engine's registry for incremental updates, and the planning of one change: which entries an upsert adds or
+ * replaces and which ids a removal drops, validated as a build validates them. Planning never changes the
+ * registry; {@link commitChange} does, once the change went live.
+ */
+import type {
+  KnowledgeEntryInput,
+  KnowledgeSource,
+  KnowledgeUpsertOptions,
+  KnowledgeValidationIssue,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import { MAX_ENTRIES } from "./defaults.js";
+import {
+  copyList,
+  describeType,
+  isUnreadable,
+  type NormalizedSourceGroup,
+  normalizeSources,
+  readProperty,
+  shapeOf,
+} from "./resolve.js";
+import { yieldToEventLoop } from "./runtime.js";
+
+/** One source of the registry: its id, version and entries by id, in order (a replaced entry keeps its place). */
+export type RegistrySource = { id: string; version: string; entries: Map<string, NormalizedKnowledgeEntry> };
+
+/** The entries that serve, grouped by source, with an index of where each id lives. */
+export type KnowledgeRegistry = {
+  sources: RegistrySource[];
+  /** Entry id → index of its source. */
+  sourceOf: Map<string, number>;
+  /** Unicode-normalized (NFC) id → id, for the ids that are not in NFC themselves (rare). */
+  canonicalTwins: Map<string, string>;
+};
+
+/** A validated change, ready to apply. */
+export type PlannedChange = {
+  ok: boolean;
+  issues: KnowledgeValidationIssue[];
+  /** Ids to remove (present in the registry). */
+  removed: string[];
+  /** Entries to add or to put in place of the entries with their ids, with their target source. */
+  upserted: { entry: NormalizedKnowledgeEntry; source: number | { id: string; version: string } }[];
+};
+
+/** Entries indexed between two yields while the registry is first built. */
+const ENTRIES_PER_SLICE = 4096;
+
+/** The registry of validated source groups (built once, yielding to the event loop between slices). */
+export async function createRegistry(groups: readonly NormalizedSourceGroup[]): Promise<KnowledgeRegistry> {
+  const registry: KnowledgeRegistry = { sources: [], sourceOf: new Map(), canonicalTwins: new Map() };
+  let handled = 0;
+  for (const group of groups) {
+    const source: RegistrySource = { id: group.id, version: group.version, entries: new Map() };
+    const index = registry.sources.push(source) - 1;
+    for (const entry of group.entries) {
+      source.entries.set(entry.id, entry);
+      registry.sourceOf.set(entry.id, index);
+      const canonical = entry.id.normalize("NFC");
+      if (canonical !== entry.id) registry.canonicalTwins.set(canonical, entry.id);
+      if (++handled % ENTRIES_PER_SLICE === 0) await yieldToEventLoop();
+    }
+  }
+  return registry;
+}
+
+/** The registry as sources (what a full build of it reads). */
+export function registrySources(registry: KnowledgeRegistry): KnowledgeSource[] {
+  return registry.sources.map((source) => ({
+    id: source.id,
+    version: source.version,
+    entries: [...source.entries.values()] as KnowledgeEntryInput[],
+  }));
+}
+
+function issue(
+  level: "error" | "warning",
+  code: string,
+  message: string,
+  path: string,
+  entryId?: string,
+): KnowledgeValidationIssue {
+  return { level, code, message, path, ...(entryId === undefined ? {} : { entryId }) };
+}
+
+/**
+ * Plans an upsert: `input` is a list of sources (`{ id, version?, entries }`: entries go to that source) or a list
+ * of entries (each replaces the entry with its id where it lives; new ones go to `options.sourceId`, default the
+ * first source). Entries are validated as a build validates them (issue paths point into `input`), plus what
+ * involves the rest of the registry: an id that lives in another source, or that differs from an existing id only
+ * in Unicode normalization, is an error; a source's version cannot change (use `rebuild`); relations are checked
+ * against the registry after the change.
+ */
+export function planUpsert(
+  registry: KnowledgeRegistry,
+  input: unknown,
+  options: KnowledgeUpsertOptions | undefined,
+  fallbackVersion: string,
+): PlannedChange {
+  const issues: KnowledgeValidationIssue[] = [];
+  const refused = (problem: KnowledgeValidationIssue): PlannedChange => ({
+    ok: false,
+    issues: [problem],
+    removed: [],
+    upserted: [],
+  });
+  const inputShape = shapeOf(input);
+  if (isUnreadable(inputShape) || inputShape !== "array")
+    return refused(
+      issue(
+        "error",
+        "bad-sources",
+        `an update must be an array of entries or of sources, got ${describeType(input)}`,
+        "update",
+      ),
+    );
+  const items = copyList(input as object, MAX_ENTRIES + 1, true);
+  if (!Array.isArray(items))
+    return refused(issue("error", "unreadable-input", "the update could not be read", "update"));
+  const isSource = (item: unknown): boolean =>
+    shapeOf(item) === "record" && shapeOf(readProperty(item as object, "entries")) === "array";
+  const sourcesForm = items.length > 0 && items.every(isSource);
+  const optionSource = options && typeof options === "object" ? readProperty(options, "sourceId") : undefined;
+  if (optionSource !== undefined && (typeof optionSource !== "string" || optionSource === ""))
+    return refused(
+      issue("error", "bad-field-type", "options.sourceId must be a non-empty string", "options.sourceId"),
+    );
+
+  // The change as sources: one per target source, each with the registry's version when the source exists.
+  type Target = { id: unknown; version: unknown; entries: unknown[]; paths: string[] };
+  const targets: Target[] = [];
+  const targetFor = (id: unknown, version: unknown): Target => {
+    let target = targets.find((candidate) => candidate.id === id && typeof id === "string");
+    if (!target) {
+      target = { id, version, entries: [], paths: [] };
+      targets.push(target);
+    }
+    return target;
+  };
+  if (sourcesForm) {
+    items.forEach((item, sourceIndex) => {
+      const sourceId = readProperty(item as object, "id");
+      const version = readProperty(item as object, "version");
+      const existing =
+        typeof sourceId === "string" ? registry.sources.find((source) => source.id === sourceId) : undefined;
+      if (existing && version !== undefined && version !== existing.version) {
+        issues.push(
+          issue(
+            "error",
+            "source-version-changed",
+            `source ${JSON.stringify(sourceId)} has version ${JSON.stringify(existing.version)}; an update keeps it (rebuild() to change a version)`,
+            `sources[${sourceIndex}].version`,
+          ),
+        );
+      }
+      const target =
+        targets[
+          targets.push({
+            id: sourceId,
+            version: existing ? existing.version : version,
+            entries: [],
+            paths: [],
+          }) - 1
+        ]!;
+      const entries = copyList(readProperty(item as object, "entries") as object, MAX_ENTRIES + 1, true);
+      if (Array.isArray(entries))
+        entries.forEach((entry, entryIndex) => {
+          target.entries.push(entry);
+          target.paths.push(`sources[${sourceIndex}].entries[${entryIndex}]`);
+        });
+    });
+  } else {
+    const fallbackSource =
+      (typeof optionSource === "string" ? optionSource : undefined) ?? registry.sources[0]?.id ?? undefined;
+    items.forEach((item, entryIndex) => {
+      const id = shapeOf(item) === "record" ? readProperty(item as object, "id") : undefined;
+      const home = typeof id === "string" ? registry.sourceOf.get(id) : undefined;
+      const source =
+        typeof optionSource === "string"
+          ? optionSource
+          : home !== undefined
+            ? registry.sources[home]!.id
+            : fallbackSource;
+      const existing = registry.sources.find((candidate) => candidate.id === source);
+      const target = targetFor(source, existing ? existing.version : undefined);
+      target.entries.push(item);
+      target.paths.push(`entries[${entryIndex}]`);
+    });
+  }
+
+  const normalized = normalizeSources(
+    targets.map((target) => ({ id: target.id, version: target.version, entries: target.entries })),
+    { manifestVersion: fallbackVersion },
+  );
+  // Paths of the change's own validation point into the caller's input.
+  for (const found of normalized.validation.issues) {
+    if (found.code === "broken-relation" || found.code === "broken-parent") continue; // checked below
+    const match = found.path?.match(/^sources\[(\d+)\]\.entries\[(\d+)\](.*)$/);
+    const target = match ? targets[Number(match[1])] : undefined;
+    const path = match && target ? `${target.paths[Number(match[2])]}${match[3]}` : found.path;
+    issues.push({ ...found, ...(path === undefined ? {} : { path }) });
+  }
+  const upserted: PlannedChange["upserted"] = [];
+  const finalIds = new Set<string>();
+  normalized.groups.forEach((group, groupIndex) => {
+    const sourceIndex = registry.sources.findIndex((source) => source.id === group.id);
+    group.entries.forEach((entry) => {
+      const home = registry.sourceOf.get(entry.id);
+      const entryIndex = targets[groupIndex]!.entries.findIndex(
+        (item) => shapeOf(item) === "record" && readProperty(item as object, "id") === entry.id,
+      );
+      const path = targets[groupIndex]!.paths[entryIndex] ?? "update";
+      if (home !== undefined && home !== sourceIndex) {
+        issues.push(
+          issue(
+            "error",
+            "duplicate-entry-id",
+            `entry id ${JSON.stringify(entry.id)} already exists in source ${JSON.stringify(registry.sources[home]!.id)}; remove it there first`,
+            `${path}.id`,
+            entry.id,
+          ),
+        );
+        return;
+      }
+      const canonical = entry.id.normalize("NFC");
+      const twin =
+        canonical !== entry.id && registry.sourceOf.has(canonical)
+          ? canonical
+          : registry.canonicalTwins.get(canonical);
+      if (twin !== undefined && twin !== entry.id) {
+        issues.push(
+          issue(
+            "error",
+            "duplicate-entry-id",
+            `entry id ${JSON.stringify(entry.id)} differs from ${JSON.stringify(twin)} only in Unicode normalization`,
+            `${path}.id`,
+            entry.id,
+          ),
+        );
+        return;
+      }
+      finalIds.add(entry.id);
+      upserted.push({
+        entry,
+        source: sourceIndex >= 0 ? sourceIndex : { id: group.id, version: group.version },
+      });
+    });
+  });
+  const added = upserted.filter(({ entry }) => !registry.sourceOf.has(entry.id)).length;
+  if (registry.sourceOf.size + added > MAX_ENTRIES)
+    issues.push(issue("error", "limit-exceeded", `the update would exceed ${MAX_ENTRIES} entries`, "update"));
+  // Relations of the changed entries, against the registry after the change.
+  const exists = (id: string): boolean => finalIds.has(id) || registry.sourceOf.has(id);
+  for (const { entry } of upserted) {
+    entry.relatedEntryIds.forEach((relatedId, index) => {
+      if (!exists(relatedId))
+        issues.push(
+          issue(
+            "warning",
+            "broken-relation",
+            `entry ${JSON.stringify(entry.id)} relates to missing entry ${JSON.stringify(relatedId)}`,
+            `${entry.id}.relatedEntryIds[${index}]`,
+            entry.id,
+          ),
+        );
+    });
+    if (entry.parentEntryId !== undefined && !exists(entry.parentEntryId))
+      issues.push(
+        issue(
+          "warning",
+          "broken-parent",
+          `entry ${JSON.stringify(entry.id)} has missing parent entry ${JSON.stringify(entry.parentEntryId)}`,
+          `${entry.id}.parentEntryId`,
+          entry.id,
+        ),
+      );
+  }
+  const ok = !issues.some((found) => found.level === "error");
+  return { ok, issues, removed: [], upserted: ok ? upserted : [] };
+}
+
+/** Plans a removal: `ids` must be an array of strings; ids that are not in the registry are reported as warnings. */
+export function planRemove(registry: KnowledgeRegistry, ids: unknown): PlannedChange {
+  const shape = shapeOf(ids);
+  if (isUnreadable(shape) || shape !== "array")
+    return {
+      ok: false,
+      issues: [
+        issue(
+          "error",
+          "bad-field-type",
+          `ids must be an array of entry ids, got ${describeType(ids)}`,
+          "ids",
+        ),
+      ],
+      removed: [],
+      upserted: [],
+    };
+  const list = copyList(ids as object, MAX_ENTRIES + 1, true);
+  const issues: KnowledgeValidationIssue[] = [];
+  const removed: string[] = [];
+  if (Array.isArray(list))
+    list.forEach((id, index) => {
+      if (typeof id !== "string")
+        issues.push(
+          issue(
+            "error",
+            "bad-field-type",
+            `ids[${index}] must be a string, got ${describeType(id)}`,
+            `ids[${index}]`,
+          ),
+        );
+      else if (!registry.sourceOf.has(id))
+        issues.push(
+          issue("warning", "unknown-entry-id", `no entry has id ${JSON.stringify(id)}`, `ids[${index}]`, id),
+        );
+      else if (!removed.includes(id)) removed.push(id);
+    });
+  const ok = !issues.some((found) => found.level === "error");
+  return { ok, issues, removed: ok ? removed : [], upserted: [] };
+}
+
+/** Applies a planned (valid) change to the registry. */
+export function commitChange(registry: KnowledgeRegistry, change: PlannedChange): void {
+  for (const id of change.removed) {
+    const home = registry.sourceOf.get(id);
+    if (home === undefined) continue;
+    registry.sources[home]!.entries.delete(id);
+    registry.sourceOf.delete(id);
+    const canonical = id.normalize("NFC");
+    if (canonical !== id) registry.canonicalTwins.delete(canonical);
+  }
+  for (const { entry, source } of change.upserted) {
+    let index: number;
+    if (typeof source === "number") index = source;
+    else {
+      index = registry.sources.findIndex((candidate) => candidate.id === source.id);
+      if (index < 0)
+        index = registry.sources.push({ id: source.id, version: source.version, entries: new Map() }) - 1;
+    }
+    registry.sources[index]!.entries.set(entry.id, entry);
+    registry.sourceOf.set(entry.id, index);
+    const canonical = entry.id.normalize("NFC");
+    if (canonical !== entry.id) registry.canonicalTwins.set(canonical, entry.id);
+  }
+}
