@@ -32,6 +32,7 @@ import {
 } from "./measure.js";
 import { concurrentTurns, lexgroundPostgres, postgresServer } from "./postgres.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
+import { measureUpdates, printUpdates, type UpdateReport } from "./updates.js";
 import type { BenchQuery, Workload } from "./workload.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -59,11 +60,13 @@ type Options = {
   /** Set by `--build-repeats`: repeat every build that many times, however long it takes. */
   forceBuildRepeats: boolean;
   output: string | null;
+  /** Run the update scenario after each synthetic workload (`--updates`). */
+  updates: boolean;
 };
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--datasets scifact,nfcorpus|none]
   [--queries N] [--skip-plain] [--skip-peers] [--preset name,…] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
-  [--out file.json|none] [--backend postgres|postgres://…] [--clients N]`;
+  [--out file.json|none] [--backend postgres|postgres://…] [--clients N] [--updates]`;
 
 function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
@@ -72,6 +75,7 @@ function parseOptions(argv: readonly string[]): Options {
     queries: 300,
     skipPlain: false,
     skipPeers: false,
+    updates: false,
     presets: [],
     backend: null,
     clients: 16,
@@ -145,6 +149,9 @@ function parseOptions(argv: readonly string[]): Options {
       }
       case "--clients":
         options.clients = Math.max(1, integer(value()));
+        break;
+      case "--updates":
+        options.updates = true;
         break;
       case "--quick":
         break;
@@ -528,6 +535,7 @@ type WorkloadReport = {
   implementations: ReturnType<typeof implementationReport>[];
   agreement: { selections?: Agreement; turns?: Agreement };
   notes: string[];
+  updates?: UpdateReport;
 };
 
 function implementationReport(result: ImplementationResult, ours: ImplementationResult) {
@@ -744,8 +752,13 @@ async function main(): Promise<void> {
       agreement,
       notes: [workload.description, ...notes],
     };
+    if (options.updates && workload.name.startsWith("synthetic")) {
+      console.error(`[${factory.label}] update scenario`);
+      report.updates = await measureUpdates(workload, { seed: options.seed });
+    }
     reports.push(report);
-    const text = printWorkload(report);
+    const text =
+      printWorkload(report) + (report.updates ? `\n${printUpdates(workload.name, report.updates)}` : "");
     printed.push(text);
     console.log(text);
     workload = null;

@@ -19,11 +19,18 @@ import { type KnowledgeFileIssue, locateIssues, notesToIssues, sortIssues } from
 export const DEFAULT_WATCH_DEBOUNCE_MS = 250;
 
 /**
- * What the watcher rebuilds: a {@link KnowledgeGroundingEngine} (or anything with its `rebuild`), or a function
- * such as `(sources) => neurolink.rebuildKnowledge(sources)`.
+ * What the watcher rebuilds: a {@link KnowledgeGroundingEngine} (or anything with its `rebuild`, and optionally its
+ * `update`, which then receives only the entries that changed), or a function such as
+ * `(sources) => neurolink.rebuildKnowledge(sources)`.
  */
 export type KnowledgeRebuildTarget =
-  | { rebuild(sources: KnowledgeSource[]): Promise<KnowledgeEngineStatus> }
+  | {
+      rebuild(sources: KnowledgeSource[]): Promise<KnowledgeEngineStatus>;
+      update?(changes: {
+        upsert?: KnowledgeSource[];
+        remove?: readonly string[];
+      }): Promise<KnowledgeEngineStatus & { live: boolean; reason?: string }>;
+    }
   | ((sources: KnowledgeSource[]) => Promise<KnowledgeEngineStatus>);
 
 /** Options of {@link watchKnowledgeBase}. */
@@ -34,6 +41,11 @@ export type KnowledgeWatchOptions = Omit<KnowledgeCompileOptions, "onProgress"> 
   persistent?: boolean;
   /** Called after every reload attempt, successful or not. Exceptions it throws are ignored. */
   onReload?: (result: KnowledgeReloadResult) => void;
+  /**
+   * The sources the target serves now (what {@link loadKnowledgeBase} returned), so that the first change is
+   * applied incrementally too. Without it, the first reload rebuilds and later ones are incremental.
+   */
+  sources?: readonly KnowledgeSource[];
 };
 
 /** The outcome of one reload. */
@@ -47,6 +59,11 @@ export type KnowledgeReloadResult = {
   issues: KnowledgeFileIssue[];
   /** The engine's status after the rebuild; null when the files could not be read (the engine was not touched). */
   status: KnowledgeEngineStatus | null;
+  /**
+   * How the target was changed: `"update"` (only the changed entries, through the engine's `update`), `"rebuild"`
+   * (everything), or `"none"` (the entries did not change). Absent when the files could not be read.
+   */
+  applied?: "update" | "rebuild" | "none";
   /** Why the files could not be read, when they could not. */
   error?: KnowledgeCompileError;
 };
@@ -122,7 +139,13 @@ export async function watchKnowledgeBase(
   target: KnowledgeRebuildTarget,
   options: KnowledgeWatchOptions = {},
 ): Promise<KnowledgeBaseWatcher> {
-  const { debounceMs = DEFAULT_WATCH_DEBOUNCE_MS, persistent = true, onReload, ...readOptions } = options;
+  const {
+    debounceMs = DEFAULT_WATCH_DEBOUNCE_MS,
+    persistent = true,
+    onReload,
+    sources: initialSources,
+    ...readOptions
+  } = options;
   if (!Number.isFinite(debounceMs) || debounceMs < 0) {
     throw new RangeError(`watchKnowledgeBase: debounceMs must be a non-negative number (got ${debounceMs})`);
   }
@@ -135,6 +158,12 @@ export async function watchKnowledgeBase(
   if (!rebuild) {
     throw new TypeError("watchKnowledgeBase: target must be an engine (with rebuild) or a rebuild function");
   }
+  const update =
+    typeof target === "object" && typeof target.update === "function"
+      ? target.update.bind(target)
+      : undefined;
+  /** The sources the target serves, as last read (what the next read is compared with). */
+  let served: readonly KnowledgeSource[] | undefined = initialSources;
   const inputs = typeof input === "string" ? [input] : [...input];
   const cwd = readOptions.cwd ?? process.cwd();
 
@@ -229,12 +258,36 @@ export async function watchKnowledgeBase(
     try {
       const loaded = await readKnowledgeBase(inputs, readOptions);
       if (closed) return { ok: false, issues: [], status: null };
-      const status = await rebuild(loaded.sources);
-      const validation = locateIssues(status.validationIssues, loaded);
+      const changes = update && served ? diffSources(served, loaded.sources) : null;
+      let status: KnowledgeEngineStatus;
+      let applied: KnowledgeReloadResult["applied"] = "rebuild";
+      let issuePaths = (path: string | undefined) => path;
+      if (changes && changes.upsert.length === 0 && changes.remove.length === 0) {
+        applied = "none";
+        status = { ...(await update!({})), validationIssues: [] };
+      } else if (changes) {
+        const outcome = await update!({ upsert: changes.upsert, remove: changes.remove });
+        if (outcome.reason === "index-not-ready") status = await rebuild(loaded.sources);
+        else {
+          applied = "update";
+          status = outcome;
+          issuePaths = changes.originalPath;
+        }
+      } else status = await rebuild(loaded.sources);
+      const validation = locateIssues(
+        status.validationIssues.map((found) => {
+          const path = issuePaths(found.path);
+          return path === undefined ? found : { ...found, path };
+        }),
+        loaded,
+      );
+      const ok = status.lastError === null && !validation.some((issue) => issue.level === "error");
+      if (ok) served = loaded.sources;
       result = {
-        ok: status.lastError === null && !validation.some((issue) => issue.level === "error"),
+        ok,
         issues: sortIssues([...notesToIssues(loaded.notes), ...validation]),
         status,
+        applied,
       };
     } catch (caught) {
       const error = KnowledgeCompileError.isInstance(caught)
@@ -291,6 +344,69 @@ export async function watchKnowledgeBase(
     },
     get directories() {
       return [...watchers.keys()];
+    },
+  };
+}
+
+/**
+ * The entries that differ between two reads of a knowledge base: per source, the entries that are new or changed
+ * (compared by their JSON text) and the ids that are gone, with a map from the paths of the upsert's issues back
+ * to the paths of the full read (so they locate at `file:line`). Null when the sources themselves changed (a source
+ * added, removed, reordered or re-versioned): then the whole set is rebuilt.
+ */
+function diffSources(
+  previous: readonly KnowledgeSource[],
+  next: readonly KnowledgeSource[],
+): {
+  upsert: KnowledgeSource[];
+  remove: string[];
+  originalPath: (path: string | undefined) => string | undefined;
+} | null {
+  if (previous.length !== next.length) return null;
+  const upsert: KnowledgeSource[] = [];
+  const remove: string[] = [];
+  const origins: [number, number][][] = [];
+  const nextIds = new Set<string>();
+  for (const source of next) for (const entry of source.entries) nextIds.add(entry.id);
+  for (let index = 0; index < next.length; index++) {
+    const before = previous[index]!;
+    const after = next[index]!;
+    if (before.id !== after.id || before.version !== after.version) return null;
+    const known = new Map(before.entries.map((entry) => [entry.id, entry]));
+    const changed: KnowledgeSource["entries"] = [];
+    const changedOrigins: [number, number][] = [];
+    after.entries.forEach((entry, entryIndex) => {
+      const old = known.get(entry.id);
+      if (old === undefined || JSON.stringify(old) !== JSON.stringify(entry)) {
+        changed.push(entry);
+        changedOrigins.push([index, entryIndex]);
+      }
+    });
+    for (const entry of before.entries) if (!nextIds.has(entry.id)) remove.push(entry.id);
+    if (changed.length > 0) {
+      upsert.push({
+        id: after.id,
+        ...(after.version === undefined ? {} : { version: after.version }),
+        entries: changed,
+      });
+      origins.push(changedOrigins);
+    }
+  }
+  // An entry that moved to another source is removed there and upserted here, in the same change.
+  const previousHome = new Map<string, string>();
+  for (const source of previous) for (const entry of source.entries) previousHome.set(entry.id, source.id);
+  for (const source of upsert)
+    for (const entry of source.entries) {
+      const home = previousHome.get(entry.id);
+      if (home !== undefined && home !== source.id && !remove.includes(entry.id)) remove.push(entry.id);
+    }
+  return {
+    upsert,
+    remove,
+    originalPath: (path) => {
+      const match = path?.match(/^sources\[(\d+)\]\.entries\[(\d+)\](.*)$/);
+      const origin = match ? origins[Number(match[1])]?.[Number(match[2])] : undefined;
+      return origin && match ? `sources[${origin[0]}].entries[${origin[1]}]${match[3]}` : path;
     },
   };
 }

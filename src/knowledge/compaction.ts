@@ -11,7 +11,7 @@ import type { IndexBase, IndexChanges } from "./indexChanges.js";
 import { FIELD_COUNT, type FieldBuilder, frequencyAt, IntBuffer } from "./postings.js";
 
 /** Postings (or documents) handled between two yields. */
-const WORK_PER_STEP = 1 << 17;
+const WORK_PER_STEP = 1 << 15;
 
 function bufferOf(data: Int32Array, length: number): IntBuffer {
   const buffer = new IntBuffer();
@@ -32,14 +32,18 @@ export function* compactedBuilders(
   // Merge the live base documents (in rank order) with the added ones (sorted).
   const ids: string[] = [];
   const newOfBase = new Int32Array(baseCount).fill(-1);
-  const newOfAdded = new Int32Array(changes.addedIds.length);
-  let added = 0;
+  const newOfAdded = new Int32Array(changes.addedIds.length).fill(-1);
+  // Live added documents in id order.
+  const addedOrder = [...changes.addedDenseIds.values()]
+    .map((doc) => doc - baseCount)
+    .sort((left, right) => (changes.addedIds[left]! < changes.addedIds[right]! ? -1 : 1));
+  let next = 0;
   for (let rank = 0; rank <= baseCount; rank++) {
     const doc = rank < baseCount ? order[rank]! : -1;
     if (doc >= 0 && changes.dead[doc] === 1) continue;
-    while (added < changes.addedIds.length && (doc < 0 || changes.addedIds[added]! < base.ids[doc]!)) {
-      newOfAdded[added] = ids.length;
-      ids.push(changes.addedIds[added++]!);
+    while (next < addedOrder.length && (doc < 0 || changes.addedIds[addedOrder[next]!]! < base.ids[doc]!)) {
+      newOfAdded[addedOrder[next]!] = ids.length;
+      ids.push(changes.addedIds[addedOrder[next++]!]!);
     }
     if (doc < 0) break;
     newOfBase[doc] = ids.length;
@@ -59,6 +63,7 @@ export function* compactedBuilders(
       total += baseLengths[doc]!;
     }
     changes.addedTerms.forEach((terms, index) => {
+      if (newOfAdded[index]! < 0) return;
       lengths[newOfAdded[index]!] = terms.lengths[field]!;
       total += terms.lengths[field]!;
     });
@@ -73,7 +78,7 @@ export function* compactedBuilders(
         if ((position & (WORK_PER_STEP - 1)) === 0) yield;
       }
       changes.addedTerms.forEach((terms, index) => {
-        ends[newOfAdded[index]!]! += terms.terms[field]!.length;
+        if (newOfAdded[index]! >= 0) ends[newOfAdded[index]!]! += terms.terms[field]!.length;
       });
     }
     const cursor = new Int32Array(documentCount);
@@ -105,6 +110,7 @@ export function* compactedBuilders(
       }
       changes.addedTerms.forEach((documentTerms, index) => {
         const target = newOfAdded[index]!;
+        if (target < 0) return;
         const fieldTerms = documentTerms.terms[field]!;
         const fieldFrequencies = documentTerms.frequencies[field]!;
         for (let position = 0; position < fieldTerms.length; position++) {

@@ -44,6 +44,7 @@ import {
   type KnowledgeRegistry,
   type PlannedChange,
   planRemove,
+  planUpdate,
   planUpsert,
   registrySources,
 } from "./registryChanges.js";
@@ -720,6 +721,23 @@ export class KnowledgeGroundingEngine {
   }
 
   /**
+   * Removes and upserts in one atomic change: `remove` (ids) first, then `upsert` (entries or sources, as for
+   * {@link upsert}); a turn sees neither or both. What the file watcher uses when files change.
+   */
+  update(
+    changes: { upsert?: KnowledgeSource[] | KnowledgeEntryInput[]; remove?: readonly string[] },
+    options?: KnowledgeUpsertOptions,
+  ): Promise<KnowledgeUpdateResult> {
+    const read = changes !== null && typeof changes === "object" ? changes : {};
+    const upsert = readTurnField(read, "upsert");
+    const remove = readTurnField(read, "remove");
+    return this.enqueueUpdate(
+      (registry) => planUpdate(registry, { upsert, remove }, options, FALLBACK_VERSION),
+      (engine) => engine.update(changes, options),
+    );
+  }
+
+  /**
    * Resolves when every update requested so far is applied and folded into a fresh snapshot by the background
    * compaction (for tests, benchmarks and hosts that want the fastest turns right away). Never rejects.
    */
@@ -770,6 +788,10 @@ export class KnowledgeGroundingEngine {
       return { ...this.getStatus(), live: false, reason: VALIDATION_FAILED, issues: change.issues };
     }
     const upserted = change.upserted.map(({ entry }) => entry);
+    if (upserted.length === 0 && change.removed.length === 0) {
+      this.lastError = null;
+      return { ...this.getStatus(), live: true, issues: change.issues };
+    }
     const previous = this.snapshot;
     if (!canChangeSnapshot(previous)) {
       // A snapshot loaded without term frequencies: a full build of the changed registry, as rebuild() does.

@@ -49,22 +49,28 @@ export type DeltaPostings = Map<number, { docs: Int32Array; frequencies: Int32Ar
 export type IndexChanges = {
   /** Per base document: 1 when it was removed or replaced. */
   dead: Uint8Array;
-  /** The dead base documents. */
-  deadDocs: readonly number[];
-  /** Added documents sorted by id; the dense id of `addedIds[index]` is `base.ids.length + index`. */
+  /** Number of dead base documents. */
+  deadBaseCount: number;
+  /**
+   * Added documents in the order they were added (dense id `base.ids.length + index`); an added document that was
+   * removed or replaced later stays here, marked not live, until a compaction.
+   */
   addedIds: readonly string[];
   addedTerms: readonly DocumentTerms[];
-  /** Added id → dense id. */
+  /** Live added id → dense id. */
   addedDenseIds: ReadonlyMap<string, number>;
-  /** Live documents (base minus dead plus added): the N of IDF and of the average lengths. */
+  /** Live documents (base minus dead plus live added): the N of IDF and of the average lengths. */
   documentCount: number;
   totalLengths: Float64Array;
   averageLengths: Float64Array;
   /** Per dense id: 1 when live. */
   live: Uint8Array;
-  /** Per dense id: a key whose order is the code-unit order of the ids (the tie-break). */
+  /**
+   * Per dense id: a key whose order is the code-unit order of the ids, except that added documents between the
+   * same two base ids share a key (`selectTop` then compares their ids).
+   */
   rankKeys: Float64Array;
-  /** Per field: the added documents' postings. */
+  /** Per field: the added documents' postings (including those of added documents no longer live). */
   deltaPostings: DeltaPostings[];
 };
 
@@ -93,7 +99,8 @@ function baseIdsBelow(base: IndexBase, id: string): number {
 
 /**
  * The changes of a derived index: `previous` (the changes of the index being updated, or null for a base) without
- * `removedIds` (ids that are not live are ignored), plus `added` (their ids must not be live afterwards).
+ * `removedIds` (ids that are not live are ignored), plus `added` (their ids must not be live afterwards). Work:
+ * copies of a few arrays over the dense ids, plus the postings of the added documents' terms.
  */
 export function deriveChanges(
   base: IndexBase,
@@ -102,79 +109,85 @@ export function deriveChanges(
   added: ReadonlyMap<string, DocumentTerms>,
 ): IndexChanges {
   const baseCount = base.ids.length;
+  const previousCapacity = previous ? previous.live.length : baseCount;
+  const capacity = previousCapacity + added.size;
   const dead = previous ? previous.dead.slice() : new Uint8Array(baseCount);
-  const deadDocs = previous ? previous.deadDocs.slice() : [];
-  const addedById = new Map<string, DocumentTerms>();
-  if (previous) previous.addedIds.forEach((id, index) => addedById.set(id, previous.addedTerms[index]!));
+  const live = new Uint8Array(capacity);
+  if (previous) live.set(previous.live);
+  else live.fill(1, 0, baseCount);
+  const addedIds = previous ? previous.addedIds.slice() : [];
+  const addedTerms = previous ? previous.addedTerms.slice() : [];
+  const addedDenseIds = new Map(previous?.addedDenseIds ?? []);
+  const totalLengths = (previous?.totalLengths ?? base.totalLengths).slice();
+  let documentCount = previous ? previous.documentCount : baseCount;
+  let deadBaseCount = previous ? previous.deadBaseCount : 0;
+  const drop = (doc: number, lengths: ArrayLike<number>): void => {
+    live[doc] = 0;
+    documentCount--;
+    for (let field = 0; field < FIELD_COUNT; field++) totalLengths[field]! -= lengths[field]!;
+  };
   for (const id of removedIds) {
-    if (addedById.delete(id)) continue;
+    const addedDoc = addedDenseIds.get(id);
+    if (addedDoc !== undefined) {
+      addedDenseIds.delete(id);
+      drop(addedDoc, addedTerms[addedDoc - baseCount]!.lengths);
+      continue;
+    }
     const doc = base.denseIds.get(id);
     if (doc !== undefined && dead[doc] === 0) {
       dead[doc] = 1;
-      deadDocs.push(doc);
+      deadBaseCount++;
+      const lengths = new Float64Array(FIELD_COUNT);
+      for (let field = 0; field < FIELD_COUNT; field++) lengths[field] = base.lengths[field]![doc]!;
+      drop(doc, lengths);
     }
   }
-  for (const [id, terms] of added) {
-    const doc = base.denseIds.get(id);
-    if (addedById.has(id) || (doc !== undefined && dead[doc] === 0))
-      throw new Error(`KnowledgeLexicalIndex: id ${JSON.stringify(id)} is already indexed`);
-    addedById.set(id, terms);
-  }
-  const addedIds = [...addedById.keys()].sort();
-  const addedTerms = addedIds.map((id) => addedById.get(id)!);
-  const capacity = baseCount + addedIds.length;
-  const addedDenseIds = new Map<string, number>();
-  addedIds.forEach((id, index) => addedDenseIds.set(id, baseCount + index));
-
-  const totalLengths = base.totalLengths.slice();
-  for (const doc of deadDocs)
-    for (let field = 0; field < FIELD_COUNT; field++) totalLengths[field]! -= base.lengths[field]![doc]!;
-  for (const terms of addedTerms)
-    for (let field = 0; field < FIELD_COUNT; field++) totalLengths[field]! += terms.lengths[field]!;
-  const documentCount = baseCount - deadDocs.length + addedIds.length;
-  // Integer sums divided once, exactly as a full build computes them.
-  const averageLengths = new Float64Array(FIELD_COUNT);
-  for (let field = 0; field < FIELD_COUNT; field++)
-    averageLengths[field] = documentCount > 0 ? totalLengths[field]! / documentCount : 0;
-
-  const live = new Uint8Array(capacity).fill(1);
-  for (const doc of deadDocs) live[doc] = 0;
   const rankKeys = new Float64Array(capacity);
-  rankKeys.set(base.ranks);
-  // An added id sorts between the base ids around it: its key is in (below − 1, below), ordered among the added
-  // ids by their own (sorted) position. A replaced base document keeps its rank but is never live.
-  addedIds.forEach((id, index) => {
-    rankKeys[baseCount + index] = baseIdsBelow(base, id) - 1 + (index + 1) / (addedIds.length + 1);
-  });
-
-  const deltaPostings: DeltaPostings[] = [];
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    const lists = new Map<number, { docs: number[]; frequencies: number[] }>();
-    addedTerms.forEach((terms, index) => {
+  if (previous) rankKeys.set(previous.rankKeys);
+  else rankKeys.set(base.ranks);
+  const deltaPostings = previous
+    ? previous.deltaPostings.map((postings) => new Map(postings))
+    : Array.from({ length: FIELD_COUNT }, (): DeltaPostings => new Map());
+  for (const [id, terms] of added) {
+    const baseDoc = base.denseIds.get(id);
+    if (addedDenseIds.has(id) || (baseDoc !== undefined && dead[baseDoc] === 0))
+      throw new Error(`KnowledgeLexicalIndex: id ${JSON.stringify(id)} is already indexed`);
+    const doc = baseCount + addedTerms.length;
+    addedIds.push(id);
+    addedTerms.push(terms);
+    addedDenseIds.set(id, doc);
+    live[doc] = 1;
+    documentCount++;
+    // Between the base ids around it; added ids with the same neighbours share the key (ties compare ids).
+    rankKeys[doc] = baseIdsBelow(base, id) - 0.5;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      totalLengths[field]! += terms.lengths[field]!;
+      const postings = deltaPostings[field]!;
       const fieldTerms = terms.terms[field]!;
       const fieldFrequencies = terms.frequencies[field]!;
       for (let position = 0; position < fieldTerms.length; position++) {
         const term = fieldTerms[position]!;
-        let list = lists.get(term);
-        if (!list) {
-          list = { docs: [], frequencies: [] };
-          lists.set(term, list);
+        const list = postings.get(term);
+        const length = list ? list.docs.length : 0;
+        const docs = new Int32Array(length + 1);
+        const frequencies = new Int32Array(length + 1);
+        if (list) {
+          docs.set(list.docs);
+          frequencies.set(list.frequencies);
         }
-        list.docs.push(baseCount + index);
-        list.frequencies.push(fieldFrequencies[position]!);
+        docs[length] = doc;
+        frequencies[length] = fieldFrequencies[position]!;
+        postings.set(term, { docs, frequencies });
       }
-    });
-    const postings: DeltaPostings = new Map();
-    for (const [term, list] of lists)
-      postings.set(term, {
-        docs: Int32Array.from(list.docs),
-        frequencies: Int32Array.from(list.frequencies),
-      });
-    deltaPostings.push(postings);
+    }
   }
+  // Integer sums divided once, exactly as a full build computes them.
+  const averageLengths = new Float64Array(FIELD_COUNT);
+  for (let field = 0; field < FIELD_COUNT; field++)
+    averageLengths[field] = documentCount > 0 ? totalLengths[field]! / documentCount : 0;
   return {
     dead,
-    deadDocs,
+    deadBaseCount,
     addedIds,
     addedTerms,
     addedDenseIds,

@@ -16,7 +16,7 @@ import {
 } from "./bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import type { IndexBase, IndexChanges, LiveScratch } from "./indexChanges.js";
-import { FIELD_COUNT, frequencyAt } from "./postings.js";
+import { FIELD_COUNT, frequencyAt, LARGE_FREQUENCY } from "./postings.js";
 import { selectTop } from "./ranking.js";
 
 /** Bit of a document's mark that says it was touched by a BM25F term (the field bits are 0 to 4). */
@@ -72,8 +72,10 @@ function forEachLivePosting(
   const added = changes.deltaPostings[field]!.get(term);
   if (added) {
     const baseCount = base.ids.length;
+    const live = changes.live;
     for (let position = 0; position < added.docs.length; position++) {
       const doc = added.docs[position]!;
+      if (live[doc] === 0) continue;
       visit(doc, added.frequencies[position]!, changes.addedTerms[doc - baseCount]!.lengths[field]!);
     }
   }
@@ -146,31 +148,62 @@ export function scoreQueryLive(
       if (!(weight > 0) || !(averageLength > 0)) continue;
       const fieldTotal = fieldTotals[field]!;
       const bit = 1 << field;
+      const postings = index.base.termPostings[field]!;
+      const { offsets, docs, frequencies } = postings;
+      const lengths = index.base.lengths[field]!;
+      const dead = changes.dead;
+      const live = changes.live;
+      const baseCount = index.base.ids.length;
       for (const term of termIds) {
+        // Plain loops (no callbacks): this is the turn path while changes are pending.
+        const start = term + 1 < offsets.length ? offsets[term]! : 0;
+        const end = term + 1 < offsets.length ? offsets[term + 1]! : 0;
+        const added = changes.deltaPostings[field]!.get(term);
         let documentFrequency = 0;
-        forEachLivePosting(index, field, term, () => {
-          documentFrequency++;
-        });
+        if (changes.deadBaseCount === 0) documentFrequency = end - start;
+        else
+          for (let position = start; position < end; position++)
+            if (dead[docs[position]!] === 0) documentFrequency++;
+        if (added) for (const doc of added.docs) if (live[doc] === 1) documentFrequency++;
         if (documentFrequency === 0) continue;
         const weightedIdf = weight * bm25Idf(documentCount, documentFrequency);
-        forEachLivePosting(index, field, term, (doc, frequency, length) => {
-          if (eligible[doc] === 0) return;
+        for (let position = start; position < end; position++) {
+          const doc = docs[position]!;
+          if (dead[doc] === 1 || eligible[doc] === 0) continue;
+          let frequency = frequencies[position]!;
+          if (frequency === LARGE_FREQUENCY) frequency = postings.largeFrequencies!.get(position)!;
           if (marks[doc] === 0) touched[touchedCount++] = doc;
           const contribution = bm25TermScore(
             weightedIdf,
             frequency,
+            k1,
+            bm25LengthNormalization(k1, b, lengths[doc]!, averageLength),
+          );
+          totals[doc]! += contribution;
+          fieldTotal[doc]! += contribution;
+          marks[doc]! |= bit;
+        }
+        if (!added) continue;
+        for (let position = 0; position < added.docs.length; position++) {
+          const doc = added.docs[position]!;
+          if (live[doc] === 0 || eligible[doc] === 0) continue;
+          if (marks[doc] === 0) touched[touchedCount++] = doc;
+          const length = changes.addedTerms[doc - baseCount]!.lengths[field]!;
+          const contribution = bm25TermScore(
+            weightedIdf,
+            added.frequencies[position]!,
             k1,
             bm25LengthNormalization(k1, b, length, averageLength),
           );
           totals[doc]! += contribution;
           fieldTotal[doc]! += contribution;
           marks[doc]! |= bit;
-        });
+        }
       }
     }
   }
 
-  const selected = selectTop(touched, touchedCount, topK, totals, changes.rankKeys);
+  const selected = selectTop(touched, touchedCount, topK, totals, changes.rankKeys, idOf);
   const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
   for (let rank = 0; rank < selected.length; rank++) {
     const doc = selected[rank]!;

@@ -119,7 +119,7 @@ export function inactivePostings(): FieldPostings {
 export type FinishedField = { postings: FieldPostings; frequencies: FrequencyPostings };
 
 /** Postings finalized between two yields of an incremental build. */
-const POSTINGS_PER_STEP = 1 << 18;
+const POSTINGS_PER_STEP = 1 << 16;
 
 /**
  * The finished postings of one field: grouped by term, with each posting's term frequency and, when

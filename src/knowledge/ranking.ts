@@ -30,7 +30,7 @@ export function rankIds(ids: readonly string[]): Int32Array {
 }
 
 /**
- * The best `topK` touched documents by score descending, rank ascending. A bounded heap keeps the selection
+ * The best `topK` touched documents by score descending, rank ascending (then id, where `idOf` is given). A bounded heap keeps the selection
  * O(T log K) instead of sorting every touched document.
  */
 export function selectTop(
@@ -39,11 +39,14 @@ export function selectTop(
   topK: number,
   scores: Float64Array,
   ranks: Int32Array | Float64Array,
+  idOf?: (doc: number) => string,
 ): number[] {
-  // `worse(a, b)`: a ranks below b.
+  // `worse(a, b)`: a ranks below b. Equal rank keys (only for documents added by a change) compare ids.
   const worse = (a: number, b: number): boolean => {
     const difference = scores[a]! - scores[b]!;
-    return difference < 0 || (difference === 0 && ranks[a]! > ranks[b]!);
+    if (difference !== 0) return difference < 0;
+    const rankDifference = ranks[a]! - ranks[b]!;
+    return rankDifference > 0 || (rankDifference === 0 && idOf !== undefined && idOf(a) > idOf(b));
   };
   const limit = Math.min(topK, count);
   const heap: number[] = [];

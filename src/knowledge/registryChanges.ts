@@ -97,6 +97,7 @@ export function planUpsert(
   input: unknown,
   options: KnowledgeUpsertOptions | undefined,
   fallbackVersion: string,
+  removing: ReadonlySet<string> = new Set(),
 ): PlannedChange {
   const issues: KnowledgeValidationIssue[] = [];
   const refused = (problem: KnowledgeValidationIssue): PlannedChange => ({
@@ -175,7 +176,7 @@ export function planUpsert(
       (typeof optionSource === "string" ? optionSource : undefined) ?? registry.sources[0]?.id ?? undefined;
     items.forEach((item, entryIndex) => {
       const id = shapeOf(item) === "record" ? readProperty(item as object, "id") : undefined;
-      const home = typeof id === "string" ? registry.sourceOf.get(id) : undefined;
+      const home = typeof id === "string" && !removing.has(id) ? registry.sourceOf.get(id) : undefined;
       const source =
         typeof optionSource === "string"
           ? optionSource
@@ -206,7 +207,7 @@ export function planUpsert(
   normalized.groups.forEach((group, groupIndex) => {
     const sourceIndex = registry.sources.findIndex((source) => source.id === group.id);
     group.entries.forEach((entry) => {
-      const home = registry.sourceOf.get(entry.id);
+      const home = removing.has(entry.id) ? undefined : registry.sourceOf.get(entry.id);
       const entryIndex = targets[groupIndex]!.entries.findIndex(
         (item) => shapeOf(item) === "record" && readProperty(item as object, "id") === entry.id,
       );
@@ -248,10 +249,11 @@ export function planUpsert(
     });
   });
   const added = upserted.filter(({ entry }) => !registry.sourceOf.has(entry.id)).length;
-  if (registry.sourceOf.size + added > MAX_ENTRIES)
+  if (registry.sourceOf.size - removing.size + added > MAX_ENTRIES)
     issues.push(issue("error", "limit-exceeded", `the update would exceed ${MAX_ENTRIES} entries`, "update"));
   // Relations of the changed entries, against the registry after the change.
-  const exists = (id: string): boolean => finalIds.has(id) || registry.sourceOf.has(id);
+  const exists = (id: string): boolean =>
+    finalIds.has(id) || (registry.sourceOf.has(id) && !removing.has(id));
   for (const { entry } of upserted) {
     entry.relatedEntryIds.forEach((relatedId, index) => {
       if (!exists(relatedId))
@@ -344,4 +346,30 @@ export function commitChange(registry: KnowledgeRegistry, change: PlannedChange)
     const canonical = entry.id.normalize("NFC");
     if (canonical !== entry.id) registry.canonicalTwins.set(canonical, entry.id);
   }
+}
+
+/**
+ * Plans removals and upserts as one change (applied atomically): `remove` ids go first, so an entry can move to
+ * another source by removing and upserting it in the same change.
+ */
+export function planUpdate(
+  registry: KnowledgeRegistry,
+  changes: { upsert?: unknown; remove?: unknown },
+  options: KnowledgeUpsertOptions | undefined,
+  fallbackVersion: string,
+): PlannedChange {
+  const removal = changes.remove === undefined ? null : planRemove(registry, changes.remove);
+  const removing = new Set(removal?.removed ?? []);
+  const upsert =
+    changes.upsert === undefined
+      ? null
+      : planUpsert(registry, changes.upsert, options, fallbackVersion, removing);
+  const issues = [...(removal?.issues ?? []), ...(upsert?.issues ?? [])];
+  const ok = !issues.some((found) => found.level === "error");
+  return {
+    ok,
+    issues,
+    removed: ok ? [...removing] : [],
+    upserted: ok ? (upsert?.upserted ?? []) : [],
+  };
 }

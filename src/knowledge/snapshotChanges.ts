@@ -213,11 +213,9 @@ function deriveCompiled(
   lexical: KnowledgeLexicalIndex,
   entriesById: ReadonlyMap<string, NormalizedKnowledgeEntry>,
 ): CompiledSnapshot {
-  const baseCount = base.entries.length;
+  const baseCount = base.universalMask.length;
   const capacity = lexical.capacity;
   const live = (doc: number): boolean => lexical.isLiveDocument(doc);
-  const entries = base.entries.slice();
-  entries.length = capacity;
   const universalMask = new Uint8Array(capacity);
   const keep = new Uint8Array(baseCount);
   for (let doc = 0; doc < baseCount; doc++) {
@@ -245,8 +243,8 @@ function deriveCompiled(
     list.push(doc);
   };
   for (let doc = baseCount; doc < capacity; doc++) {
+    if (!live(doc)) continue;
     const entry = entriesById.get(lexical.idAt(doc))!;
-    entries[doc] = entry;
     push(domainLists, entry.domain, doc);
     if (entry.status !== "active") continue;
     if (entry.integrations.length === 0) {
@@ -268,7 +266,8 @@ function deriveCompiled(
   };
   return {
     lexical,
-    entries,
+    // Entries are read through the snapshot's `entriesById`; the dense list is not materialized.
+    entries: [],
     universalMask,
     activeByIntegration: toTyped(integrationLists),
     byDomain: toTyped(domainLists),

@@ -1,0 +1,255 @@
+/**
+ * The update scenario (`--updates`): on an engine built from a workload's sources, how long an incremental update
+ * takes to go live, how long the event loop is ever blocked while updates and the background compaction run, what
+ * a turn costs while changes are pending versus after the compaction, and whether many random updates in a row
+ * leave the engine answering exactly as a full build of the final registry.
+ */
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { KnowledgeGroundingEngine } from "../src/index.js";
+import { clearKnowledgeIndexCache } from "../src/knowledge/indexCache.js";
+import type {
+  KnowledgeEntryInput,
+  KnowledgeGroundingOutcome,
+  KnowledgeSource,
+} from "../src/types/knowledge.js";
+import { createRandom } from "./synthetic.js";
+import type { BenchQuery, Workload } from "./workload.js";
+
+/** Figures of one update scenario. */
+export type UpdateReport = {
+  entryCount: number;
+  /** Replacing `batchSize` entries: milliseconds from the call until the change serves. */
+  batchSize: number;
+  rounds: number;
+  liveMilliseconds: { p50: number; p99: number; max: number };
+  /** Longest event-loop block while the rounds and the compaction ran (monitorEventLoopDelay, 1 ms resolution). */
+  maxEventLoopBlockMilliseconds: number;
+  /** Longest gap between 1 ms interval ticks over the same period (a second, independent reading). */
+  maxTimerGapMilliseconds: number;
+  /**
+   * Most process CPU time between two such ticks: the longest the event loop was really busy. On a loaded machine
+   * the two wall-clock readings above also count time the process waited for a core.
+   */
+  maxCpuBetweenTicksMilliseconds: number;
+  compactionMilliseconds: number;
+  turnWhilePendingMilliseconds: { p50: number; p99: number };
+  turnAfterCompactionMilliseconds: { p50: number; p99: number };
+  randomUpdates: number;
+  /** Turns compared with a full build of the final registry, and how many were identical. */
+  equality: { compared: number; identical: number; firstDifference?: string };
+};
+
+function percentile(values: readonly number[], fraction: number): number {
+  const sorted = values.slice().sort((left, right) => left - right);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0;
+}
+
+function summary(outcome: KnowledgeGroundingOutcome): string {
+  return JSON.stringify({
+    context: outcome.ephemeralContext?.content ?? null,
+    selected: outcome.metadata.selectedIds,
+    expanded: outcome.metadata.expandedIds,
+    confidence: outcome.metadata.confidence,
+    candidates: outcome.retrieval?.candidates?.map((candidate) => [candidate.id, candidate.score]),
+  });
+}
+
+async function turnTimes(
+  engine: KnowledgeGroundingEngine,
+  queries: readonly BenchQuery[],
+): Promise<number[]> {
+  const times: number[] = [];
+  for (const query of queries) {
+    const started = performance.now();
+    await engine.ground({
+      query: query.query,
+      recentTurns: query.recentTurns,
+      scope: { enabledIntegrations: query.enabledIntegrations },
+    });
+    times.push(performance.now() - started);
+  }
+  return times;
+}
+
+/** A changed copy of an entry: new words in its title and summary, so lengths, IDF and phrases move. */
+function edited(
+  entry: KnowledgeEntryInput,
+  random: () => number,
+  words: readonly string[],
+): KnowledgeEntryInput {
+  const word = () => words[Math.floor(random() * words.length)]!;
+  return { ...entry, title: `${entry.title} ${word()}`, summary: `${word()} ${entry.summary} ${word()}` };
+}
+
+/** Runs the scenario on `workload` (see the module comment). */
+export async function measureUpdates(
+  workload: Workload,
+  options: {
+    seed: number;
+    rounds?: number;
+    batchSize?: number;
+    randomUpdates?: number;
+    compareQueries?: number;
+  },
+): Promise<UpdateReport> {
+  const rounds = options.rounds ?? 30;
+  const batchSize = options.batchSize ?? 10;
+  const randomUpdates = options.randomUpdates ?? 1000;
+  const random = createRandom(options.seed ^ 0x5eed);
+  const source = workload.sources[0]!;
+  const registry = new Map<string, KnowledgeEntryInput>();
+  for (const item of workload.sources) for (const entry of item.entries) registry.set(entry.id, entry);
+  const ids = [...registry.keys()];
+  const words = workload.queries
+    .flatMap((query) => query.query.split(/\s+/))
+    .filter((word) => word.length > 2);
+  clearKnowledgeIndexCache();
+  const engine = new KnowledgeGroundingEngine({ enabled: true, sources: workload.sources, logger: null });
+  await engine.ready();
+  const queries = workload.queries.slice(0, 60);
+  await turnTimes(engine, workload.warmupQueries.slice(0, 20));
+
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  let lastTick = performance.now();
+  let lastCpu = process.cpuUsage();
+  let maxGap = 0;
+  let maxCpu = 0;
+  const ticker = setInterval(() => {
+    const now = performance.now();
+    const cpu = process.cpuUsage(lastCpu);
+    maxGap = Math.max(maxGap, now - lastTick);
+    maxCpu = Math.max(maxCpu, (cpu.user + cpu.system) / 1000);
+    lastTick = now;
+    lastCpu = process.cpuUsage();
+  }, 1);
+  histogram.enable();
+  const live: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const batch: KnowledgeEntryInput[] = [];
+    const chosen = new Set<string>();
+    while (chosen.size < batchSize) chosen.add(ids[Math.floor(random() * ids.length)]!);
+    for (const id of chosen) {
+      const changed = edited(registry.get(id)!, random, words);
+      registry.set(id, changed);
+      batch.push(changed);
+    }
+    const started = performance.now();
+    const result = await engine.upsert(batch);
+    live.push(performance.now() - started);
+    if (!result.live)
+      throw new Error(`update round ${round} did not go live: ${JSON.stringify(result.issues)}`);
+    // Spaced like edits arriving one after another (the compaction waits for a quiet moment).
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const pending = await turnTimes(engine, queries);
+  const compactionStarted = performance.now();
+  await engine.compacted();
+  const compactionMilliseconds = performance.now() - compactionStarted;
+  histogram.disable();
+  clearInterval(ticker);
+  const after = await turnTimes(engine, queries);
+
+  // Many random updates in a row: replace, add and remove, then compare with a full build.
+  let added = 0;
+  for (let update = 0; update < randomUpdates; update++) {
+    const roll = random();
+    if (roll < 0.6) {
+      const id = ids[Math.floor(random() * ids.length)]!;
+      if (!registry.has(id)) continue;
+      const changed = edited(registry.get(id)!, random, words);
+      registry.set(id, changed);
+      await engine.upsert([changed]);
+    } else if (roll < 0.8) {
+      const template = registry.get(ids[Math.floor(random() * ids.length)]!);
+      if (!template) continue;
+      const entry = { ...edited(template, random, words), id: `bench.added.${added++}`, aliases: [] };
+      registry.set(entry.id, entry);
+      await engine.upsert([entry], { sourceId: source.id });
+    } else {
+      const id = ids[Math.floor(random() * ids.length)]!;
+      if (!registry.delete(id)) continue;
+      await engine.remove([id]);
+    }
+  }
+  const compared = workload.queries.slice(0, options.compareQueries ?? 50);
+  const changedAnswers: string[] = [];
+  for (const query of compared)
+    changedAnswers.push(
+      summary(
+        await engine.ground({
+          query: query.query,
+          recentTurns: query.recentTurns,
+          scope: { enabledIntegrations: query.enabledIntegrations },
+        }),
+      ),
+    );
+  await engine.compacted();
+  const compactedAnswers: string[] = [];
+  for (const query of compared)
+    compactedAnswers.push(
+      summary(
+        await engine.ground({
+          query: query.query,
+          recentTurns: query.recentTurns,
+          scope: { enabledIntegrations: query.enabledIntegrations },
+        }),
+      ),
+    );
+  clearKnowledgeIndexCache();
+  // The final registry, grouped as the engine groups it: each source keeps its entries in order, new ones last.
+  const finalSources: KnowledgeSource[] = workload.sources.map((item) => ({
+    ...item,
+    entries: item.entries.filter((entry) => registry.has(entry.id)).map((entry) => registry.get(entry.id)!),
+  }));
+  for (const [id, entry] of registry)
+    if (id.startsWith("bench.added."))
+      finalSources.find((item) => item.id === source.id)!.entries.push(entry);
+  const full = new KnowledgeGroundingEngine({ enabled: true, sources: finalSources, logger: null });
+  await full.ready();
+  let identical = 0;
+  let firstDifference: string | undefined;
+  for (const [index, query] of compared.entries()) {
+    const expected = summary(
+      await full.ground({
+        query: query.query,
+        recentTurns: query.recentTurns,
+        scope: { enabledIntegrations: query.enabledIntegrations },
+      }),
+    );
+    if (expected === changedAnswers[index] && expected === compactedAnswers[index]) identical++;
+    else firstDifference ??= `query ${JSON.stringify(query.query.slice(0, 60))}`;
+  }
+  clearKnowledgeIndexCache();
+  return {
+    entryCount: registry.size,
+    batchSize,
+    rounds,
+    liveMilliseconds: { p50: percentile(live, 0.5), p99: percentile(live, 0.99), max: Math.max(...live) },
+    maxEventLoopBlockMilliseconds: histogram.max / 1e6,
+    maxTimerGapMilliseconds: maxGap,
+    maxCpuBetweenTicksMilliseconds: maxCpu,
+    compactionMilliseconds,
+    turnWhilePendingMilliseconds: { p50: percentile(pending, 0.5), p99: percentile(pending, 0.99) },
+    turnAfterCompactionMilliseconds: { p50: percentile(after, 0.5), p99: percentile(after, 0.99) },
+    randomUpdates,
+    equality: { compared: compared.length, identical, ...(firstDifference ? { firstDifference } : {}) },
+  };
+}
+
+/** The report as Markdown lines. */
+export function printUpdates(name: string, report: UpdateReport): string {
+  const ms = (value: number) => value.toFixed(1);
+  return [
+    `### ${name}: incremental updates (${report.entryCount} entries at the end)`,
+    "",
+    "| measure | value |",
+    "|---|---|",
+    `| replace ${report.batchSize} entries, live after (p50 / p99 / max of ${report.rounds}) | ${ms(report.liveMilliseconds.p50)} / ${ms(report.liveMilliseconds.p99)} / ${ms(report.liveMilliseconds.max)} ms |`,
+    `| longest event-loop block during updates and compaction (delay histogram / 1 ms timer gap / CPU between ticks) | ${ms(report.maxEventLoopBlockMilliseconds)} / ${ms(report.maxTimerGapMilliseconds)} / ${ms(report.maxCpuBetweenTicksMilliseconds)} ms |`,
+    `| background compaction after the rounds | ${ms(report.compactionMilliseconds)} ms |`,
+    `| turn p50 / p99 while changes are pending | ${ms(report.turnWhilePendingMilliseconds.p50)} / ${ms(report.turnWhilePendingMilliseconds.p99)} ms |`,
+    `| turn p50 / p99 after the compaction | ${ms(report.turnAfterCompactionMilliseconds.p50)} / ${ms(report.turnAfterCompactionMilliseconds.p99)} ms |`,
+    `| ${report.randomUpdates} random updates, then turns equal to a full build (changed and compacted) | ${report.equality.identical}/${report.equality.compared}${report.equality.firstDifference ? ` (first difference: ${report.equality.firstDifference})` : ""} |`,
+    "",
+  ].join("\n");
+}
