@@ -231,6 +231,49 @@ describe("watchKnowledgeBase (lexground/files)", () => {
     await watcher.close();
   });
 
+  it("with a fixed content version, applies a changed file as an update of just its entries", async () => {
+    const directory = await temporaryDirectory();
+    await writeFile(join(directory, "refunds.md"), entry("docs.refund-policy", "Refund policy"));
+    await writeFile(join(directory, "shipping.md"), entry("docs.shipping-times", "Shipping times"));
+    const { sources } = await loadKnowledgeBase(directory, { contentVersion: "v1" });
+    const engine = new KnowledgeGroundingEngine({ enabled: true, sources });
+    await engine.ready();
+    const recorder = reloadRecorder();
+    const watcher = await watchKnowledgeBase(directory, engine, {
+      debounceMs: 50,
+      contentVersion: "v1",
+      sources,
+      onReload: recorder.onReload,
+    });
+    let reloaded = recorder.next((candidate) => candidate.ok);
+    await save(
+      join(directory, "refunds.md"),
+      entry("docs.refund-policy", "Refund window", "Within thirty days."),
+    );
+    let result = await reloaded;
+    expect(result).toMatchObject({ ok: true, applied: "update", issues: [] });
+    expect(engine.getStatus().snapshotOrigin).toBe("update");
+    expect(await contextFor(engine, "refund window")).toContain("Within thirty days.");
+    // A removed file removes its entries; an invalid edit is refused and located at its file.
+    reloaded = recorder.next();
+    await rm(join(directory, "shipping.md"));
+    result = await reloaded;
+    expect(result).toMatchObject({ ok: true, applied: "update" });
+    expect(engine.getStatus().entryCount).toBe(1);
+    reloaded = recorder.next();
+    await writeFile(
+      join(directory, "refunds.md"),
+      "---\nid: docs.refund-policy\nsummary: No title.\ndomain: docs\nintegrations: []\n---\n",
+    );
+    result = await reloaded;
+    expect(result.ok).toBe(false);
+    expect(result.issues).toContainEqual(
+      expect.objectContaining({ level: "error", file: expect.stringMatching(/refunds\.md$/) }),
+    );
+    expect(await contextFor(engine, "refund window")).toContain("Within thirty days.");
+    await watcher.close();
+  });
+
   it("debounces a burst of writes into one reload", async () => {
     const directory = await temporaryDirectory();
     await writeFile(join(directory, "a.md"), entry("docs.entry-a", "Entry alpha"));

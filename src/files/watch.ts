@@ -1,6 +1,8 @@
 /**
- * Watching a knowledge folder: when its files change, the knowledge base is read again and the engine rebuilt,
- * debounced; while files cannot be read or the new entries are invalid, the previous snapshot keeps serving.
+ * Watching a knowledge folder: when its files change, the knowledge base is read again, debounced, and the engine
+ * updated: with an engine (which has `update`) and stable source versions, only the entries that changed are
+ * upserted and the ones that disappeared removed, in one atomic update; otherwise the engine is rebuilt. While files
+ * cannot be read or the new entries are invalid, the previous snapshot keeps serving.
  *
  * Every directory under a watched folder gets its own non-recursive `fs.watch`: recursive watching is native on
  * macOS and Windows only, and the directory list is refreshed after every reload so new subfolders are watched too.
@@ -115,8 +117,12 @@ function errorIssue(error: KnowledgeCompileError): KnowledgeFileIssue {
 }
 
 /**
- * Watches a knowledge folder (or entry files, or a manifest file) and rebuilds `target` when it changes: events
- * are debounced by `debounceMs`, then the files are read again and `rebuild(sources)` is called. While files cannot
+ * Watches a knowledge folder (or entry files, or a manifest file) and updates `target` when it changes: events
+ * are debounced by `debounceMs`, then the files are read again. When `target` is an engine and the sources keep
+ * their ids and versions (pass a fixed `contentVersion`: the default one is a hash of all the content, so any edit
+ * changes every entry's citation), the entries that changed are compared with the last read (or `sources`) and
+ * applied with `update` (`applied: "update"`, a few milliseconds at 100,000 entries); otherwise `rebuild(sources)`
+ * is called (`applied: "rebuild"`). While files cannot
  * be read (malformed YAML, a missing file), the engine is not touched; when the new entries are invalid, the engine
  * keeps its previous snapshot (see `KnowledgeGroundingEngine.rebuild`). Either way `onReload` receives the issues.
  *

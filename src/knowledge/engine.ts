@@ -784,7 +784,7 @@ export class KnowledgeGroundingEngine {
     this.validationIssues = change.issues;
     if (!change.ok) {
       const errors = change.issues.filter((issue) => issue.level === "error").length;
-      this.lastError = `knowledge update refused: ${errors} validation error(s); the previous snapshot keeps serving`;
+      this.lastError = `knowledge validation failed with ${errors} error(s) in the update; the previous snapshot keeps serving`;
       return { ...this.getStatus(), live: false, reason: VALIDATION_FAILED, issues: change.issues };
     }
     const upserted = change.upserted.map(({ entry }) => entry);

@@ -27,10 +27,13 @@ import { MissingPeerDependencyError } from "../peerDependency.js";
 import type {
   KnowledgeConversationTurn,
   KnowledgeEngineStatus,
+  KnowledgeEntryInput,
   KnowledgeGroundingConfig,
   KnowledgeGroundingOutcome,
   KnowledgeRebuildResult,
   KnowledgeSource,
+  KnowledgeUpdateResult,
+  KnowledgeUpsertOptions,
 } from "../types/knowledge.js";
 import {
   loadAiSdk,
@@ -435,6 +438,35 @@ export class NeuroLink {
     return unavailable
       ? { ...created.getStatus(), live: false, reason: unavailable.reason }
       : { ...created.getStatus(), live: created.getStatus().ready };
+  }
+
+  /**
+   * Adds entries, or replaces the entries with their ids, without rebuilding the index (see the engine's
+   * `upsert`): `changes` is a list of entries (new ones go to `options.sourceId`, default the first source) or of
+   * sources. Validated as a build is; an invalid change is refused (`live: false`, its `issues`) and the previous
+   * snapshot keeps serving; a valid one goes live atomically, with the answers of a full build of the changed
+   * registry. Throws {@link KnowledgeNotConfiguredError} when knowledge grounding is not configured.
+   */
+  async updateKnowledge(
+    changes: KnowledgeSource[] | KnowledgeEntryInput[],
+    options?: KnowledgeUpsertOptions,
+  ): Promise<KnowledgeUpdateResult> {
+    return this.knowledgeEngineForUpdates("updateKnowledge").upsert(changes, options);
+  }
+
+  /** Removes the entries with these ids without rebuilding the index (see the engine's `remove`). */
+  async removeKnowledge(ids: readonly string[]): Promise<KnowledgeUpdateResult> {
+    return this.knowledgeEngineForUpdates("removeKnowledge").remove(ids);
+  }
+
+  private knowledgeEngineForUpdates(method: string): KnowledgeGroundingEngine {
+    const engine = this.knowledgeGroundingEngine;
+    if (!engine) {
+      throw new KnowledgeNotConfiguredError(
+        `Knowledge grounding is not configured on this instance: pass \`knowledgeGrounding: { enabled: true, sources }\` to the constructor (or call rebuildKnowledge(sources)) before ${method}()`,
+      );
+    }
+    return engine;
   }
 
   // ---------------------------------------------------------------- memory
