@@ -102,7 +102,7 @@ const baseCompiled = new WeakMap<CompiledSnapshot, CompiledSnapshot>();
 /** Whether {@link applySnapshotChanges} can change this snapshot (built by lexground, with term frequencies). */
 export function canChangeSnapshot(snapshot: KnowledgeIndexSnapshot): boolean {
   const compiled = getCompiledSnapshot(snapshot);
-  return compiled !== undefined && compiled.lexical.updatable;
+  return compiled?.lexical.updatable === true;
 }
 
 /**
@@ -115,7 +115,7 @@ export function applySnapshotChanges(
   upserted: readonly NormalizedKnowledgeEntry[],
 ): KnowledgeIndexSnapshot {
   const compiled = getCompiledSnapshot(snapshot);
-  if (!compiled || !compiled.lexical.updatable)
+  if (!compiled?.lexical.updatable)
     throw new Error("applySnapshotChanges: this snapshot cannot be changed in place");
   const gone = new Set<string>();
   for (const id of removedIds) if (snapshot.entriesById.has(id)) gone.add(id);
