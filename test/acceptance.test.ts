@@ -32,31 +32,30 @@ const codes = (result: ReturnType<typeof normalizeAndValidate>) =>
 
 afterEach(() => clearKnowledgeIndexCache());
 
-describe("normalize (rows 1-7)", () => {
-  it("1: splits camelCase", () =>
-    expect(normalizeText("enableMultiStepFlow")).toBe("enable multi step flow"));
-  it("2: splits punctuation", () => expect(normalizeText("Multi-Step Flow")).toBe("multi step flow"));
-  it("3: constants and acronyms", () => {
+describe("NeuroLink acceptance: normalize", () => {
+  it("splits camelCase", () => expect(normalizeText("enableMultiStepFlow")).toBe("enable multi step flow"));
+  it("splits punctuation", () => expect(normalizeText("Multi-Step Flow")).toBe("multi step flow"));
+  it("splits constants and acronyms", () => {
     expect(normalizeText("ACCOUNT_STATUS")).toBe("account status");
     expect(normalizeText("enableURLReading")).toBe("enable url reading");
   });
-  it("4: collapses and trims whitespace", () =>
+  it("collapses and trims whitespace", () =>
     expect(normalizeText("  Access   Policy  ")).toBe("access policy"));
-  it("5: is idempotent", () => {
+  it("is idempotent", () => {
     const once = normalizeText("customAccessOptionsV2Enabled");
     expect(normalizeText(once)).toBe(once);
   });
-  it("6: tokenizes", () => {
+  it("tokenizes", () => {
     expect(tokenize("gemini-3-flash")).toEqual(["gemini", "3", "flash"]);
     expect(tokenize("")).toEqual([]);
   });
-  it("7: normalizes phrase lists", () => {
+  it("normalizes phrase lists", () => {
     expect(normalizePhrases(["Multi-Step Flow", "multi step flow", ""])).toEqual(["multi step flow"]);
   });
 });
 
-describe("resolve and validate (rows 8-14)", () => {
-  it("8: applies defaults", () => {
+describe("NeuroLink acceptance: resolve and validate", () => {
+  it("applies defaults", () => {
     const entry = resolveEntry({ id: "x", title: "X", summary: "s", domain: "d", integrations: [] }, "7");
     expect(entry).toMatchObject({
       domain: "d",
@@ -67,7 +66,7 @@ describe("resolve and validate (rows 8-14)", () => {
       body: "",
     });
   });
-  it("9: copies arrays", () => {
+  it("copies arrays", () => {
     const aliases = ["a"];
     const input: KnowledgeEntryInput = {
       id: "x",
@@ -83,7 +82,7 @@ describe("resolve and validate (rows 8-14)", () => {
     expect(entry.aliases).toEqual(["a"]);
     expect(entry.integrations).toEqual(["i"]);
   });
-  it("10: integrations missing or not strings", () => {
+  it("integrations missing or not strings are errors", () => {
     const result = normalizeAndValidate(
       [
         {
@@ -99,13 +98,13 @@ describe("resolve and validate (rows 8-14)", () => {
     expect(result.validation.ok).toBe(false);
     expect(codes(result)).toEqual(expect.arrayContaining(["missing-integrations", "bad-integrations"]));
   });
-  it("11: duplicate ids", () => {
+  it("duplicate ids are errors", () => {
     const entry = { id: "a", title: "A", summary: "s", domain: "d", integrations: [] };
     const result = normalizeAndValidate([{ id: "s", entries: [entry, entry] }], { manifestVersion: "0" });
     expect(result.validation.ok).toBe(false);
     expect(codes(result)).toContain("duplicate-entry-id");
   });
-  it("12: missing title and domain", () => {
+  it("a missing title and domain are errors", () => {
     const result = normalizeAndValidate(
       [{ id: "s", entries: [{ id: "a", title: "", summary: "s", integrations: [] } as never] }],
       { manifestVersion: "0" },
@@ -113,7 +112,7 @@ describe("resolve and validate (rows 8-14)", () => {
     expect(result.validation.ok).toBe(false);
     expect(codes(result)).toEqual(expect.arrayContaining(["missing-title", "missing-domain"]));
   });
-  it("13: a broken relation is only a warning", () => {
+  it("a broken relation is only a warning", () => {
     const result = normalizeAndValidate(
       [
         {
@@ -137,7 +136,7 @@ describe("resolve and validate (rows 8-14)", () => {
       expect.objectContaining({ level: "warning", code: "broken-relation" }),
     ]);
   });
-  it("14: manifest to sources", () => {
+  it("converts a manifest to sources", () => {
     const sources = manifestToSources({
       schemaVersion: "1",
       contentVersion: "2026-07-14.1",
@@ -149,15 +148,15 @@ describe("resolve and validate (rows 8-14)", () => {
   });
 });
 
-describe("index and retrieve (rows 15-27)", () => {
-  it("15: exact, alias and relation maps", () => {
+describe("NeuroLink acceptance: index and retrieve", () => {
+  it("builds the exact, alias and relation maps", () => {
     const snapshot = snapshotOf([settingsSource]);
     expect(snapshot.exactIndex.has("multi step flow")).toBe(true);
     expect(snapshot.exactIndex.has("settings multi step flow")).toBe(true);
     expect([...(snapshot.aliasIndex.get("enable multi step flow") ?? [])]).toEqual([E1.id]);
     expect(snapshot.relationIndex.get(E1.id)).toContain("settings.progress-indicator");
   });
-  it("16: alias query is high confidence", () => {
+  it("an alias query is high confidence", () => {
     const selection = retrieve(
       snapshotOf([settingsSource, policiesSource]),
       makeRequest("enable multi step flow"),
@@ -166,7 +165,7 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(selection.primary[0]?.id).toBe(E1.id);
     expect(selection.confidence).toBe("high");
   });
-  it("17: paraphrase found lexically", () => {
+  it("finds a paraphrase lexically", () => {
     const selection = retrieve(
       snapshotOf([settingsSource, policiesSource]),
       makeRequest("which setting controls guided workflow steps"),
@@ -176,7 +175,7 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(["medium", "low"]).toContain(selection.confidence);
     expect(selection.candidates[0]?.exact).toBe(false);
   });
-  it("18: filtering happens before top-K", () => {
+  it("filtering happens before top-K", () => {
     const entry = (id: string, domain: string): KnowledgeEntryInput => ({
       id,
       title: id,
@@ -203,7 +202,7 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(selection.primary[0]?.id).toBe("z.allowed");
     expect(selection.candidateCount).toBe(1);
   });
-  it("19: title phrase is high confidence", () => {
+  it("a title phrase is high confidence", () => {
     const selection = retrieve(
       snapshotOf([settingsSource, policiesSource]),
       makeRequest("what policy types exist"),
@@ -212,7 +211,7 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(selection.primary[0]?.id).toBe(E3.id);
     expect(selection.confidence).toBe("high");
   });
-  it("20: a nine-token alias matches", () => {
+  it("a nine-token alias matches", () => {
     const alias = "cash on delivery payment method is missing from checkout";
     const snapshot = snapshotOf([
       {
@@ -234,7 +233,7 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(selection.candidates[0]?.alias).toBe(true);
     expect(selection.confidence).toBe("high");
   });
-  it("21: another integration excludes E1", () => {
+  it("an entry bound to an integration is excluded when the turn enables another", () => {
     const selection = retrieve(
       snapshotOf([settingsSource]),
       makeRequest("multi step flow", ["integration-b"]),
@@ -242,15 +241,15 @@ describe("index and retrieve (rows 15-27)", () => {
     );
     expect(selection.primary.map((entry) => entry.id)).not.toContain(E1.id);
   });
-  it("22: no integrations exclude E1", () => {
+  it("an entry bound to an integration is excluded when the turn enables none", () => {
     const selection = retrieve(snapshotOf([settingsSource]), makeRequest("multi step flow", []), RESOLVED);
     expect(selection.primary.map((entry) => entry.id)).not.toContain(E1.id);
   });
-  it("23: unbound entries need no integration", () => {
+  it("unbound entries need no integration", () => {
     const selection = retrieve(snapshotOf([policiesSource]), makeRequest("policy types", []), RESOLVED);
     expect(selection.primary.map((entry) => entry.id)).toContain(E3.id);
   });
-  it("24: relation expansion", () => {
+  it("expands one hop of relations", () => {
     const selection = retrieve(
       snapshotOf([settingsSource, policiesSource]),
       makeRequest("multi step flow"),
@@ -259,13 +258,13 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(selection.primary[0]?.id).toBe(E1.id);
     expect(selection.expanded.map((entry) => entry.id)).toContain("settings.progress-indicator");
   });
-  it("25: blocked domain", () => {
+  it("a blocked domain is never retrieved", () => {
     const selection = retrieve(snapshotOf([policiesSource]), makeRequest("policy types"), RESOLVED, [
       "access-policies",
     ]);
     expect(selection.primary.map((entry) => entry.id)).not.toContain(E3.id);
   });
-  it("26: no match", () => {
+  it("no match gives no selection and confidence none", () => {
     const selection = retrieve(
       snapshotOf([settingsSource, policiesSource]),
       makeRequest("xyzzy quux nonsense"),
@@ -274,7 +273,7 @@ describe("index and retrieve (rows 15-27)", () => {
     expect(selection.candidateCount).toBe(0);
     expect(selection.confidence).toBe("none");
   });
-  it("27: single weak candidate is low", () => {
+  it("a single weak candidate is low confidence", () => {
     const snapshot = snapshotOf([
       {
         id: "s",
@@ -288,10 +287,10 @@ describe("index and retrieve (rows 15-27)", () => {
   });
 });
 
-describe("assemble (rows 28-30)", () => {
+describe("NeuroLink acceptance: assemble", () => {
   const selection = () =>
     retrieve(snapshotOf([settingsSource, policiesSource]), makeRequest("multi step flow"), RESOLVED);
-  it("28: renders entries with citations", () => {
+  it("renders entries with citations", () => {
     const context = assembleKnowledgeContext(selection(), { maxTokens: 4000, includeCitations: true });
     expect(context.assembledContext).toContain("<knowledge_context>");
     expect(context.assembledContext).toContain("[KB:settings.multi-step-flow@1]");
@@ -299,27 +298,27 @@ describe("assemble (rows 28-30)", () => {
     expect(context.contextTokens).toBeGreaterThan(0);
     expect(context.citations).toContainEqual({ id: E1.id, version: "1" });
   });
-  it("29: a tiny budget truncates", () => {
+  it("a tiny budget truncates", () => {
     const context = assembleKnowledgeContext(selection(), { maxTokens: 40 });
     expect(context.truncated).toBe(true);
     expect(context.assembledContext).toBe("");
     expect(context.citations).toEqual([]);
   });
-  it("30: citations can be turned off", () => {
+  it("citations can be turned off", () => {
     const context = assembleKnowledgeContext(selection(), { includeCitations: false });
     expect(context.assembledContext).not.toContain("[KB:");
     expect(context.citations.length).toBeGreaterThan(0);
   });
 });
 
-describe("engine (rows 31-33)", () => {
-  it("31: disabled", async () => {
+describe("NeuroLink acceptance: engine", () => {
+  it("a disabled engine grounds nothing", async () => {
     const engine = new KnowledgeGroundingEngine({ enabled: false, sources: [settingsSource] });
     const outcome = await engine.ground({ query: "multi step flow" });
     expect(outcome.ephemeralContext).toBeNull();
     expect(outcome.metadata.selectedIds).toEqual([]);
   });
-  it("32: grounds a turn", async () => {
+  it("grounds a turn", async () => {
     const engine = new KnowledgeGroundingEngine({ enabled: true, sources: [settingsSource, policiesSource] });
     const outcome = await engine.ground({
       query: "enable multi step flow",
@@ -330,7 +329,7 @@ describe("engine (rows 31-33)", () => {
     expect(outcome.metadata.selectedIds).toContain(E1.id);
     expect(outcome.metadata.confidence).toBe("high");
   });
-  it("33: times out while the index is not ready", async () => {
+  it("times out while the index is not ready", async () => {
     const engine = new KnowledgeGroundingEngine({ enabled: true, sources: [settingsSource], timeoutMs: 5 });
     engine.ready = () => new Promise<void>(() => {});
     const outcome = await engine.ground({ query: "multi step flow" });
@@ -339,7 +338,7 @@ describe("engine (rows 31-33)", () => {
   });
 });
 
-describe("cache (rows 34-37)", () => {
+describe("NeuroLink acceptance: cache", () => {
   const keyOf = (sources: unknown) =>
     buildKnowledgeIndexCacheKey(normalizeSources(sources, { manifestVersion: "0" }).groups);
   const entry = (id: string, body = ""): KnowledgeEntryInput => ({
@@ -350,22 +349,22 @@ describe("cache (rows 34-37)", () => {
     integrations: [],
     body,
   });
-  it("34: percent-encoding prevents delimiter collisions", () => {
+  it("percent-encoding in the cache key prevents delimiter collisions", () => {
     expect(keyOf([{ id: "a:b", version: "c", entries: [entry("x")] }])).not.toBe(
       keyOf([{ id: "a", version: "b:c", entries: [entry("x")] }]),
     );
   });
-  it("35: a body change changes the key", () => {
+  it("a body change changes the key", () => {
     expect(keyOf([{ id: "s", entries: [entry("x", "one")] }])).not.toBe(
       keyOf([{ id: "s", entries: [entry("x", "two")] }]),
     );
   });
-  it("36: entry order does not change the key", () => {
+  it("entry order does not change the key", () => {
     expect(keyOf([{ id: "s", entries: [entry("x"), entry("y")] }])).toBe(
       keyOf([{ id: "s", entries: [entry("y"), entry("x")] }]),
     );
   });
-  it("37: LRU keeps touched snapshots and evicts the oldest", async () => {
+  it("the LRU keeps touched snapshots and evicts the oldest", async () => {
     const sourceNumber = (index: number) => [{ id: `source-${index}`, entries: [entry(`entry-${index}`)] }];
     const first: unknown[] = [];
     for (let index = 0; index < 32; index++)

@@ -42,7 +42,7 @@ const valid = (): KnowledgeGroundingConfig => ({
   logger: silent,
 });
 
-describe("the engine never throws on a hostile configuration (issue 11, item 7)", () => {
+describe("the engine never throws on a hostile configuration", () => {
   it("a revoked proxy as the whole configuration: not ready, the reason in status, turns fail open", async () => {
     let engine: KnowledgeGroundingEngine | undefined;
     expect(() => {
@@ -167,7 +167,7 @@ describe("the engine never throws on a hostile configuration (issue 11, item 7)"
   });
 });
 
-describe("the configuration is read once (issue 11, items 7 and 12)", () => {
+describe("the configuration is read once", () => {
   it("each option is read exactly once, however many turns run", async () => {
     const reads: Record<string, number> = {};
     const config = valid();
@@ -231,7 +231,7 @@ describe("the configuration is read once (issue 11, items 7 and 12)", () => {
   });
 });
 
-describe("timeoutMs at or above 2^31 ms is a long timeout, not 1 ms (issue 11, item 10)", () => {
+describe("timeoutMs at or above 2^31 ms is a long timeout, not 1 ms", () => {
   it.each([2 ** 31, 2 ** 40, Number.MAX_SAFE_INTEGER, Number.MAX_VALUE])(
     "timeoutMs %d: a turn that waits 30 ms for the index is grounded",
     async (timeoutMs) => {

@@ -18,7 +18,7 @@ function activeTimers(): number {
   return process.getActiveResourcesInfo().filter((name) => name === "Timeout").length;
 }
 
-describe("configuration validation (RELIABILITY 13)", () => {
+describe("configuration validation", () => {
   it.each([
     [{ retrieval: { k1: Number.NaN } }, "retrieval.k1"],
     [{ retrieval: { k1: Number.POSITIVE_INFINITY } }, "retrieval.k1"],
@@ -58,7 +58,7 @@ describe("configuration validation (RELIABILITY 13)", () => {
   });
 });
 
-describe("validation failure and rebuild (SPEC §0.6)", () => {
+describe("validation failure and rebuild", () => {
   const broken: KnowledgeSource[] = [
     { id: "broken", entries: [{ id: "x", title: "", summary: "s", domain: "d", integrations: [] }] },
   ];
@@ -117,7 +117,7 @@ describe("validation failure and rebuild (SPEC §0.6)", () => {
     expect(engine.getStatus()).toMatchObject({ entryCount: 3, building: false });
   });
 
-  it("a host mutating its sources after the build changes nothing until rebuilt (RELIABILITY 31)", async () => {
+  it("a host mutating its sources after the build changes nothing until rebuilt", async () => {
     const mutable: KnowledgeSource[] = structuredClone(sources);
     const engine = new KnowledgeGroundingEngine({ enabled: true, sources: mutable });
     const before = await engine.ground({ query: "policy types" });
@@ -131,7 +131,7 @@ describe("validation failure and rebuild (SPEC §0.6)", () => {
   });
 });
 
-describe("fail-open turns (RELIABILITY 8, 9, 15-17)", () => {
+describe("fail-open turns", () => {
   it("times out while the index never becomes ready, clears its timer, leaks no rejection", async () => {
     const timersBefore = activeTimers();
     const engine = new KnowledgeGroundingEngine({ enabled: true, sources, timeoutMs: 20 });
@@ -235,7 +235,7 @@ describe("fail-open turns (RELIABILITY 8, 9, 15-17)", () => {
   });
 });
 
-describe("sharing and concurrency (RELIABILITY 32-33)", () => {
+describe("sharing and concurrency", () => {
   it("many engines with the same sources build once and share the snapshot", async () => {
     const engines = Array.from(
       { length: 100 },

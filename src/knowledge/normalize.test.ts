@@ -4,7 +4,7 @@ import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { MAX_TOKEN_LENGTH } from "./defaults.js";
 import { normalizePhrases, normalizeText, phraseKey, tokenize } from "./normalize.js";
 
-describe("normalizeText (SPEC §2 examples)", () => {
+describe("normalizeText on NeuroLink's examples", () => {
   it.each([
     ["enableMultiStepFlow", "enable multi step flow"],
     ["enableURLReading", "enable url reading"],

@@ -84,7 +84,7 @@ describe("PhraseTrie", () => {
     ]);
   });
 
-  it("equals the literal reading of SPEC §5 on random keys and queries (property)", () => {
+  it("equals every-n-gram lookup of the keys on random keys and queries (property)", () => {
     const seed = propertySeed("phrase trie vs brute force");
     // "tut" is "t" + one character + "t": a walk that skipped a key character where a space should be would match it.
     const word = fc.constantFrom("t", "t", "u", "the", "th", "e", "tut", "日本", "");

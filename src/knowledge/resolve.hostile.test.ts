@@ -83,7 +83,7 @@ function countingSource(entries: unknown[]): {
   return { source, reads };
 }
 
-describe("each field of host input is read exactly once (issue 11, item 12)", () => {
+describe("each field of host input is read exactly once", () => {
   it("normalizeAndValidate reads every entry field once; a body that grows on the second read is not taken", () => {
     const { entry, reads } = countingEntry();
     const result = normalizeAndValidate([{ id: "s", version: "1", entries: [entry] }], {
@@ -162,7 +162,7 @@ describe("each field of host input is read exactly once (issue 11, item 12)", ()
   });
 });
 
-describe("unreadable host input is an issue at its place (issue 11, item 7)", () => {
+describe("unreadable host input is an issue at its place", () => {
   const throwing = (field: string): Record<string, unknown> =>
     Object.defineProperty({ ...plain, id: `bad-${field}` }, field, {
       enumerable: true,

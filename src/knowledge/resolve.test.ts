@@ -72,7 +72,7 @@ describe("normalizeAndValidate never throws", () => {
 });
 
 describe("bad input gets an issue naming the place", () => {
-  it("wrong types (RELIABILITY 3)", () => {
+  it("wrong field types are issues at their path", () => {
     const result = validate([
       { ...base, id: 42 },
       { ...base, id: "null-body", body: null },
@@ -115,7 +115,7 @@ describe("bad input gets an issue naming the place", () => {
     ]);
   });
 
-  it("missing or unknown status, kind, domain, integrations (RELIABILITY 14)", () => {
+  it("missing or unknown status, kind, domain, integrations", () => {
     const result = validate([
       { ...base, id: "a", status: "archived" },
       { ...base, id: "b", kind: "faq" },
@@ -144,7 +144,7 @@ describe("bad input gets an issue naming the place", () => {
   });
 });
 
-describe("duplicate and unsafe ids (RELIABILITY 2, 5)", () => {
+describe("duplicate and unsafe ids", () => {
   it("exact and Unicode-normalization duplicates are errors naming the id; case variants are warnings", () => {
     const result = validate([
       { ...base, id: "café" },
@@ -203,7 +203,7 @@ describe("duplicate and unsafe ids (RELIABILITY 2, 5)", () => {
   });
 });
 
-describe("duplicate aliases (SPEC section 10; deduplicated on purpose, README)", () => {
+describe("duplicate aliases (deduplicated on purpose, with one warning)", () => {
   it("warns once per entry and alias, naming the first owner, however often the entry lists it", () => {
     const result = validate([
       { ...base, id: "first", aliases: ["Instant Payout", "instant payout"] },
@@ -221,7 +221,7 @@ describe("duplicate aliases (SPEC section 10; deduplicated on purpose, README)",
   });
 });
 
-describe("limits (RELIABILITY 11)", () => {
+describe("limits on entries and field sizes", () => {
   it("too many aliases or an oversized body are rejected with limit-exceeded", () => {
     const result = validate([
       {
@@ -263,7 +263,7 @@ describe("aliases and relations", () => {
     expect(issueAt(result, "sources[0].entries[0].parentEntryId")?.code).toBe("broken-parent");
   });
 
-  it("normalized entries are frozen copies (RELIABILITY 31)", () => {
+  it("normalized entries are frozen copies", () => {
     const aliases = ["one"];
     const input = { ...base, aliases };
     const result = validate([input]);

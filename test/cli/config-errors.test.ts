@@ -41,7 +41,7 @@ async function readmeConfigBlocks(): Promise<string[]> {
     .filter((text) => /"(retrieval|preset|context)"/.test(text));
 }
 
-describe("config files (issue 13)", () => {
+describe("config files", () => {
   it("one file serves query, ask, eval and mcp, name included", async () => {
     await withTemporaryDirectory(async (directory) => {
       const file = join(directory, "shared.json");
@@ -129,7 +129,7 @@ describe("config files (issue 13)", () => {
   });
 });
 
-describe("errors name the place and exit 2 for usage (issue 13)", () => {
+describe("errors name the place and exit 2 for usage", () => {
   it("malformed JSON names line and column and never suggests YAML for a .json file", async () => {
     await withTemporaryDirectory(async (directory) => {
       await writeFile(join(directory, "config.json"), '{\n  "retrieval": {\n    "resultLimit": 5,\n  }\n}\n');
@@ -243,7 +243,7 @@ describe("errors name the place and exit 2 for usage (issue 13)", () => {
   });
 });
 
-describe("validate reports every problem in one run (issue 13)", () => {
+describe("validate reports every problem in one run", () => {
   it("malformed YAML, a stray Markdown file, malformed JSON and a bad catalog.yaml are issues among the others", async () => {
     await withTemporaryDirectory(async (directory) => {
       const kb = join(directory, "kb");
@@ -306,7 +306,7 @@ describe("validate reports every problem in one run (issue 13)", () => {
   });
 });
 
-describe("eval checks its questions (issue 13)", () => {
+describe("eval checks its questions", () => {
   it("warns loudly about expected ids that do not exist or are never retrieved", async () => {
     await withTemporaryDirectory(async (directory) => {
       await writeFile(

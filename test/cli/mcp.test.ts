@@ -116,7 +116,7 @@ describe("lexground mcp: search_knowledge", () => {
     );
   });
 
-  it("lets a call narrow the server's integrations, never widen them (issue 11, item 2)", async () => {
+  it("lets a call narrow the server's integrations, never widen them", async () => {
     const search = async (client: Client, args: Record<string, unknown>) => {
       const result = await client.callTool({
         name: "search_knowledge",
@@ -171,7 +171,7 @@ describe("lexground mcp: search_knowledge", () => {
   });
 });
 
-describe("lexground mcp: get_entry and entry resources (issue 13)", () => {
+describe("lexground mcp: get_entry and entry resources", () => {
   type EntryDocument = KnowledgeEntryDocument;
   const getEntryCall = async (client: Client, id: string) =>
     client.callTool({ name: "get_entry", arguments: { id } });
@@ -369,7 +369,7 @@ describe("lexground mcp over stdio (in-process)", () => {
     );
   });
 
-  it("keeps a call inside --integrations and --blocked-domains over stdio (issue 11, item 2)", async () => {
+  it("keeps a call inside --integrations and --blocked-domains over stdio", async () => {
     const stdin = new PassThrough();
     let stdout = "";
     let resolveResponses: () => void;

@@ -138,7 +138,7 @@ describe("lexground query", () => {
     expect(human.stdout).toContain("No entry matched.");
   });
 
-  it("reads the question from --file or standard input (issue 13)", async () => {
+  it("reads the question from --file or standard input", async () => {
     await withTemporaryDirectory(async (directory) => {
       const file = join(directory, "question.txt");
       await writeFile(file, "policy types\n");
@@ -181,7 +181,7 @@ describe("lexground query", () => {
     });
   });
 
-  it("a 200k-character question from a file is searched, and the header shows its start and length (issue 13)", async () => {
+  it("a 200k-character question from a file is searched, and the header shows its start and length", async () => {
     await withTemporaryDirectory(async (directory) => {
       const question = `policy types ${"x".repeat(199_987)}`;
       expect(question.length).toBe(200_000);
@@ -205,7 +205,7 @@ describe("lexground query", () => {
     expect(showQuestion("short")).toBe('"short"');
   });
 
-  it("says how many draft, deprecated and out-of-scope entries were excluded (issue 13)", async () => {
+  it("says how many draft, deprecated and out-of-scope entries were excluded", async () => {
     const scoped = await run([
       "query",
       "refund sync",
@@ -492,7 +492,7 @@ describe("lexground ask (through the NeuroLink client)", () => {
     expect(requests.at(-1)!.body.stream).toBeFalsy();
   });
 
-  it("Sources lists what the answer cites, then the rest as also in context (issue 13)", async () => {
+  it("Sources lists what the answer cites, then the rest as also in context", async () => {
     const result = await run(
       ["ask", "policy types", "--kb", "kb", "--provider", "openai-compatible", "--model", "test-model"],
       { env: { OPENAI_COMPATIBLE_BASE_URL: baseURL } },
@@ -545,7 +545,7 @@ describe("lexground ask (through the NeuroLink client)", () => {
     expect(sources.unknown).toEqual(["[KB:missing.id@v1]"]);
   });
 
-  it("provider errors speak CLI: flags and variables, usage errors exit 2 (issue 13)", async () => {
+  it("provider errors speak CLI: flags and variables, usage errors exit 2", async () => {
     const apiWords = /`model`|`provider`|providers\[|providers\.|LanguageModel/;
     const unknown = await run(["ask", "policy types", "--kb", "kb", "--provider", "nope"]);
     expect(unknown.code).toBe(2);

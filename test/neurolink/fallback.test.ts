@@ -94,7 +94,7 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe("seed §7: every fallback path reuses the one knowledge block", () => {
+describe("every fallback path reuses the one knowledge block", () => {
   it("stream creation fallback (the provider throws when the stream is created)", async () => {
     const { neurolink, ground, outcomes } = groundedClient();
     const failing = throwingModel(httpError(500, "upstream exploded"));
@@ -204,7 +204,7 @@ describe("seed §7: every fallback path reuses the one knowledge block", () => {
   });
 });
 
-describe("seed §8: grounding failures fail open and never cause a provider fallback", () => {
+describe("grounding failures fail open and never cause a provider fallback", () => {
   const primaryAndBackup = () => ({
     primary: answeringModel("primary answer", { modelId: "primary" }),
     backup: answeringModel("backup answer", { modelId: "backup" }),
@@ -363,7 +363,7 @@ describe("orchestration rules", () => {
     expect(await neurolink.getConversationHistory({ sessionId: "s-all" })).toEqual([]);
   });
 
-  it("a single failed attempt rejects with ProviderCallError, the provider error as cause (issue 11, item 8)", async () => {
+  it("a single failed attempt rejects with ProviderCallError, the provider error as cause", async () => {
     const { neurolink } = groundedClient();
     const original = httpError(401, "bad key");
     const error = await neurolink
@@ -567,7 +567,7 @@ describe("orchestration rules", () => {
     expect(timeouts(), JSON.stringify(process.getActiveResourcesInfo())).toBeLessThanOrEqual(before);
   });
 
-  it("generate has a default deadline of 120 s per attempt: a wedged provider is cancelled and the call rejects typed (issue 11, item 9)", async () => {
+  it("generate has a default deadline of 120 s per attempt: a wedged provider is cancelled and the call rejects typed", async () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     try {
       const neurolink = new NeuroLink({ logger: recordingLogger(), env: {} });

@@ -181,7 +181,7 @@ describe("openai-compatible over HTTP", () => {
     ]);
   });
 
-  it("single target: an SSE error event rejects stream() with a typed error whose cause is the provider's error (issue 11, item 8)", async () => {
+  it("single target: an SSE error event rejects stream() with a typed error whose cause is the provider's error", async () => {
     server.script("overloaded", { kind: "sse-error", message: "model overloaded" });
     const error = await client()
       .stream({ ...GROUNDED, model: "overloaded" })
@@ -238,7 +238,7 @@ describe("openai-compatible over HTTP", () => {
     expect(aggregated.cause).toBe(aggregated.errors[1]);
   });
 
-  it("generate: a server trickling a byte every 100 ms is cut by the generate deadline, its request aborted, timers cleared (issue 11, item 9)", async () => {
+  it("generate: a server trickling a byte every 100 ms is cut by the generate deadline, its request aborted, timers cleared", async () => {
     server.script("trickling", { kind: "trickle", intervalMs: 100 });
     const timersBefore = activeTimers();
     const error = await client()

@@ -54,7 +54,7 @@ async function groundedTurn(neurolink: NeuroLink) {
   return { result, model };
 }
 
-describe("the constructor never throws on a hostile knowledgeGrounding (issue 11, item 7)", () => {
+describe("the constructor never throws on a hostile knowledgeGrounding", () => {
   it.each(["enabled", "sources", "blockedDomains", "retrieval", "context", "timeoutMs"])(
     "a throwing %s getter: no throw, the issue in getKnowledgeStatus(), turns fail open",
     async (field) => {
@@ -126,7 +126,7 @@ describe("the constructor never throws on a hostile knowledgeGrounding (issue 11
   });
 });
 
-describe("grounding does not go silently dark (issue 11)", () => {
+describe("grounding does not go silently dark", () => {
   it("one invalid entry: one warning through the configured logger, not one per turn; failureReason says why", async () => {
     const logger = recordingLogger();
     const neurolink = new NeuroLink({
@@ -168,7 +168,7 @@ describe("grounding does not go silently dark (issue 11)", () => {
   });
 });
 
-describe("strict: true (issue 11)", () => {
+describe("strict: true fails start-up and grounded turns while no index serves", () => {
   const strictClient = (sources: KnowledgeSource[]) =>
     new NeuroLink({
       knowledgeGrounding: { enabled: true, sources, strict: true },

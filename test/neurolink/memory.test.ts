@@ -50,7 +50,7 @@ describe("InMemoryConversationStore", () => {
     expect(store.getStatus().state).toBe("ok");
   });
 
-  it("an eviction is reported to listeners and counted in the status, never silent (issue 11, item 11)", async () => {
+  it("an eviction is reported to listeners and counted in the status, never silent", async () => {
     const store = new InMemoryConversationStore({ maxSessions: 2 });
     const evicted: MemoryEvictionDetails[] = [];
     store.addEvictionListener((details) => evicted.push(details));

@@ -159,7 +159,7 @@ describeRedis("Redis conversation memory", { retry: 2 }, () => {
     }
   });
 
-  it("26: Redis refusing at start: constructs, reads fail open at once, writes are reported, no crash", async () => {
+  it("Redis refusing at start: constructs, reads fail open at once, writes are reported, no crash", async () => {
     const redis = await server();
     await redis.kill9();
     const { neurolink, events } = replica(redis.url);
@@ -179,7 +179,7 @@ describeRedis("Redis conversation memory", { retry: 2 }, () => {
     expect(neurolink.getMemoryStatus()).toMatchObject({ enabled: true, store: "redis", state: "degraded" });
   });
 
-  it("27: Redis killed mid-session: pending commands fail fast, the turn completes, the loss is reported, no in-memory substitute", async () => {
+  it("Redis killed mid-session: pending commands fail fast, the turn completes, the loss is reported, no in-memory substitute", async () => {
     const redis = await server();
     const { neurolink, events } = replica(redis.url);
     const context = { sessionId: "killed" };
@@ -212,7 +212,7 @@ describeRedis("Redis conversation memory", { retry: 2 }, () => {
     expect(neurolink.getMemoryStatus().state).toBe("degraded");
   });
 
-  it("28: Redis paused (SIGSTOP): our per-command deadline fires, the turn completes, memory recovers on SIGCONT", async () => {
+  it("Redis paused (SIGSTOP): our per-command deadline fires, the turn completes, memory recovers on SIGCONT", async () => {
     const redis = await server();
     const { neurolink } = replica(redis.url, { deadlines: SHORT_DEADLINE });
     const context = { sessionId: "paused" };
@@ -233,7 +233,7 @@ describeRedis("Redis conversation memory", { retry: 2 }, () => {
     expect(neurolink.getMemoryStatus().state).toBe("ok");
   });
 
-  it("29: Redis restarted empty: the reset is visible, the client recovers without a process restart", async () => {
+  it("Redis restarted empty: the reset is visible, the client recovers without a process restart", async () => {
     const redis = await server();
     const { neurolink, resets } = replica(redis.url);
     const context = { sessionId: "restarted" };
@@ -253,7 +253,7 @@ describeRedis("Redis conversation memory", { retry: 2 }, () => {
     expect(neurolink.getMemoryStatus().state).toBe("ok");
   });
 
-  it("30: Redis out of memory (maxmemory 1): the write error reaches the host, reads continue", async () => {
+  it("Redis out of memory (maxmemory 1): the write error reaches the host, reads continue", async () => {
     const redis = await server();
     const { neurolink, events } = replica(redis.url);
     const context = { sessionId: "oom" };

@@ -64,8 +64,8 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-describe("constructor (seed §3.1, SPEC §14 rows 38-39)", () => {
-  it("row 38: enabled without sources creates no engine, warns with the exact text, status is null", () => {
+describe("constructor: the knowledge engine and its status", () => {
+  it("enabled without sources creates no engine, warns with the exact text, status is null", () => {
     const logger = recordingLogger();
     const neurolink = new NeuroLink({
       knowledgeGrounding: { enabled: true } as never,
@@ -110,7 +110,7 @@ describe("constructor (seed §3.1, SPEC §14 rows 38-39)", () => {
     expect(logger.warnings).toEqual([]);
   });
 
-  it("row 39: enabled with sources exposes the engine status", async () => {
+  it("enabled with sources exposes the engine status", async () => {
     const { neurolink } = grounded();
     expect(neurolink.getKnowledgeStatus()?.enabled).toBe(true);
     await neurolink.rebuildKnowledge();
@@ -141,8 +141,8 @@ describe("constructor (seed §3.1, SPEC §14 rows 38-39)", () => {
   });
 });
 
-describe("retrieveKnowledgeGrounding (seed §4.2, SPEC §14 rows 40, 43, 44)", () => {
-  it("row 40: without useKnowledgeGrounding it returns undefined and fetches no history", async () => {
+describe("retrieveKnowledgeGrounding: when a turn grounds and where its history comes from", () => {
+  it("without useKnowledgeGrounding it returns undefined and fetches no history", async () => {
     const { neurolink } = grounded();
     const fetch = vi.spyOn(internals(neurolink), "fetchRecentRoutingHistory");
     const { spy } = spyGround(neurolink);
@@ -182,7 +182,7 @@ describe("retrieveKnowledgeGrounding (seed §4.2, SPEC §14 rows 40, 43, 44)", (
     expect(spy).not.toHaveBeenCalled();
   });
 
-  it("row 43: conversationMessages [] is honoured and history is not fetched", async () => {
+  it("conversationMessages [] is honoured and history is not fetched", async () => {
     const { neurolink } = grounded();
     const fetch = vi.spyOn(internals(neurolink), "fetchRecentRoutingHistory");
     const outcome = await internals(neurolink).retrieveKnowledgeGrounding({
@@ -196,7 +196,7 @@ describe("retrieveKnowledgeGrounding (seed §4.2, SPEC §14 rows 40, 43, 44)", (
     expect(fetch).not.toHaveBeenCalled();
   });
 
-  it("row 44: conversationMessages undefined fetches history", async () => {
+  it("conversationMessages undefined fetches history", async () => {
     const { neurolink } = grounded();
     const fetch = vi.spyOn(internals(neurolink), "fetchRecentRoutingHistory");
     const outcome = await internals(neurolink).retrieveKnowledgeGrounding({
@@ -262,8 +262,8 @@ describe("retrieveKnowledgeGrounding (seed §4.2, SPEC §14 rows 40, 43, 44)", (
   });
 });
 
-describe("applying the block (seed §6, SPEC §14 rows 41-42)", () => {
-  it("row 42: a string prompt gets the block after a blank line", () => {
+describe("applying the block to the system prompt", () => {
+  it("a string prompt gets the block after a blank line", () => {
     expect(appendKnowledgeGroundingBlockToSystemPrompt("Base prompt", "Knowledge block")).toBe(
       "Base prompt\n\nKnowledge block",
     );
@@ -271,7 +271,7 @@ describe("applying the block (seed §6, SPEC §14 rows 41-42)", () => {
     expect(appendKnowledgeGroundingBlockToSystemPrompt(undefined, "Knowledge block")).toBe("Knowledge block");
   });
 
-  it("row 41: a dynamic system prompt is wrapped and resolves to prompt + blank line + block", async () => {
+  it("a dynamic system prompt is wrapped and resolves to prompt + blank line + block", async () => {
     const { neurolink } = grounded();
     const { outcomes } = spyGround(neurolink);
     const model = answeringModel("ok");

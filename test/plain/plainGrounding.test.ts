@@ -301,7 +301,7 @@ describe("plainRetrieve", () => {
     expect(selection.candidates[0]!.score).toBeGreaterThan(160);
   });
 
-  it("filters before the cut and counts candidates before it (SPEC case 18)", () => {
+  it("filters before the cut and counts candidates before it", () => {
     const entries = [
       entry({ id: "a.blocked-one", domain: "blocked", summary: "shared words" }),
       entry({ id: "b.blocked-two", domain: "blocked", summary: "shared words" }),

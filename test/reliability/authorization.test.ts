@@ -38,7 +38,7 @@ function closeTo(actual: number, expected: number): boolean {
   );
 }
 
-describe("authorization against a filter-then-rank oracle (RELIABILITY 36)", () => {
+describe("authorization against a filter-then-rank oracle", () => {
   it("leaks nothing, ranks like the oracle, and never returns fewer than the allowed entries give", async () => {
     const seed = propertySeed("authorization oracle");
     const caseArbitrary = entitlementRegistryArbitrary.chain((registry) =>

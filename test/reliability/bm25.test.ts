@@ -124,7 +124,7 @@ function notAbove(later: number, earlier: number): boolean {
   return later <= earlier + 1e-12 * Math.max(1, Math.abs(earlier));
 }
 
-describe("BM25 scoring properties (RELIABILITY 39)", () => {
+describe("BM25 scoring properties", () => {
   it("scores are finite, non-negative and equal a naive scorer within 1e-9", () => {
     fc.assert(
       fc.property(

@@ -116,7 +116,7 @@ function churnSources(): KnowledgeSource[] {
   ];
 }
 
-describe("interleavings of build, evict, retrieve and rebuild (RELIABILITY 33)", () => {
+describe("interleavings of build, evict, retrieve and rebuild", () => {
   it("never shows a half-built or evicted snapshot; outcomes always equal a complete set's", async () => {
     const reference = await referenceOutcomes();
     const seed = propertySeed("scheduler interleavings");
@@ -213,7 +213,7 @@ describe("interleavings of build, evict, retrieve and rebuild (RELIABILITY 33)",
   });
 });
 
-describe("interleavings: fixed counterexample (RELIABILITY 33)", () => {
+describe("interleavings: fixed counterexample", () => {
   // Found by the scheduler property: a rebuild requested before the constructor's build finished made that build's
   // complete snapshot be discarded, so turns after ready() failed with index-not-ready until the rebuild landed.
   it("a rebuild right after construction: turns are served by the first snapshot, then by the rebuilt one", async () => {
@@ -230,7 +230,7 @@ describe("interleavings: fixed counterexample (RELIABILITY 33)", () => {
   });
 });
 
-describe("a turn during a long build (RELIABILITY 18)", () => {
+describe("a turn during a long build", () => {
   it("gets its deadline outcome before the build ends; the build completes, is cached and serves later turns", async () => {
     clearKnowledgeIndexCache();
     const { sources, queries } = syntheticSources("large", 4_000, 21);

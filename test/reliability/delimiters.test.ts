@@ -50,7 +50,7 @@ function* substitutions(
   }
 }
 
-describe("delimiter check over every compatibility form (RELIABILITY 4)", () => {
+describe("the delimiter check holds over every compatibility form", () => {
   const forms = compatibilityForms(CHECKED);
   const formsOf = (character: string) => forms.get(character.toLowerCase()) ?? [];
 

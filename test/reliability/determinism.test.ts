@@ -70,7 +70,7 @@ function results(
   return requests.map((request) => view(retrieve(snapshot, request, resolved, blocked)));
 }
 
-describe("determinism (RELIABILITY 38)", () => {
+describe("the same sources give the same key, bytes and results, in any entry order", () => {
   it("same sources → same key and bytes; permuted entries → same key, bytes and results; artifacts round-trip", () => {
     let runs = 0;
     fc.assert(

@@ -41,8 +41,8 @@ function timeouts(): number {
   return process.getActiveResourcesInfo().filter((name) => name === "Timeout").length;
 }
 
-describe("retrieval faults through the client (RELIABILITY 15-17)", () => {
-  it("15: retrieval throws synchronously → the original system prompt, one grounding:error", async () => {
+describe("retrieval faults through the client leave the turn ungrounded, never broken", () => {
+  it("retrieval throws synchronously → the original system prompt, one grounding:error", async () => {
     const { neurolink, engine, events } = client();
     vi.spyOn(engine, "ground").mockImplementation(() => {
       throw new RangeError("synchronous explosion");
@@ -61,7 +61,7 @@ describe("retrieval faults through the client (RELIABILITY 15-17)", () => {
     expect(events).toEqual([expect.objectContaining({ reason: "synchronous explosion" })]);
   });
 
-  it("16: retrieval never settles → ungrounded at the deadline, its timer cleared", async () => {
+  it("retrieval never settles → ungrounded at the deadline, its timer cleared", async () => {
     const before = timeouts();
     const { neurolink, engine, events } = client(30);
     vi.spyOn(engine, "ready").mockReturnValue(new Promise<void>(() => {}));
@@ -79,7 +79,7 @@ describe("retrieval faults through the client (RELIABILITY 15-17)", () => {
     expect(timeouts()).toBeLessThanOrEqual(before);
   });
 
-  it("17: retrieval rejects after the deadline → no unhandled rejection, no late change to the prompt", async () => {
+  it("retrieval rejects after the deadline → no unhandled rejection, no late change to the prompt", async () => {
     const { neurolink, engine } = client(20);
     let rejectLate: (error: Error) => void = () => {};
     vi.spyOn(engine, "ready").mockReturnValue(

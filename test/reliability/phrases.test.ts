@@ -85,7 +85,7 @@ function trieLookup(tokens: readonly string[], snapshot: KnowledgeIndexSnapshot)
 
 const asLists = (hits: KnowledgePhraseHits) => ({ exact: [...hits.exact], alias: [...hits.alias] });
 
-describe("phrase lookup is bounded by what matches (issue 11, item 3)", () => {
+describe("phrase lookup is bounded by what matches", () => {
   const cases = phraseStressCases("test");
 
   it.each(cases.map((stress) => [stress.name, stress] as const))(

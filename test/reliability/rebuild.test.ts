@@ -94,7 +94,7 @@ function gates(): { release: (set: SetName) => void; waitFor: (set: SetName) => 
   };
 }
 
-describe("overlapping rebuilds: fixed orderings (issue 11, item 4)", () => {
+describe("overlapping rebuilds: fixed orderings", () => {
   it("rebuild(B) then at once rebuild(invalid): B serves, and each result says what happened", async () => {
     const engine = newEngine();
     await engine.ready();
@@ -177,7 +177,7 @@ describe("overlapping rebuilds: fixed orderings (issue 11, item 4)", () => {
   });
 });
 
-describe("overlapping rebuilds: every completion order (issue 11, item 4)", () => {
+describe("overlapping rebuilds: every completion order", () => {
   it("the latest requested valid set serves; results never claim live for a set that did not serve", async () => {
     const seed = propertySeed("overlapping rebuilds");
     await fc.assert(

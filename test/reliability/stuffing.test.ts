@@ -92,7 +92,7 @@ async function engineOver(entries: KnowledgeEntryInput[], blockedDomains: string
   return engine;
 }
 
-describe("keyword stuffing against an honest entry (RELIABILITY 40)", () => {
+describe("keyword stuffing does not outrank an honest entry", () => {
   it("the lexical gain of stuffing is bounded by saturation, and the alias boost is added once", async () => {
     const query = "refund policy";
     const terms = tokenize(query);

@@ -82,7 +82,7 @@ const PIECES = [
 ];
 const unicodeText = fc.array(fc.constantFrom(...PIECES), { maxLength: 16 }).map((parts) => parts.join(""));
 
-describe("Unicode equivalences (RELIABILITY 7)", () => {
+describe("Unicode equivalent spellings retrieve alike", () => {
   it("canonically and compatibly equivalent spellings tokenize identically", () => {
     fc.assert(
       fc.property(unicodeText, (text) => {
@@ -194,7 +194,7 @@ describe("Unicode equivalences (RELIABILITY 7)", () => {
 });
 
 /** Parses every marker line of a block: `[KB:` id `@` version `]`, the version being the text after the last `@`. */
-describe("citation markers (RELIABILITY 5)", () => {
+describe("citation markers of any id and version", () => {
   const idPiece = fc.oneof(
     {
       weight: 20,
@@ -260,7 +260,7 @@ describe("citation markers (RELIABILITY 5)", () => {
   });
 });
 
-describe("citation markers: fixed counterexamples (RELIABILITY 5)", () => {
+describe("citation markers: fixed counterexamples", () => {
   // Found by the property: these ids and versions would be rewritten in the block (tag neutralized, surrogate
   // substituted); they were refused at validation, which NeuroLink does not do. Their markers now encode them.
   it.each([
@@ -309,7 +309,7 @@ describe("citation markers: fixed counterexamples (RELIABILITY 5)", () => {
   });
 });
 
-describe("prototype names through the engine (RELIABILITY 1)", () => {
+describe("prototype member names through the engine", () => {
   it("ids, titles, aliases, keywords, domains and integrations named like Object.prototype members work", async () => {
     const names = ["__proto__", "constructor", "hasOwnProperty", "toString", "valueOf", "__defineGetter__"];
     const engine = await engineOver(
@@ -344,7 +344,7 @@ describe("prototype names through the engine (RELIABILITY 1)", () => {
   });
 });
 
-describe("the block is the only thing added (RELIABILITY 6) and empty input adds nothing (RELIABILITY 8)", () => {
+describe("the block is the only thing added, and empty input adds nothing", () => {
   it("injection prose in any field stays between the fixed opening and the one closing tag", () => {
     fc.assert(
       fc.property(
