@@ -69,7 +69,7 @@ describe("limits at validation", () => {
     expect(accepted.issues.filter((issue) => issue.code === "limit-exceeded")).toEqual([]);
   });
 
-  it("MAX_ENTRIES is at least 2,000,000 (issue 14); the cap itself is tested with a small stand-in value", () => {
+  it("MAX_ENTRIES is at least 2,000,000; the cap itself is tested with a small stand-in value", () => {
     // Validating two million entries takes minutes on a loaded CI machine: entryLimit.test.ts checks the cap's
     // logic with MAX_ENTRIES mocked to 1,000, and `npm run bench -- --sizes 1000000` builds a million entries.
     expect(MAX_ENTRIES).toBeGreaterThanOrEqual(2_000_000);
