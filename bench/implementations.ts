@@ -107,6 +107,24 @@ function turnFromSelection(selection: KnowledgeSelection): TurnSummary {
   return { selectedIds: selection.primary.map((entry) => entry.id), contextTokens: context.contextTokens };
 }
 
+/** Whole turns through an engine's `ground()`: what the benchmark's turn rows measure for every engine. */
+export function engineTurnRunner(engine: KnowledgeGroundingEngine): TurnRunner {
+  return {
+    turn: async (query) => {
+      const outcome = await engine.ground({
+        query: query.query,
+        recentTurns: query.recentTurns,
+        scope: { enabledIntegrations: query.enabledIntegrations },
+      });
+      return {
+        selectedIds: outcome.metadata.selectedIds,
+        contextTokens: outcome.metadata.contextTokens,
+        failureReason: outcome.metadata.failureReason,
+      };
+    },
+  };
+}
+
 // lexground ---------------------------------------------------------------------------------------------------
 
 type LexgroundIndex = BuiltIndex & { snapshot: KnowledgeIndexSnapshot };
@@ -139,20 +157,7 @@ export const lexground: Implementation = {
     await engine.ready();
     const status = engine.getStatus();
     if (!status.ready) throw new Error(`lexground engine not ready: ${status.lastError ?? "unknown"}`);
-    return {
-      turn: async (query) => {
-        const outcome = await engine.ground({
-          query: query.query,
-          recentTurns: query.recentTurns,
-          scope: { enabledIntegrations: query.enabledIntegrations },
-        });
-        return {
-          selectedIds: outcome.metadata.selectedIds,
-          contextTokens: outcome.metadata.contextTokens,
-          failureReason: outcome.metadata.failureReason,
-        };
-      },
-    };
+    return engineTurnRunner(engine);
   },
 };
 
@@ -203,20 +208,7 @@ export function lexgroundWithPreset(preset: KnowledgePresetName): Implementation
       const status = engine.getStatus();
       if (!status.ready)
         throw new Error(`lexground engine (${preset}) not ready: ${status.lastError ?? "unknown"}`);
-      return {
-        turn: async (query) => {
-          const outcome = await engine.ground({
-            query: query.query,
-            recentTurns: query.recentTurns,
-            scope: { enabledIntegrations: query.enabledIntegrations },
-          });
-          return {
-            selectedIds: outcome.metadata.selectedIds,
-            contextTokens: outcome.metadata.contextTokens,
-            failureReason: outcome.metadata.failureReason,
-          };
-        },
-      };
+      return engineTurnRunner(engine);
     },
   };
 }

@@ -9,7 +9,12 @@ import { KnowledgeGroundingEngine, retrieveFrom } from "../src/index.js";
 import type { KnowledgeBackendIndex } from "../src/knowledge/searchBackend.js";
 import { createPostgresBackend, type PostgresBackend } from "../src/postgres/index.js";
 import { type PostgresCluster, startPostgresCluster } from "../test/support/postgresCluster.js";
-import type { BuiltIndex, Implementation, TurnRunner } from "./implementations.js";
+import {
+  type BuiltIndex,
+  engineTurnRunner,
+  type Implementation,
+  type TurnRunner,
+} from "./implementations.js";
 
 /** A server for the run: the given URL, or a throwaway cluster. */
 export async function postgresServer(
@@ -87,20 +92,7 @@ export function lexgroundPostgres(url: string, backends: PostgresBackend[]): Imp
       await engine.ready();
       if (!engine.getStatus().ready)
         throw new Error(`postgres reader not ready: ${engine.getStatus().backend?.lastError}`);
-      return {
-        turn: async (query) => {
-          const outcome = await engine.ground({
-            query: query.query,
-            recentTurns: query.recentTurns,
-            scope: { enabledIntegrations: query.enabledIntegrations },
-          });
-          return {
-            selectedIds: outcome.metadata.selectedIds,
-            contextTokens: outcome.metadata.contextTokens,
-            failureReason: outcome.metadata.failureReason,
-          };
-        },
-      };
+      return engineTurnRunner(engine);
     },
   };
 }
