@@ -240,6 +240,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
    * One step of {@link finalize}: the statistics first, then one field's postings per call (BM25F: all at once),
    * then the ranks. Returns true when the index is finalized. Lets an async build yield between fields, which are
    * each large at scale.
+   * @internal
    */
   finalizeStep(): boolean {
     if (this.finalized) return true;
@@ -335,6 +336,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /**
    * Searches with an eligibility mask indexed by dense id (1 = eligible; null = all eligible). This is the hot
    * path: it touches only the postings of the query's own terms.
+   * @internal
    */
   searchWithMask(
     queryTokens: readonly string[],
@@ -489,7 +491,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     return index;
   }
 
-  /** The finished state, for an index artifact. The arrays are the index's own: do not modify them. */
+  /**
+   * The finished state, for an index artifact. The arrays are the index's own: do not modify them.
+   * @internal
+   */
   exportParts(): KnowledgeLexicalIndexParts {
     if (!this.finalized) throw new Error("KnowledgeLexicalIndex.exportParts: call finalize() first");
     if (this.changes) {

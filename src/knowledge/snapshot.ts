@@ -8,6 +8,7 @@ import type {
   KnowledgeIndexSnapshot,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { toIndexBuildOptions } from "./defaults.js";
 import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import { PhraseTrie } from "./phraseTrie.js";
@@ -70,19 +71,12 @@ export type IndexBuild = {
   finish(): KnowledgeIndexSnapshot;
 };
 
-function isBuildOptions(value: unknown): value is KnowledgeIndexBuildOptions {
-  if (!value || typeof value !== "object") return false;
-  return ["fieldWeights", "k1", "b", "analyzer", "scoring"].some((key) => key in value);
-}
-
 /** Starts an incremental build; see {@link buildIndexSnapshot}. */
 export function startIndexBuild(
   entries: readonly NormalizedKnowledgeEntry[],
   weightsOrOptions?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
 ): IndexBuild {
-  const options: KnowledgeIndexBuildOptions = isBuildOptions(weightsOrOptions)
-    ? weightsOrOptions
-    : { fieldWeights: (weightsOrOptions ?? undefined) as Partial<KnowledgeFieldWeights> | undefined };
+  const options = toIndexBuildOptions(weightsOrOptions);
   const lexical = new KnowledgeLexicalIndex(options.fieldWeights, options);
   // Dense ids follow code-unit order of entry ids, which makes "lower id first" the natural tie-break.
   const sorted = sortById(entries);
