@@ -702,8 +702,43 @@ function readOnly(): never {
   throw new TypeError("the maps of a loaded index snapshot are read-only");
 }
 
+/**
+ * A read-only `Map` whose content is derived on demand from a loaded snapshot's sections: a subclass answers
+ * `get`, `has`, `size` and `entries`; iteration, `forEach` and the refused writes are the same for every such map.
+ */
+abstract class DerivedReadOnlyMap<V> extends Map<string, V> {
+  abstract override get(key: string): V | undefined;
+  abstract override has(key: string): boolean;
+  abstract override get size(): number;
+  abstract override entries(): MapIterator<[string, V]>;
+  override *keys(): MapIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+  override *values(): MapIterator<V> {
+    for (const [, value] of this.entries()) yield value;
+  }
+  override [Symbol.iterator](): MapIterator<[string, V]> {
+    return this.entries();
+  }
+  override forEach(
+    callback: (value: V, key: string, map: Map<string, V>) => void,
+    thisArgument?: unknown,
+  ): void {
+    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
+  }
+  override set(): this {
+    return readOnly();
+  }
+  override delete(): boolean {
+    return readOnly();
+  }
+  override clear(): void {
+    readOnly();
+  }
+}
+
 /** `entriesById` of a loaded snapshot: entries are decoded when read, in dense (id) order when iterated. */
-class LazyEntryMap extends Map<string, NormalizedKnowledgeEntry> {
+class LazyEntryMap extends DerivedReadOnlyMap<NormalizedKnowledgeEntry> {
   constructor(
     private readonly records: EntryRecords,
     private readonly lexical: KnowledgeLexicalIndex,
@@ -730,32 +765,10 @@ class LazyEntryMap extends Map<string, NormalizedKnowledgeEntry> {
   override *values(): MapIterator<NormalizedKnowledgeEntry> {
     for (let doc = 0; doc < this.records.ids.length; doc++) yield this.records.at(doc);
   }
-  override [Symbol.iterator](): MapIterator<[string, NormalizedKnowledgeEntry]> {
-    return this.entries();
-  }
-  override forEach(
-    callback: (
-      value: NormalizedKnowledgeEntry,
-      key: string,
-      map: Map<string, NormalizedKnowledgeEntry>,
-    ) => void,
-    thisArgument?: unknown,
-  ): void {
-    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
-  }
-  override set(): this {
-    return readOnly();
-  }
-  override delete(): boolean {
-    return readOnly();
-  }
-  override clear(): void {
-    readOnly();
-  }
 }
 
 /** `exactIndex` or `aliasIndex` of a loaded snapshot: phrase key → ids, read from the trie's per-key lists. */
-class LazyPhraseMap extends Map<string, Set<string>> {
+class LazyPhraseMap extends DerivedReadOnlyMap<Set<string>> {
   private count = -1;
   constructor(
     private readonly trie: PhraseTrie,
@@ -796,34 +809,10 @@ class LazyPhraseMap extends Map<string, Set<string>> {
       if (ids) yield [this.trie.keyAt(index), ids];
     }
   }
-  override *keys(): MapIterator<string> {
-    for (const [key] of this.entries()) yield key;
-  }
-  override *values(): MapIterator<Set<string>> {
-    for (const [, ids] of this.entries()) yield ids;
-  }
-  override [Symbol.iterator](): MapIterator<[string, Set<string>]> {
-    return this.entries();
-  }
-  override forEach(
-    callback: (value: Set<string>, key: string, map: Map<string, Set<string>>) => void,
-    thisArgument?: unknown,
-  ): void {
-    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
-  }
-  override set(): this {
-    return readOnly();
-  }
-  override delete(): boolean {
-    return readOnly();
-  }
-  override clear(): void {
-    readOnly();
-  }
 }
 
 /** `relationIndex` of a loaded snapshot: an entry's related ids then its parent, read from its record. */
-class LazyRelationMap extends Map<string, string[]> {
+class LazyRelationMap extends DerivedReadOnlyMap<string[]> {
   constructor(
     private readonly entryMap: LazyEntryMap,
     private readonly relationCount: number,
@@ -850,30 +839,6 @@ class LazyRelationMap extends Map<string, string[]> {
       const relations = this.get(id);
       if (relations) yield [id, relations];
     }
-  }
-  override *keys(): MapIterator<string> {
-    for (const [key] of this.entries()) yield key;
-  }
-  override *values(): MapIterator<string[]> {
-    for (const [, relations] of this.entries()) yield relations;
-  }
-  override [Symbol.iterator](): MapIterator<[string, string[]]> {
-    return this.entries();
-  }
-  override forEach(
-    callback: (value: string[], key: string, map: Map<string, string[]>) => void,
-    thisArgument?: unknown,
-  ): void {
-    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
-  }
-  override set(): this {
-    return readOnly();
-  }
-  override delete(): boolean {
-    return readOnly();
-  }
-  override clear(): void {
-    readOnly();
   }
 }
 
