@@ -37,6 +37,7 @@ import { KNOWLEDGE_ENTRY_KINDS, KNOWLEDGE_STATUSES } from "./defaults.js";
 import { hasErrorMarker } from "./errors.js";
 import {
   type CompiledSnapshot,
+  createEligibilityCache,
   getCompiledSnapshot,
   KnowledgeLexicalIndex,
   registerCompiledSnapshot,
@@ -1003,7 +1004,7 @@ function assembleLoaded(
     activeByIntegration: readLists(read, "integration", count),
     byDomain: readLists(read, "domain", count),
     phraseTrie: trie,
-    eligibilityCache: new Map(),
+    eligibilityCache: createEligibilityCache(count),
   };
   registerCompiledSnapshot(snapshot, compiled);
   return snapshot;

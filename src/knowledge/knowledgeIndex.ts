@@ -13,6 +13,7 @@ export {
   buildIndexSnapshot,
   type CompiledSnapshot,
   compileSnapshot,
+  createEligibilityCache,
   getCompiledSnapshot,
   type IndexBuild,
   type KnowledgeIndexBuildOptions,

@@ -19,8 +19,6 @@ import { applyScoreCutoffs, expansionAllowed, expansionSourceCount } from "./cut
 import {
   CONFIDENCE_DOMINANCE_RATIO,
   CONFIDENCE_MIN_FIELDS,
-  ELIGIBILITY_CACHE_LIMIT,
-  ELIGIBILITY_CACHE_MAX_BYTES,
   HISTORY_TURN_CHARS,
   MAX_QUERY_CHARS,
   MAX_QUERY_TOKENS,
@@ -125,11 +123,7 @@ function eligibilityMask(
   const key = JSON.stringify([[...blocked].sort(compareCodeUnits), [...enabled].sort(compareCodeUnits)]);
   const cache = compiled.eligibilityCache;
   const cached = cache.get(key);
-  if (cached) {
-    cache.delete(key);
-    cache.set(key, cached);
-    return cached;
-  }
+  if (cached) return cached;
   const mask = compiled.universalMask.slice();
   for (const integration of enabled) {
     const docs = compiled.activeByIntegration.get(integration);
@@ -140,11 +134,6 @@ function eligibilityMask(
     if (docs) for (const doc of docs) mask[doc] = 0;
   }
   cache.set(key, mask);
-  const limit = Math.max(
-    4,
-    Math.min(ELIGIBILITY_CACHE_LIMIT, Math.floor(ELIGIBILITY_CACHE_MAX_BYTES / Math.max(1, mask.length))),
-  );
-  while (cache.size > limit) cache.delete(cache.keys().next().value!);
   return mask;
 }
 

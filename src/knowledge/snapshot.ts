@@ -8,8 +8,9 @@ import type {
   KnowledgeIndexSnapshot,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { toIndexBuildOptions } from "./defaults.js";
+import { ELIGIBILITY_CACHE_LIMIT, ELIGIBILITY_CACHE_MAX_BYTES, toIndexBuildOptions } from "./defaults.js";
 import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
+import { LruCache } from "./lruCache.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import { PhraseTrie } from "./phraseTrie.js";
 import { compareCodeUnits } from "./ranking.js";
@@ -32,9 +33,19 @@ export type CompiledSnapshot = {
   byDomain: Map<string, Int32Array>;
   /** The exact and alias phrase keys as a token trie (phrase lookup). */
   phraseTrie: PhraseTrie;
-  /** Scope key → eligibility mask (bounded LRU). */
-  eligibilityCache: Map<string, Uint8Array>;
+  /** Scope key → eligibility mask (see {@link createEligibilityCache}). */
+  eligibilityCache: LruCache<string, Uint8Array>;
 };
+
+/**
+ * The eligibility-mask cache of a snapshot of `entryCount` entries: one byte per entry per cached scope, so the
+ * count of scopes kept shrinks with the registry (at most {@link ELIGIBILITY_CACHE_LIMIT} and
+ * {@link ELIGIBILITY_CACHE_MAX_BYTES} of masks), never below 4.
+ */
+export function createEligibilityCache(entryCount: number): LruCache<string, Uint8Array> {
+  const scopes = Math.floor(ELIGIBILITY_CACHE_MAX_BYTES / Math.max(1, entryCount));
+  return new LruCache(Math.max(4, Math.min(ELIGIBILITY_CACHE_LIMIT, scopes)));
+}
 
 const compiledSnapshots = new WeakMap<KnowledgeIndexSnapshot, CompiledSnapshot>();
 
@@ -282,6 +293,6 @@ export function* compileSnapshotSteps(
     activeByIntegration: toTyped(integrationLists),
     byDomain: toTyped(domainLists),
     phraseTrie,
-    eligibilityCache: new Map(),
+    eligibilityCache: createEligibilityCache(count),
   };
 }

@@ -10,6 +10,7 @@ import { normalizePhrases, phraseKey } from "./normalize.js";
 import type { PhraseTrie } from "./phraseTrie.js";
 import {
   type CompiledSnapshot,
+  createEligibilityCache,
   getCompiledSnapshot,
   registerCompiledSnapshot,
   SnapshotMaps,
@@ -272,7 +273,7 @@ function deriveCompiled(
     activeByIntegration: toTyped(integrationLists),
     byDomain: toTyped(domainLists),
     phraseTrie: base.phraseTrie,
-    eligibilityCache: new Map(),
+    eligibilityCache: createEligibilityCache(capacity),
   };
 }
 
