@@ -99,6 +99,10 @@ const LOCK_NAMESPACE = 0x6c7867;
 
 /** PostgreSQL's "undefined table" (a generation dropped while a turn read it). */
 const UNDEFINED_TABLE = "42P01";
+/** "invalid schema name": a replica that has not replayed the schema's creation yet. */
+const INVALID_SCHEMA_NAME = "3F000";
+/** A replica cancelled the statement: replaying a dropped generation conflicted with it. */
+const RECOVERY_CONFLICT = "40001";
 
 const OPTIONS_ERROR_MARKER = Symbol.for("lexground.PostgresBackendOptionsError");
 
@@ -363,17 +367,46 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     this.serving = null;
   }
 
+  /** Whether turns read through their own pool (a read replica) rather than the primary's. */
+  private hasReadPool(): boolean {
+    return this.options.readPool !== undefined || Boolean(this.options.readConnectionString);
+  }
+
+  /**
+   * Reads the serving generation where turns read (the replica, when there is one). A replica serves what it has
+   * replayed: the serving row and a generation's tables arrive in WAL order, so the generation it names is
+   * complete there; one the primary switched to but the replica has not replayed yet is not seen (the previous
+   * one serves meanwhile). With a replica the primary is not needed to serve: the schema is migrated by the
+   * writer, and a replica that has not replayed it yet has nothing published.
+   */
   private async readServing(): Promise<KnowledgeBackendIndex | null> {
-    await this.ensureSchema();
+    const onReplica = this.hasReadPool();
+    if (!onReplica) await this.ensureSchema();
     const pool = await this.replica();
     const s = quoteIdentifier(this.schema);
-    const result = await pool.query({
-      name: `lexground:${this.schema}:serving`,
-      text: `select g.generation, g.entry_count, g.content_key, g.parameters, g.statistics
-        from ${s}.serving v join ${s}.generations g on g.generation = v.generation`,
-    });
+    let result: PostgresQueryResult;
+    try {
+      result = await pool.query({
+        name: `lexground:${this.schema}:serving`,
+        text: `select sv.version, g.generation, g.entry_count, g.content_key, g.parameters, g.statistics
+          from ${s}.schema_version sv
+          left join (${s}.serving v join ${s}.generations g on g.generation = v.generation) on true`,
+      });
+    } catch (error) {
+      const code = (error as { code?: unknown })?.code;
+      if (onReplica && (code === UNDEFINED_TABLE || code === INVALID_SCHEMA_NAME)) {
+        this.serving = null;
+        return null;
+      }
+      throw error;
+    }
     const row = result.rows[0];
-    if (!row) {
+    if (row && Number(row.version) > SCHEMA_VERSION) {
+      throw new Error(
+        `the ${this.schema} schema is at version ${Number(row.version)}, newer than this lexground's ${SCHEMA_VERSION}: upgrade lexground`,
+      );
+    }
+    if (!row || row.generation === null || row.generation === undefined) {
       this.serving = null;
       return null;
     }
@@ -395,7 +428,11 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       generation,
       entryCount: parsed.entryCount,
       options: parsed.parameters,
-      searcher: new PostgresSearcher(this, parsed, generationTables(this.schema, generation)),
+      searcher: new GenerationFallbackSearcher(
+        this,
+        generation,
+        new PostgresSearcher(this, parsed, generationTables(this.schema, generation)),
+      ),
     };
     this.serving = { index, row: parsed, checkedAt: Date.now() };
     return index;
@@ -650,6 +687,43 @@ class BatchInsert {
     this.rows = 0;
     this.bytes = 0;
     await this.client.query({ text, values });
+  }
+}
+
+/**
+ * A generation's searcher that survives a stale cache: when a turn's first statement finds its generation gone
+ * (dropped on the primary after two newer publications, or cancelled by a replica replaying that drop), nothing
+ * of the turn is computed yet, so it runs again on the generation serving now; the turn's second statement goes
+ * to the same one. A generation that disappears between a turn's two statements still fails that turn (open).
+ */
+class GenerationFallbackSearcher implements KnowledgeSearchBackend {
+  private readonly moved = new WeakMap<KnowledgeCandidateQuery, KnowledgeSearchBackend>();
+
+  constructor(
+    private readonly backend: PostgresBackend,
+    private readonly generation: number,
+    private readonly inner: KnowledgeSearchBackend,
+  ) {}
+
+  async candidates(query: KnowledgeCandidateQuery): Promise<KnowledgeCandidateEvidence> {
+    try {
+      return await this.inner.candidates(query);
+    } catch (error) {
+      const code = (error as { code?: unknown })?.code;
+      if (code !== UNDEFINED_TABLE && code !== RECOVERY_CONFLICT) throw error;
+      this.backend.invalidate();
+      const serving = await this.backend.current();
+      if (!serving || serving.generation === this.generation) throw error;
+      this.moved.set(query, serving.searcher);
+      return serving.searcher.candidates(query);
+    }
+  }
+
+  async selectionEntries(
+    ids: readonly string[],
+    query: KnowledgeCandidateQuery,
+  ): Promise<KnowledgeSelectionEntries> {
+    return (this.moved.get(query) ?? this.inner).selectionEntries(ids, query);
   }
 }
 

@@ -14,11 +14,11 @@ import {
   type PostgresBackend,
   type PostgresBackendOptions,
   type PostgresPool,
-  type PostgresPoolClient,
-  type PostgresQueryConfig,
 } from "../../src/postgres/index.js";
 import {
+  eventually,
   importPostgresDriver,
+  instrumentedPool,
   POSTGRES_REQUIRED,
   type PostgresCluster,
   startPostgresCluster,
@@ -80,53 +80,6 @@ function sources(version: string, title = "Instant payouts"): KnowledgeSource[] 
       ],
     },
   ];
-}
-
-/** A pool whose statements can be observed, failed or held before they run. */
-function instrumentedPool(inner: PostgresPool) {
-  const seen: string[] = [];
-  const state: {
-    fail: ((text: string) => Error | null) | null;
-    hold: ((text: string) => Promise<void> | null) | null;
-  } = { fail: null, hold: null };
-  const before = async (config: PostgresQueryConfig) => {
-    seen.push(config.text);
-    const error = state.fail?.(config.text);
-    if (error) throw error;
-    await state.hold?.(config.text);
-  };
-  const pool: PostgresPool = {
-    async query(config) {
-      await before(config);
-      return inner.query(config);
-    },
-    async connect() {
-      const client = await inner.connect();
-      const wrapped: PostgresPoolClient = {
-        async query(config) {
-          await before(config);
-          return client.query(config);
-        },
-        release: (destroy) => client.release(destroy),
-      };
-      return wrapped;
-    },
-    end: () => inner.end(),
-  };
-  return { pool, seen, state };
-}
-
-async function eventually<T>(
-  attempt: () => Promise<T>,
-  done: (value: T) => boolean,
-  ms = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await attempt();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 const QUERY = { query: "instant payouts" };
