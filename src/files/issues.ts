@@ -8,25 +8,15 @@ import { normalizeAndValidate, normalizeText } from "../index.js";
 import type { KnowledgeEntryInput, KnowledgeValidationIssue } from "../types/knowledge.js";
 import type { KnowledgeCompileNote, LoadedKnowledgeBase } from "./compile.js";
 
-/** A problem in a knowledge base, located in its files when they are known (what `lexground validate` prints). */
-export type KnowledgeFileIssue = {
-  level: "error" | "warning" | "info";
-  code: string;
-  message: string;
-  /** Display path of the file, when the knowledge base came from files. */
-  file?: string;
-  /** 1-based line, when known. */
-  line?: number;
-  entryId?: string;
+/**
+ * A problem in a knowledge base, located in its files when they are known (what `lexground validate` prints): a
+ * compiler note's fields (`file` is the display path, `field` the top-level entry field the issue is about) plus
+ * where the engine put it.
+ */
+export type KnowledgeFileIssue = KnowledgeCompileNote & {
   sourceId?: string;
-  /** Top-level entry field the issue is about, e.g. `title` or `aliases`. */
-  field?: string;
   /** The engine's path, e.g. `sources[0].entries[3].aliases[1]`. */
   path?: string;
-  /** 1-based column on `line`, when known (a JSON syntax error). */
-  column?: number;
-  /** What the author can do about it, when known (a file that could not be compiled). */
-  hint?: string;
 };
 
 /**

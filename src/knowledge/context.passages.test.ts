@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { countTags } from "../../test/support/contextTags.js";
 import type { KnowledgeContextConfig, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import {
   assembleKnowledgeContext,
@@ -51,20 +52,6 @@ const ROTATE_EXCERPT = [
   PASSAGE_ELISION_MARKER,
 ].join("\n");
 const PASSAGES: KnowledgeContextConfig = { passages: "auto", passageTokens: 20, maxPassages: 1 };
-
-/** Tags a tolerant reader would see (the same independent fold as context.test.ts). */
-function countTags(text: string): { open: number; close: number } {
-  const folded = text
-    .normalize("NFKC")
-    .replace(/[\p{Cf}\p{M}]/gu, "")
-    .replace(/&lt;?|&#0*60;?|&#x0*3c;?/gi, "<")
-    .toLowerCase()
-    .replace(/\s+/g, "");
-  return {
-    open: folded.match(/<knowledge[_\-.]?context/g)?.length ?? 0,
-    close: folded.match(/<\/knowledge[_\-.]?context/g)?.length ?? 0,
-  };
-}
 
 function block(...entries: string[]): string {
   return `${buildOpening(true)}\n${entries.join("\n\n")}\n${KNOWLEDGE_CONTEXT_CLOSE}`;

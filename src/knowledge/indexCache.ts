@@ -271,6 +271,17 @@ export async function getOrBuildKnowledgeIndexSnapshot(
       groups,
     };
   })();
+  return { ...(await remember(cacheKey, promise)), cacheHit: false };
+}
+
+/**
+ * Caches a pending build or load under its key; once it settles, a success trims the cache to its entry budget
+ * and a failure is forgotten (unless a newer promise took the key), so the next call tries again.
+ */
+function remember(
+  cacheKey: string,
+  promise: Promise<KnowledgeIndexBuildResult>,
+): Promise<KnowledgeIndexBuildResult> {
   cache.set(cacheKey, promise);
   promise.then(
     (result) => trimCacheByEntries(cacheKey, promise, result),
@@ -278,7 +289,7 @@ export async function getOrBuildKnowledgeIndexSnapshot(
       if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
     },
   );
-  return { ...(await promise), cacheHit: false };
+  return promise;
 }
 
 /** The index settings of build options, resolved as the cache key resolves them. */
@@ -321,14 +332,7 @@ export async function getOrLoadKnowledgeIndexArtifact(
       notes: [],
     }),
   );
-  cache.set(cacheKey, promise);
-  promise.then(
-    (result) => trimCacheByEntries(cacheKey, promise, result),
-    () => {
-      if (cache.peek(cacheKey) === promise) cache.delete(cacheKey);
-    },
-  );
-  return { ...(await promise), cacheHit: false };
+  return { ...(await remember(cacheKey, promise)), cacheHit: false };
 }
 
 /**

@@ -4,26 +4,13 @@
  * becomes an `unreadable-input` issue at the path of the field, not a thrown TypeError or a vague `sources` issue.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_BODY_CHARS, MAX_FIELD_CHARS } from "./defaults.js";
+import { KNOWLEDGE_ENTRY_FIELDS, MAX_BODY_CHARS, MAX_FIELD_CHARS } from "./defaults.js";
 import { clearKnowledgeIndexCache, getOrBuildKnowledgeIndexSnapshot } from "./indexCache.js";
 import { normalizeAndValidate, snapshotSourceArrays } from "./resolve.js";
 
 afterEach(() => clearKnowledgeIndexCache());
 
-const ENTRY_FIELDS = [
-  "id",
-  "title",
-  "summary",
-  "domain",
-  "integrations",
-  "kind",
-  "status",
-  "body",
-  "aliases",
-  "keywords",
-  "relatedEntryIds",
-  "parentEntryId",
-] as const;
+const ENTRY_FIELDS = KNOWLEDGE_ENTRY_FIELDS;
 
 const plain: Record<string, unknown> = {
   id: "e",

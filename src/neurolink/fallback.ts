@@ -191,21 +191,31 @@ export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackO
       };
     }
     const started = now();
+    // One attempt's record: a success without `failure`, a failure with its error (and phase when known).
+    const record = (
+      attempted: { provider: string; model: string },
+      failure?: { error: unknown; phase: AttemptRecord["phase"] },
+    ): void => {
+      attempts.push({
+        attempt: attempts.length + 1,
+        provider: attempted.provider,
+        model: attempted.model,
+        source: target.source,
+        outcome: failure ? "failure" : "success",
+        durationMs: now() - started,
+        ...(failure && {
+          error: failure.error,
+          errorMessage: errorMessageOf(failure.error),
+          ...(failure.phase === undefined ? {} : { phase: failure.phase }),
+        }),
+      });
+    };
     let resolved: ResolvedModel;
     try {
       resolved = await run.resolver.resolve(target.request);
     } catch (error) {
       const described = describeRequest(target.request);
-      attempts.push({
-        attempt: attempts.length + 1,
-        ...described,
-        source: target.source,
-        outcome: "failure",
-        durationMs: now() - started,
-        error,
-        errorMessage: errorMessageOf(error),
-        phase: "setup",
-      });
+      record(described, { error, phase: "setup" });
       lastError = error;
       lastFailure = described;
       continue;
@@ -220,31 +230,14 @@ export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackO
     }
     try {
       const value = await run.attempt(resolved, target);
-      attempts.push({
-        attempt: attempts.length + 1,
-        provider: resolved.provider,
-        model: resolved.model,
-        source: target.source,
-        outcome: "success",
-        durationMs: now() - started,
-      });
+      record(resolved);
       run.onSuccess?.(target);
       return { value, resolved, attempts };
     } catch (error) {
       // An abort by the caller is a decision, not a failure: never retried elsewhere.
       if (run.callerSignal?.aborted) throw run.callerSignal.reason;
       const phase = run.phaseOf(error);
-      attempts.push({
-        attempt: attempts.length + 1,
-        provider: resolved.provider,
-        model: resolved.model,
-        source: target.source,
-        outcome: "failure",
-        durationMs: now() - started,
-        error,
-        errorMessage: errorMessageOf(error),
-        ...(phase === undefined ? {} : { phase }),
-      });
+      record(resolved, { error, phase });
       lastError = error;
       lastFailure = { provider: resolved.provider, model: resolved.model };
       run.onFailure?.(target, error);

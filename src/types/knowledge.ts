@@ -677,32 +677,28 @@ export type KnowledgeNormalizeResult = {
   validation: KnowledgeValidationResult;
 };
 
-/** Retrieval settings after configuration and defaults are merged. */
-export type KnowledgeResolvedRetrieval = {
-  candidateLimit: number;
-  resultLimit: number;
-  relationLimit: number;
-  fieldWeights: KnowledgeFieldWeights;
-  exactBoost: number;
-  aliasBoost: number;
-  /** BM25 k1. */
-  k1?: number;
-  /** BM25 b. */
-  b?: number;
-  analyzer?: KnowledgeAnalyzerName;
-  scoring?: KnowledgeScoringMode;
-  confidenceRule?: KnowledgeConfidenceRule;
-  /** Relative score floor; absent: none. */
-  minRelativeScore?: number;
-  /** Gap rule; absent: none. */
-  scoreGapRatio?: number;
-  /** Primary entries the cut-offs always keep; absent: 1. */
-  minResults?: number;
-  /** Primary entries whose relations are followed; absent: all. */
-  expansionFromTop?: number;
-  /** Least confidence for relation expansion; absent: any. */
-  expansionMinConfidence?: Exclude<KnowledgeRetrievalConfidence, "none">;
-};
+/**
+ * Retrieval settings after configuration and defaults are merged: the numeric limits, boosts and full field
+ * weights always set; the index and cut-off settings as configured (absent: the default, see each option).
+ */
+export type KnowledgeResolvedRetrieval = Required<
+  Pick<
+    KnowledgeRetrievalConfig,
+    "candidateLimit" | "resultLimit" | "relationLimit" | "exactBoost" | "aliasBoost"
+  >
+> & { fieldWeights: KnowledgeFieldWeights } & Pick<
+    KnowledgeRetrievalConfig,
+    | "k1"
+    | "b"
+    | "analyzer"
+    | "scoring"
+    | "confidenceRule"
+    | "minRelativeScore"
+    | "scoreGapRatio"
+    | "minResults"
+    | "expansionFromTop"
+    | "expansionMinConfidence"
+  >;
 
 /** Context settings after the preset and the configuration are merged with the defaults (lexground). */
 export type KnowledgeResolvedContext = {
