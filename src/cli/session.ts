@@ -559,7 +559,7 @@ export async function prepareFromFlags(
   // A prebuilt index beside a manifest (kb.json → kb.lxg) is used when it matches; see `build --index`.
   let artifact: Uint8Array | undefined;
   if (/\.json$/i.test(path)) {
-    artifact = await readFile(defaultIndexPath(path)).catch(() => undefined);
+    artifact = await readFile(resolve(context.io.cwd, defaultIndexPath(path))).catch(() => undefined);
   }
   try {
     return prepareKnowledgeBase(knowledgeBase, config, artifact);

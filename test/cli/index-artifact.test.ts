@@ -32,6 +32,17 @@ describe("prebuilt index artifact through the CLI", () => {
     });
   });
 
+  it("a relative --kb kb.json finds its kb.lxg from the working directory the CLI was given", async () => {
+    await withTemporaryDirectory(async (directory) => {
+      expect((await run(["build", exampleKb, "-o", join(directory, "kb.json"), "--index"])).code).toBe(0);
+      const relative = await run(["query", "instant payouts", "--kb", "kb.json", "--json"], {
+        cwd: directory,
+      });
+      expect(relative.code).toBe(0);
+      expect(JSON.parse(relative.stdout).knowledgeBase.index).toBe("artifact");
+    });
+  });
+
   it("query --kb kb.lxg answers from the self-contained artifact alone, as from the manifest", async () => {
     await withTemporaryDirectory(async (directory) => {
       const manifest = join(directory, "kb.json");
