@@ -52,7 +52,7 @@ import type { NormalizedSourceGroup } from "./resolve.js";
 import { describeError, isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
 import { retrieve, retrieveFrom } from "./retrieval.js";
 import { yieldToEventLoop } from "./runtime.js";
-import { type KnowledgeIndexBackend, publishToBackend } from "./searchBackend.js";
+import { type KnowledgeIndexBackend, publishChangeToBackend, publishToBackend } from "./searchBackend.js";
 import { asShadowOutcome } from "./shadow.js";
 import {
   applySnapshotChanges,
@@ -534,6 +534,10 @@ export class KnowledgeGroundingEngine {
     if (generation < this.servingGeneration) return { live: false, reason: "superseded" };
     this.servingGeneration = generation;
     this.backendServing = true;
+    // Updates start again from this publication's entries.
+    this.servingGroups = result.groups;
+    this.registry = null;
+    this.backendContentKey = result.cacheKey;
     this.snapshotOrigin = "built";
     this.notes = result.published.reused
       ? [`${backend.name}: generation ${result.published.generation} already held these entries; reused`]
@@ -562,6 +566,8 @@ export class KnowledgeGroundingEngine {
 
   /** True once the backend has served or published a generation (it stays published while the backend is down). */
   private backendServing = false;
+  /** The content key of what this engine last published to the backend (the base of its incremental updates). */
+  private backendContentKey: string | null = null;
 
   /** The one warning for a blocked source set (once per logger and content; see {@link warnOnce}). */
   private warnBlocked(key: string, what: string): void {
@@ -774,6 +780,7 @@ export class KnowledgeGroundingEngine {
   ): Promise<KnowledgeUpdateResult> {
     if (!this.configValid) return { ...this.getStatus(), live: false, reason: VALIDATION_FAILED, issues: [] };
     await this.latestBuild.catch(() => {});
+    if (this.backend) return this.applyBackendUpdate(this.backend, plan);
     if (!this.snapshot || !this.servingGroups)
       return { ...this.getStatus(), live: false, reason: INDEX_NOT_READY, issues: [] };
     this.registry ??= await createRegistry(this.servingGroups);
@@ -817,6 +824,53 @@ export class KnowledgeGroundingEngine {
     this.unavailableReason = null;
     this.appliedChanges.push({ snapshot: next, removed: change.removed, upserted });
     this.scheduleCompaction();
+    return { ...this.getStatus(), live: true, issues: change.issues };
+  }
+
+  /**
+   * {@link applyUpdate} with a backend: needs a generation this engine published; validated as in memory, then the
+   * registry after the change is published through the backend's incremental `update` (atomic for every reader;
+   * the registry changes only once it is published, so a failure leaves everything as it was).
+   */
+  private async applyBackendUpdate(
+    backend: KnowledgeIndexBackend,
+    plan: (registry: KnowledgeRegistry) => PlannedChange,
+  ): Promise<KnowledgeUpdateResult> {
+    if (!this.servingGroups || this.backendContentKey === null)
+      return { ...this.getStatus(), live: false, reason: INDEX_NOT_READY, issues: [] };
+    this.registry ??= await createRegistry(this.servingGroups);
+    const change = plan(this.registry);
+    const generation = ++this.buildGeneration;
+    this.statusGeneration = generation;
+    this.validationIssues = change.issues;
+    if (!change.ok) {
+      const errors = change.issues.filter((issue) => issue.level === "error").length;
+      this.lastError = `knowledge validation failed with ${errors} error(s) in the update; the previous generation keeps serving`;
+      return { ...this.getStatus(), live: false, reason: VALIDATION_FAILED, issues: change.issues };
+    }
+    if (change.upserted.length === 0 && change.removed.length === 0) {
+      this.lastError = null;
+      return { ...this.getStatus(), live: true, issues: change.issues };
+    }
+    try {
+      const applied = await publishChangeToBackend(
+        backend,
+        this.registry,
+        change,
+        this.indexOptions(),
+        this.backendContentKey,
+      );
+      this.registry = applied.registry;
+      this.backendContentKey = applied.contentKey;
+    } catch (caught) {
+      this.lastError = describeError(caught);
+      return { ...this.getStatus(), live: false, reason: BUILD_FAILED, issues: change.issues };
+    }
+    this.sourcesFromRegistry = true;
+    this.sourcesAreConfigured = false;
+    this.servingGeneration = generation;
+    this.lastError = null;
+    this.unavailableReason = null;
     return { ...this.getStatus(), live: true, issues: change.issues };
   }
 

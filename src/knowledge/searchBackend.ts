@@ -12,7 +12,8 @@ import type {
 } from "../types/knowledge.js";
 import { buildKnowledgeIndexCacheKeyAsync } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
-import { normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
+import { commitChange, type KnowledgeRegistry, type PlannedChange } from "./registryChanges.js";
+import { type NormalizedSourceGroup, normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
 
 /** One turn's question to a search backend. Tokens come from the engine's tokenizer (analysis is the index's). */
 export type KnowledgeCandidateQuery = {
@@ -115,6 +116,22 @@ export type KnowledgeIndexBackend = {
   status(): KnowledgeBackendStatus;
   /** Releases connections the backend opened itself. */
   close(): Promise<void>;
+  /**
+   * Optional: publishes `entries` (the complete registry after an incremental update) knowing that only the
+   * entries with `changedIds` differ from the generation published under `baseContentKey` (plus removals), so the
+   * backend can write the new generation from that one instead of indexing everything again. Same contract as
+   * {@link publish}: atomic, exact (equal to publishing `entries`), the previous generation serving on failure.
+   * Without it, updates publish `entries` in full.
+   */
+  update?(
+    entries: readonly NormalizedKnowledgeEntry[],
+    options: {
+      indexOptions: KnowledgeIndexBuildOptions;
+      contentKey: string;
+      baseContentKey: string;
+      changedIds: readonly string[];
+    },
+  ): Promise<KnowledgeBackendPublishResult>;
 };
 
 /** Whether a value looks like a {@link KnowledgeIndexBackend} (used to validate the engine's `backend` option). */
@@ -132,6 +149,8 @@ export function isIndexBackend(value: unknown): value is KnowledgeIndexBackend {
 export type KnowledgeBackendBuildResult = {
   validation: KnowledgeValidationResult;
   cacheKey: string;
+  /** The validated entries by source (the start of the registry incremental updates change). */
+  groups: NormalizedSourceGroup[];
   published: KnowledgeBackendPublishResult | null;
 };
 
@@ -150,10 +169,49 @@ export async function publishToBackend(
     manifestVersion: fallbackVersion,
   });
   const cacheKey = await buildKnowledgeIndexCacheKeyAsync(normalized.groups, options);
-  if (!normalized.validation.ok) return { validation: normalized.validation, cacheKey, published: null };
+  const groups = normalized.groups;
+  if (!normalized.validation.ok)
+    return { validation: normalized.validation, cacheKey, groups, published: null };
   const published = await backend.publish(normalized.entries, {
     indexOptions: options,
     contentKey: cacheKey,
   });
-  return { validation: normalized.validation, cacheKey, published };
+  return { validation: normalized.validation, cacheKey, groups, published };
+}
+
+/**
+ * Publishes a planned (valid) incremental change of `registry`, whose content is published under
+ * `baseContentKey`: the registry after the change goes to the backend's `update` (or `publish`) under its own
+ * content key. `registry` itself is not changed: the caller installs the returned one once this resolves (a
+ * failure leaves the caller's registry, and the backend's serving generation, as they were).
+ */
+export async function publishChangeToBackend(
+  backend: KnowledgeIndexBackend,
+  registry: KnowledgeRegistry,
+  change: PlannedChange,
+  options: KnowledgeIndexBuildOptions,
+  baseContentKey: string,
+): Promise<{ registry: KnowledgeRegistry; contentKey: string; published: KnowledgeBackendPublishResult }> {
+  const next: KnowledgeRegistry = {
+    sources: registry.sources.map((source) => ({ ...source, entries: new Map(source.entries) })),
+    sourceOf: new Map(registry.sourceOf),
+    canonicalTwins: new Map(registry.canonicalTwins),
+  };
+  commitChange(next, change);
+  const groups: NormalizedSourceGroup[] = next.sources.map((source) => ({
+    id: source.id,
+    version: source.version,
+    entries: [...source.entries.values()],
+  }));
+  const contentKey = await buildKnowledgeIndexCacheKeyAsync(groups, options);
+  const entries = groups.flatMap((group) => group.entries);
+  const published = backend.update
+    ? await backend.update(entries, {
+        indexOptions: options,
+        contentKey,
+        baseContentKey,
+        changedIds: change.upserted.map(({ entry }) => entry.id),
+      })
+    : await backend.publish(entries, { indexOptions: options, contentKey });
+  return { registry: next, contentKey, published };
 }

@@ -25,6 +25,7 @@ import type {
   KnowledgeLexicalMatch,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { computeDerivedGeneration, type DerivedGenerationData } from "./changes.js";
 import {
   createPool,
   loadPostgresDriver,
@@ -33,7 +34,12 @@ import {
   type PostgresQueryConfig,
   type PostgresQueryResult,
 } from "./driver.js";
-import { computeGenerationData, type GenerationData, type resolveIndexParameters } from "./indexData.js";
+import {
+  computeGenerationData,
+  type GenerationData,
+  type PostgresIndexParameters,
+  resolveIndexParameters,
+} from "./indexData.js";
 import {
   candidatesStatement,
   createGenerationStatements,
@@ -80,6 +86,12 @@ export type PostgresBackendOptions = {
   keepGenerations?: number;
   /** Approximate bytes per bulk-insert statement while publishing. Default 8 MiB. */
   batchBytes?: number;
+  /**
+   * After an incremental update (`engine.upsert/remove/update`), how long without another update before the
+   * writer publishes the registry again as a fresh generation (compaction: an updated generation is exact, but
+   * turns on it do not use the pruned layout). Default 60,000 ms.
+   */
+  compactionDelayMs?: number;
 };
 
 const DEFAULTS = {
@@ -90,6 +102,7 @@ const DEFAULTS = {
   generationCheckMs: 1_000,
   keepGenerations: 2,
   batchBytes: 8 * 1024 * 1024,
+  compactionDelayMs: 60_000,
 } as const;
 
 /** Session settings of pools lexground creates: sums must not be split across parallel workers; no JIT pauses. */
@@ -163,6 +176,15 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   private readonly generationCheckMs: number;
   private readonly keepGenerations: number;
   private readonly batchBytes: number;
+  private readonly compactionDelayMs: number;
+  /** The registry of the latest incremental update, until a compaction republishes it (see {@link update}). */
+  private pendingCompaction: {
+    entries: readonly NormalizedKnowledgeEntry[];
+    indexOptions: KnowledgeIndexBuildOptions;
+    contentKey: string;
+    timer: ReturnType<typeof setTimeout> | null;
+  } | null = null;
+  private compaction: Promise<void> | null = null;
   private writePool: Promise<PostgresPool> | null = null;
   private readPool: Promise<PostgresPool> | null = null;
   private readonly ownedPools: Promise<PostgresPool>[] = [];
@@ -201,6 +223,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     this.generationCheckMs = readOption(options, "generationCheckMs", 0);
     this.keepGenerations = readOption(options, "keepGenerations", 1);
     this.batchBytes = readOption(options, "batchBytes", 1024);
+    this.compactionDelayMs = readOption(options, "compactionDelayMs", 0);
   }
 
   /** Health, without I/O. */
@@ -225,6 +248,8 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   /** Ends the pools lexground created (a host's pools are left open). */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.pendingCompaction?.timer) clearTimeout(this.pendingCompaction.timer);
+    this.pendingCompaction = null;
     const pools = this.ownedPools.splice(0);
     await Promise.all(pools.map(async (pool) => (await pool.catch(() => null))?.end().catch(() => {})));
   }
@@ -468,7 +493,8 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     const published = await this.tracked(async () => {
       await this.ensureSchema();
       const before = await this.servingRow();
-      if (before && before.contentKey === options.contentKey)
+      // An updated generation with this content is published again: that is its compaction.
+      if (before && before.contentKey === options.contentKey && !before.derived)
         return { generation: before.generation, entryCount: before.entryCount, reused: true };
       const data = computeGenerationData(entries, options.indexOptions);
       const pool = await this.primary();
@@ -478,7 +504,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
         await client.query({ text: "select pg_advisory_lock($1, 2)", values: [LOCK_NAMESPACE] });
         // Another process may have published the same content while this one waited for the lock.
         const latest = await this.servingRow(client);
-        if (latest && latest.contentKey === options.contentKey)
+        if (latest && latest.contentKey === options.contentKey && !latest.derived)
           return { generation: latest.generation, entryCount: latest.entryCount, reused: true };
         const generation = await this.writeGeneration(client, data, options.contentKey);
         await this.retireOldGenerations(client);
@@ -493,22 +519,307 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     return published;
   }
 
+  // Incremental updates ----------------------------------------------------------------------------------------
+
+  /**
+   * Publishes the registry after an incremental update: `entries` is the complete final registry, `changedIds`
+   * the ids upserted since `baseContentKey`'s generation. When that generation serves (and was built with the same
+   * parameters, field-by-field scoring), the next generation is written from it in the database: the unchanged
+   * entries and their postings are copied and renumbered, the changed entries' postings (computed here) merged
+   * in, every contribution recomputed for the new statistics with the full build's operations (see
+   * `changes.ts`), so the new generation's tables equal those a full publication of `entries` would write. It
+   * is switched to in one transaction, like a publication, by one writer at a time. Otherwise (another writer
+   * published meanwhile, BM25F scoring, other parameters) `entries` are published in full. A compaction (a full
+   * publication of the same entries, for the pruned layout) follows after `compactionDelayMs` without updates.
+   */
+  async update(
+    entries: readonly NormalizedKnowledgeEntry[],
+    options: {
+      indexOptions: KnowledgeIndexBuildOptions;
+      contentKey: string;
+      baseContentKey: string;
+      changedIds: readonly string[];
+    },
+  ): Promise<KnowledgeBackendPublishResult> {
+    const published = await this.tracked(async () => {
+      await this.ensureSchema();
+      const parameters = resolveIndexParameters(options.indexOptions);
+      const pool = await this.primary();
+      const client = await pool.connect();
+      try {
+        await client.query({ text: "set statement_timeout = 0" });
+        await client.query({ text: "select pg_advisory_lock($1, 2)", values: [LOCK_NAMESPACE] });
+        const base = await this.servingRow(client);
+        if (base && base.contentKey === options.contentKey)
+          return { generation: base.generation, entryCount: base.entryCount, reused: true };
+        const derivable =
+          base !== null &&
+          base.contentKey === options.baseContentKey &&
+          parameters.scoring === "sum" &&
+          base.parameters === JSON.stringify(parameters);
+        const generation = derivable
+          ? await this.writeDerivedGeneration(client, base.generation, entries, options, parameters)
+          : await this.writeGeneration(
+              client,
+              computeGenerationData(entries, options.indexOptions),
+              options.contentKey,
+            );
+        await this.retireOldGenerations(client);
+        this.serving = null;
+        return { generation, entryCount: entries.length, reused: false };
+      } finally {
+        client.release(true);
+      }
+    });
+    if (!published.reused) this.scheduleCompaction(entries, options.indexOptions, options.contentKey);
+    await this.current().catch(() => {});
+    return published;
+  }
+
+  /** Resolves when no compaction is pending or running (for tests and benchmarks); never rejects. */
+  async compacted(): Promise<void> {
+    const pending = this.pendingCompaction;
+    if (pending?.timer) {
+      clearTimeout(pending.timer);
+      pending.timer = null;
+      this.compaction ??= this.compact();
+    }
+    while (this.compaction) await this.compaction;
+  }
+
+  private scheduleCompaction(
+    entries: readonly NormalizedKnowledgeEntry[],
+    indexOptions: KnowledgeIndexBuildOptions,
+    contentKey: string,
+  ): void {
+    if (this.pendingCompaction?.timer) clearTimeout(this.pendingCompaction.timer);
+    const timer = setTimeout(() => {
+      if (this.pendingCompaction?.timer === timer) this.pendingCompaction.timer = null;
+      this.compaction ??= this.compact();
+    }, this.compactionDelayMs);
+    timer.unref?.();
+    this.pendingCompaction = { entries, indexOptions, contentKey, timer };
+  }
+
+  /**
+   * Publishes the latest updated registry in full, unless another update or publication replaced it meanwhile
+   * (a failure is recorded in the status; the updated generation keeps serving, exactly).
+   */
+  private async compact(): Promise<void> {
+    try {
+      while (this.pendingCompaction && this.pendingCompaction.timer === null && !this.closed) {
+        const { entries, indexOptions, contentKey } = this.pendingCompaction;
+        this.pendingCompaction = null;
+        const serving = await this.servingRow().catch(() => null);
+        if (!serving || serving.contentKey !== contentKey || !serving.derived) continue;
+        await this.publish(entries, { indexOptions, contentKey }).catch(() => {});
+      }
+    } finally {
+      this.compaction = null;
+    }
+  }
+
+  /** Writes the next generation from the serving one `baseGeneration` (see {@link update}); returns its number. */
+  private async writeDerivedGeneration(
+    client: PostgresPoolClient,
+    baseGeneration: number,
+    entries: readonly NormalizedKnowledgeEntry[],
+    options: { contentKey: string; changedIds: readonly string[] },
+    parameters: PostgresIndexParameters,
+  ): Promise<number> {
+    const s = quoteIdentifier(this.schema);
+    const base = generationTables(this.schema, baseGeneration);
+    const baseRows = await client.query({
+      text: `select doc, id, field_lengths from ${base.entries} order by doc`,
+    });
+    const ids: string[] = [];
+    const fieldLengths = Array.from({ length: 5 }, () => new Int32Array(baseRows.rows.length));
+    baseRows.rows.forEach((row, doc) => {
+      if (Number(row.doc) !== doc) throw new Error(`generation ${baseGeneration} has a gap at entry ${doc}`);
+      ids.push(JSON.parse(String(row.id)) as string);
+      const lengths = row.field_lengths as number[];
+      for (let field = 0; field < 5; field++) fieldLengths[field]![doc] = Number(lengths[field]);
+    });
+    const maxFound = await client.query({
+      text: `select coalesce(max(document_frequency), 0) as max from ${base.postings}`,
+    });
+    const data = computeDerivedGeneration(
+      { ids, fieldLengths, maxDocumentFrequency: Number(maxFound.rows[0]!.max) },
+      entries,
+      new Set(options.changedIds),
+      parameters,
+    );
+    const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
+    const generation = Number(numbered.rows[0]!.generation);
+    const tables = generationTables(this.schema, generation);
+    await client.query({
+      text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics)
+        values ($1, 'building', $2, $3, $4, $5)`,
+      values: [
+        generation,
+        options.contentKey,
+        data.documentCount,
+        JSON.stringify(parameters),
+        JSON.stringify({
+          maxPhraseWords: data.maxPhraseWords,
+          documentCount: data.documentCount,
+          averageLengths: data.averageLengths,
+          derivedFrom: baseGeneration,
+        }),
+      ],
+    });
+    try {
+      for (const text of createGenerationStatements(tables)) await client.query({ text });
+      await this.loadDerivedGeneration(client, base, tables, data);
+      for (const text of indexGenerationStatements(tables, generation)) await client.query({ text });
+      await client.query({ text: "begin" });
+      await client.query({
+        text: `update ${s}.generations set state = 'ready', published_at = now() where generation = $1`,
+        values: [generation],
+      });
+      await client.query({
+        text: `insert into ${s}.serving (generation) values ($1)
+          on conflict (singleton) do update set generation = excluded.generation, switched_at = now()`,
+        values: [generation],
+      });
+      await client.query({ text: "commit" });
+      return generation;
+    } catch (error) {
+      await client.query({ text: "rollback" }).catch(() => {});
+      await client.query({ text: dropGenerationStatement(tables) }).catch(() => {});
+      await client
+        .query({
+          text: `update ${s}.generations set state = 'failed', error = $2 where generation = $1`,
+          values: [generation, error instanceof Error ? error.message : String(error)],
+        })
+        .catch(() => {});
+      throw error;
+    }
+  }
+
+  /**
+   * Fills an updated generation's tables: the base's unchanged entries and postings copied and renumbered in the
+   * database, the changed entries' rows and postings from JavaScript, contributions recomputed per posting as
+   * `weightedIdf[df] · ((tf · (k1 + 1)) / (tf + lengthNormalization[doc]))` (`bm25TermScore`'s expression and
+   * order; the database's float8 arithmetic is IEEE like JavaScript's), phrases and scopes written in full.
+   */
+  private async loadDerivedGeneration(
+    client: PostgresPoolClient,
+    base: GenerationTables,
+    tables: GenerationTables,
+    data: DerivedGenerationData,
+  ): Promise<void> {
+    const relationStarts = new Int32Array(data.documentCount + 1);
+    relationStarts.set(data.relationEnds, 1);
+    await client.query({
+      text: `insert into ${tables.entries} (doc, id, entry, relations, field_lengths)
+        select n.doc, e.id, e.entry,
+          ($2::int4[])[($3::int4[])[n.doc + 1] + 1 : ($3::int4[])[n.doc + 2]], e.field_lengths
+        from ${base.entries} e cross join lateral (select ($1::int4[])[e.doc + 1] as doc) n
+        where n.doc >= 0`,
+      values: [int4Array(data.map), int4Array(data.relations), int4Array(relationStarts)],
+    });
+    const batch = new BatchInsert(client, this.batchBytes);
+    batch.start(
+      tables.entries,
+      ["doc", "id", "entry", "relations", "field_lengths"],
+      ["", "", "", "::int4[]", "::int4[]"],
+    );
+    for (const row of data.added) {
+      const id = JSON.stringify(row.entry.id);
+      const entry = JSON.stringify(row.entry);
+      await batch.add(
+        [row.doc, id, entry, int4Array(row.relations), int4Array(row.fieldLengths)],
+        id.length + entry.length + 4 * (row.relations.length + 16),
+      );
+    }
+    await batch.flush();
+    // The changed entries' postings, then every list merged, renumbered and rescored in one statement.
+    await client.query({
+      text: `create temporary table lexground_added (
+        term text not null, field smallint not null, docs integer[] not null, frequencies integer[] not null)`,
+    });
+    batch.start(
+      "pg_temp.lexground_added",
+      ["term", "field", "docs", "frequencies"],
+      ["", "", "::int4[]", "::int4[]"],
+    );
+    for (const posting of data.addedPostings) {
+      await batch.add(
+        [encodeKey(posting.term), posting.field, int4Array(posting.docs), int4Array(posting.frequencies)],
+        posting.term.length + 32 + posting.docs.length * 16,
+      );
+    }
+    await batch.flush();
+    await client.query({ text: "analyze pg_temp.lexground_added" });
+    await client.query({
+      text: `insert into ${tables.postings} (term, field, document_frequency, docs, frequencies, contributions)
+        select l.term, l.field, cardinality(l.docs), l.docs, l.frequencies,
+          array(select ($2::float8[])[l.field * $3 + cardinality(l.docs) + 1]
+                       * ((x.f * $4::float8) / (x.f + ($5::float8[])[l.field * $6 + x.d + 1]))
+                from unnest(l.docs, l.frequencies) with ordinality as x(d, f, o) order by x.o)
+        from (
+          select coalesce(p.term, a.term) as term, coalesce(p.field, a.field) as field, m.docs, m.frequencies
+          from ${base.postings} p full join pg_temp.lexground_added a on a.term = p.term and a.field = p.field
+          cross join lateral (
+            select array_agg(x.d order by x.d) as docs, array_agg(x.f order by x.d) as frequencies
+            from (
+              select ($1::int4[])[u.d + 1] as d, u.f from unnest(p.docs, p.frequencies) as u(d, f)
+              union all
+              select u.d, u.f from unnest(a.docs, a.frequencies) as u(d, f)
+            ) x
+            where x.d >= 0
+          ) m
+        ) l
+        where l.docs is not null`,
+      values: [
+        int4Array(data.map),
+        float8Array(data.weightedIdf),
+        data.idfStride,
+        data.saturation,
+        float8Array(data.lengthNormalizations),
+        data.documentCount,
+      ],
+    });
+    await client.query({ text: "drop table pg_temp.lexground_added" });
+    batch.start(tables.phrases, ["key", "exact", "alias"], ["", "::int4[]", "::int4[]"]);
+    for (const [key, ids] of data.phrases) {
+      await batch.add([encodeKey(key), int4Array(ids.exact), int4Array(ids.alias)], key.length + 64);
+    }
+    await batch.flush();
+    batch.start(tables.scopes, ["kind", "key", "docs"], ["", "", "::int4[]"]);
+    await batch.add([SCOPE_RESTRICTED, "", int4Array(data.restricted)], data.restricted.length * 8);
+    for (const [key, docs] of data.byIntegration)
+      await batch.add([SCOPE_INTEGRATION, encodeKey(key), int4Array(docs)], key.length + docs.length * 8);
+    for (const [key, docs] of data.byDomain)
+      await batch.add([SCOPE_DOMAIN, encodeKey(key), int4Array(docs)], key.length + docs.length * 8);
+    await batch.flush();
+  }
+
   /** The serving generation's row (on `client`, or the primary pool). */
-  private async servingRow(
-    client?: PostgresPoolClient,
-  ): Promise<{ generation: number; entryCount: number; contentKey: string } | null> {
+  private async servingRow(client?: PostgresPoolClient): Promise<{
+    generation: number;
+    entryCount: number;
+    contentKey: string;
+    parameters: string;
+    /** Written by an incremental update (not compacted yet). */
+    derived: boolean;
+  } | null> {
     const s = quoteIdentifier(this.schema);
     const runner = client ?? (await this.primary());
     const result = await runner.query({
-      text: `select g.generation, g.entry_count, g.content_key
+      text: `select g.generation, g.entry_count, g.content_key, g.parameters, g.statistics
         from ${s}.serving v join ${s}.generations g on g.generation = v.generation`,
     });
     const row = result.rows[0];
     if (!row) return null;
+    const statistics = JSON.parse(String(row.statistics ?? "{}")) as { derivedFrom?: unknown };
     return {
       generation: Number(row.generation),
       entryCount: Number(row.entry_count),
       contentKey: String(row.content_key),
+      parameters: String(row.parameters),
+      derived: statistics.derivedFrom !== undefined,
     };
   }
 

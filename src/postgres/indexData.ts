@@ -7,6 +7,7 @@
  * engine's tie-break and the database can order ties by an integer.
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
+import { bm25TermScore } from "../knowledge/bm25.js";
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import {
   buildDocument,
@@ -260,7 +261,6 @@ function* sumRows(
 ): Generator<PostingRow> {
   const { k1, b } = parameters;
   const documentCount = fieldEnds[0]!.length;
-  const saturation = k1 + 1;
   for (let field = 0; field < FIELD_COUNT; field++) {
     if (!scoredField(parameters, averageLengths, field)) continue;
     const weight = parameters.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
@@ -283,7 +283,7 @@ function* sumRows(
         const tf = frequencies[grouped.sources[start + index]!]!;
         const lengthNormalization = k1 * (1 - b + (b * fieldLengths[doc]!) / averageLength);
         tfs[index] = tf;
-        contributions[index] = (weightedIdf * (tf * saturation)) / (tf + lengthNormalization);
+        contributions[index] = bm25TermScore(weightedIdf, tf, k1, lengthNormalization);
       }
       yield { term: terms[term]!, field, documentFrequency, docs, frequencies: tfs, contributions };
     }

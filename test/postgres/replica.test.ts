@@ -238,4 +238,43 @@ describePostgres("a fleet reading from a streaming replica", () => {
     await replica!.caughtUp();
     expect(await servedVersion(running)).toBe("2");
   }, 60_000);
+
+  it("an incremental update written on the primary reaches readers on the replica once replayed, atomically", async () => {
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: splitBackend("updated", { compactionDelayMs: 3_600_000 }),
+    });
+    await writer.ready();
+    await replica!.caughtUp();
+    const engine = reader("updated");
+    expect(await servedVersion(engine)).toBe("1");
+    await replica!.pauseReplay();
+    try {
+      const updated = await writer.update({
+        remove: ["payouts.schedule"],
+        upsert: [
+          {
+            id: "payouts.instant",
+            title: "Instant payouts",
+            summary: "Send a payout to a debit card within minutes, now on weekends too.",
+            domain: "payouts",
+            integrations: [],
+          },
+        ],
+      });
+      expect(updated.live).toBe(true);
+      for (let turn = 0; turn < 3; turn++) {
+        const outcome = await engine.ground(QUERY);
+        expect(outcome.ephemeralContext?.content).not.toContain("weekends");
+        expect(engine.getStatus().entryCount).toBe(2);
+      }
+    } finally {
+      await replica!.resumeReplay();
+    }
+    await replica!.caughtUp();
+    const outcome = await engine.ground(QUERY);
+    expect(outcome.ephemeralContext?.content).toContain("weekends");
+    expect(engine.getStatus()).toMatchObject({ entryCount: 1, backend: { degraded: false } });
+  }, 60_000);
 });

@@ -1,0 +1,353 @@
+/**
+ * Incremental updates on the PostgreSQL backend (`engine.upsert/remove/update` with a PostgreSQL-backed engine):
+ * after random sequences of upserts and removals, the generation the updates wrote holds exactly the tables a full
+ * publication of the final registry writes (entries, postings with every contribution bit for bit, phrases,
+ * scopes, statistics), and turns give exactly the in-memory engine's outcomes on a full build of that registry.
+ * Updates are atomic for readers (on the primary and on a streaming replica), refused updates change nothing,
+ * and a failed write leaves the previous generation serving.
+ *
+ * Runs against throwaway clusters (see test/support/postgresCluster.ts). Skipped with a notice without
+ * PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
+ */
+import fc from "fast-check";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  type KnowledgeEntryInput,
+  type KnowledgeGroundingConfig,
+  KnowledgeGroundingEngine,
+  type KnowledgeGroundingOutcome,
+  type KnowledgeSource,
+} from "../../src/index.js";
+import {
+  createPostgresBackend,
+  type PostgresBackend,
+  type PostgresBackendOptions,
+  type PostgresPool,
+} from "../../src/postgres/index.js";
+import {
+  entryArbitrary,
+  ID_POOL,
+  registryArbitrary,
+  requestArbitrary,
+  tiedEntryArbitrary,
+} from "../property/arbitraries.js";
+import { propertyRuns, propertySeed } from "../property/seed.js";
+import {
+  importPostgresDriver,
+  instrumentedPool,
+  POSTGRES_REQUIRED,
+  type PostgresCluster,
+  startPostgresCluster,
+} from "../support/postgresCluster.js";
+
+const started = await startPostgresCluster();
+const cluster: PostgresCluster | null = started.cluster;
+if (!cluster && !POSTGRES_REQUIRED) {
+  console.warn(`[lexground] ${started.reason}: PostgreSQL incremental update tests are SKIPPED`);
+}
+const describePostgres = cluster ? describe : describe.skip;
+const pg = cluster ? await importPostgresDriver() : null;
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+  await cluster?.dispose();
+});
+
+let inspector: PostgresPool | null = null;
+function inspect(): PostgresPool {
+  if (!inspector) {
+    inspector = new pg!.Pool({ connectionString: cluster!.url, max: 2 });
+    const pool = inspector;
+    cleanups.push(() => pool.end());
+  }
+  return inspector;
+}
+
+function backend(schema: string, options: Partial<PostgresBackendOptions> = {}): PostgresBackend {
+  const created = createPostgresBackend({
+    ...(options.pool ? {} : { connectionString: cluster!.url }),
+    schema,
+    generationCheckMs: 0,
+    compactionDelayMs: 3_600_000,
+    ...options,
+  } as PostgresBackendOptions);
+  cleanups.push(() => created.close());
+  return created;
+}
+
+/** A serving generation's tables and statistics, as comparable rows (floats in their exact shortest text). */
+async function generationContent(schema: string) {
+  const pool = inspect();
+  const serving = await pool.query({
+    text: `select g.generation, g.entry_count, g.parameters, g.statistics
+      from ${schema}.serving v join ${schema}.generations g using (generation)`,
+  });
+  const row = serving.rows[0]!;
+  const generation = Number(row.generation);
+  const statistics = JSON.parse(String(row.statistics)) as Record<string, unknown>;
+  const table = (name: string) => `${schema}.g${generation}_${name}`;
+  const rows = async (text: string) => (await pool.query({ text })).rows;
+  return {
+    generation,
+    summary: {
+      entryCount: Number(row.entry_count),
+      parameters: String(row.parameters),
+      maxPhraseWords: statistics.maxPhraseWords,
+      documentCount: statistics.documentCount,
+      averageLengths: statistics.averageLengths,
+    },
+    derived: statistics.derivedFrom !== undefined,
+    entries: await rows(
+      `select doc, id, entry, relations::text, field_lengths::text from ${table("entries")} order by doc`,
+    ),
+    postings: await rows(
+      `select term, field, document_frequency, docs::text, frequencies::text,
+        (select array_agg(float8send(c) order by o) from unnest(contributions) with ordinality as u(c, o))::text as bits
+      from ${table("postings")} order by term collate "C", field`,
+    ),
+    phrases: await rows(
+      `select key, exact::text, alias::text from ${table("phrases")} order by key collate "C"`,
+    ),
+    scopes: await rows(`select kind, key, docs::text from ${table("scopes")} order by kind, key collate "C"`),
+  };
+}
+
+type Operation = { kind: "upsert"; entries: KnowledgeEntryInput[] } | { kind: "remove"; ids: string[] };
+
+const upsertArbitrary: fc.Arbitrary<Operation> = fc
+  .tuple(fc.uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 1, maxLength: 4 }), fc.boolean())
+  .chain(([ids, tied]) => fc.tuple(...ids.map((id) => (tied ? tiedEntryArbitrary(id) : entryArbitrary(id)))))
+  .map((entries) => ({ kind: "upsert", entries }));
+const removeArbitrary: fc.Arbitrary<Operation> = fc
+  .uniqueArray(fc.constantFrom(...ID_POOL, "never.there"), { minLength: 1, maxLength: 6 })
+  .map((ids) => ({ kind: "remove", ids }));
+const operationsArbitrary = fc.array(fc.oneof(upsertArbitrary, upsertArbitrary, removeArbitrary), {
+  minLength: 1,
+  maxLength: 6,
+});
+const configArbitrary: fc.Arbitrary<Partial<KnowledgeGroundingConfig>> = fc.constantFrom(
+  {},
+  { retrieval: { k1: 0.9, b: 0.3 } },
+  // An analyzer, and a field that is not scored.
+  { retrieval: { analyzer: "english" as const, fieldWeights: { aliases: 0, body: 2 } } },
+  // BM25F: updates publish the final registry in full.
+  { preset: "recommended" as const },
+);
+
+/** What a turn's outcome says, without its timing. */
+function comparable(outcome: KnowledgeGroundingOutcome) {
+  const { durationMs: _, ...metadata } = outcome.metadata;
+  const retrieval = outcome.retrieval ? { ...outcome.retrieval, durationMs: 0 } : null;
+  return { context: outcome.ephemeralContext, metadata, retrieval };
+}
+
+let schemas = 0;
+
+describePostgres("incremental updates on the PostgreSQL backend", () => {
+  it("after random upserts and removals, the updated generation equals a full publication of the final registry, and turns equal the in-memory engine's on a full build", async () => {
+    const seed = propertySeed("postgres-updates");
+    await fc.assert(
+      fc.asyncProperty(
+        registryArbitrary,
+        operationsArbitrary,
+        configArbitrary,
+        fc.array(requestArbitrary, { minLength: 1, maxLength: 4 }),
+        async (registry, operations, config, requests) => {
+          const run = ++schemas;
+          const sources: KnowledgeSource[] = [{ id: "source", version: "v1", entries: registry }];
+          const engine = new KnowledgeGroundingEngine({
+            enabled: true,
+            sources,
+            backend: backend(`updated_${run}`),
+            logger: null,
+            ...config,
+          });
+          await engine.ready();
+          if (!engine.getStatus().ready) return; // an invalid start registry (relations): nothing to update
+          // The expected registry: entries by id, a replaced entry keeps its place, new ones go last.
+          const expected = new Map<string, KnowledgeEntryInput>(registry.map((entry) => [entry.id, entry]));
+          let changed = false;
+          for (const operation of operations) {
+            const result =
+              operation.kind === "upsert"
+                ? await engine.upsert(operation.entries)
+                : await engine.remove(operation.ids);
+            if (!result.live) {
+              expect(result.reason).toBe("validation-failed");
+              continue;
+            }
+            if (operation.kind === "upsert") {
+              for (const entry of operation.entries) expected.set(entry.id, entry);
+              changed = true;
+            } else {
+              for (const id of operation.ids) changed = expected.delete(id) || changed;
+            }
+          }
+          const finalSources: KnowledgeSource[] = [
+            { id: "source", version: "v1", entries: [...expected.values()] },
+          ];
+          const full = new KnowledgeGroundingEngine({
+            enabled: true,
+            sources: finalSources,
+            backend: backend(`full_${run}`),
+            logger: null,
+            ...config,
+          });
+          await full.ready();
+          const [updated, published] = await Promise.all([
+            generationContent(`updated_${run}`),
+            generationContent(`full_${run}`),
+          ]);
+          // Field-by-field scoring: the last update wrote its generation from the previous one.
+          if (changed && config.preset !== "recommended") expect(updated.derived).toBe(true);
+          expect(published.derived).toBe(false);
+          expect(updated.summary).toEqual(published.summary);
+          expect(updated.entries).toEqual(published.entries);
+          expect(updated.postings).toEqual(published.postings);
+          expect(updated.phrases).toEqual(published.phrases);
+          expect(updated.scopes).toEqual(published.scopes);
+          const memory = new KnowledgeGroundingEngine({
+            enabled: true,
+            sources: finalSources,
+            logger: null,
+            ...config,
+          });
+          await memory.ready();
+          for (const request of requests) {
+            const input = {
+              query: request.query,
+              recentTurns: request.recentTurns,
+              scope: { enabledIntegrations: request.enabledIntegrations },
+            };
+            expect(comparable(await engine.ground(input))).toEqual(comparable(await memory.ground(input)));
+          }
+        },
+      ),
+      { seed, numRuns: propertyRuns(8), endOnFailure: true },
+    );
+  }, 240_000);
+
+  it("a refused update changes nothing; a write that fails half-way leaves the previous generation serving and the registry as it was", async () => {
+    const write = instrumentedPool(
+      new pg!.Pool({ connectionString: cluster!.url }) as unknown as PostgresPool,
+    );
+    cleanups.push(() => write.pool.end());
+    const pgBackend = backend("update_faults", { pool: write.pool });
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [
+        {
+          id: "help",
+          version: "1",
+          entries: [
+            {
+              id: "payouts.instant",
+              title: "Instant payouts",
+              summary: "Send a payout within minutes.",
+              domain: "payouts",
+              integrations: [],
+            },
+            {
+              id: "payouts.schedule",
+              title: "Payout schedule",
+              summary: "Payouts run daily.",
+              domain: "payouts",
+              integrations: [],
+            },
+          ],
+        },
+      ],
+      backend: pgBackend,
+      logger: null,
+    });
+    await engine.ready();
+    const first = pgBackend.status().generation;
+    const refused = await engine.upsert([
+      { id: "", title: "no id", summary: "", domain: "payouts", integrations: [] },
+    ]);
+    expect(refused).toMatchObject({ live: false, reason: "validation-failed" });
+    expect(pgBackend.status().generation).toBe(first);
+    write.state.fail = (text) =>
+      text.includes("lexground_added a on") ? new Error("disk full (injected)") : null;
+    const failed = await engine.upsert([
+      {
+        id: "payouts.refunds",
+        title: "Refunds",
+        summary: "Refund a payout.",
+        domain: "payouts",
+        integrations: [],
+      },
+    ]);
+    write.state.fail = null;
+    expect(failed).toMatchObject({ live: false, reason: "build-failed" });
+    expect(engine.getStatus().lastError).toMatch(/disk full/);
+    expect(pgBackend.status().generation).toBe(first);
+    expect((await engine.ground({ query: "refund a payout" })).metadata.selectedIds).not.toContain(
+      "payouts.refunds",
+    );
+    const tables = await inspect().query({
+      text: "select table_name from information_schema.tables where table_schema = 'update_faults' and table_name ~ '^g[0-9]+_' order by 1",
+    });
+    expect(new Set(tables.rows.map((row) => String(row.table_name).split("_")[0]))).toEqual(
+      new Set([`g${first}`]),
+    );
+    // The next update applies to the registry as it was (the failed change is not half-applied), then removes.
+    expect((await engine.remove(["payouts.schedule"])).live).toBe(true);
+    const after = await generationContent("update_faults");
+    expect(after.derived).toBe(true);
+    expect(after.entries.map((row) => row.id)).toEqual([JSON.stringify("payouts.instant")]);
+  }, 60_000);
+
+  it("a compaction publishes the updated registry again as a fresh generation, with the same content and turns", async () => {
+    const pgBackend = backend("compaction");
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [
+        {
+          id: "help",
+          version: "1",
+          entries: [
+            {
+              id: "payouts.instant",
+              title: "Instant payouts",
+              summary: "Send a payout within minutes.",
+              domain: "payouts",
+              integrations: [],
+            },
+          ],
+        },
+      ],
+      backend: pgBackend,
+      logger: null,
+    });
+    await engine.ready();
+    expect(
+      (
+        await engine.upsert([
+          {
+            id: "payouts.refunds",
+            title: "Refunds",
+            summary: "Refund a payout.",
+            domain: "payouts",
+            integrations: [],
+          },
+        ])
+      ).live,
+    ).toBe(true);
+    const updated = await generationContent("compaction");
+    const before = comparable(await engine.ground({ query: "refund a payout" }));
+    expect(before.metadata.selectedIds).toContain("payouts.refunds");
+    await pgBackend.compacted();
+    const compacted = await generationContent("compaction");
+    expect(updated.derived).toBe(true);
+    expect(compacted.derived).toBe(false);
+    expect(compacted.generation).toBeGreaterThan(updated.generation);
+    expect({ ...compacted, generation: 0, derived: false }).toEqual({
+      ...updated,
+      generation: 0,
+      derived: false,
+    });
+    expect(comparable(await engine.ground({ query: "refund a payout" }))).toEqual(before);
+  }, 60_000);
+});
