@@ -3,20 +3,24 @@
  * three modes: from the manifest (read, validate, hash, build), from the manifest with a prebuilt artifact (read,
  * validate, hash, load), and from the self-contained artifact alone (`indexArtifact` without sources: load only).
  * Each child runs the built package (`dist/`, plain `node`, no TypeScript loader), constructs the engine and
- * grounds one query. Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c]`
+ * grounds one query; a bare `node -e ""` is timed in the same runs (Node's own start, part of every figure). Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c]`
  * (modes: `manifest`, `manifest+artifact`, `artifact`; default all three); it builds `dist/` first.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { buildIndexArtifactChunks, clearKnowledgeIndexCache } from "../src/index.js";
 import type { KnowledgeManifest } from "../src/types/knowledge.js";
+import {
+  median,
+  REPO_ROOT,
+  timeBareNode,
+  timeFirstTurn,
+  writeArtifactPieces,
+  writeFirstTurnChild,
+} from "./firstTurn.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
-
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 function option(name: string, fallback: string): string {
   const index = process.argv.indexOf(`--${name}`);
@@ -27,63 +31,10 @@ const sizes = option("sizes", "10000,100000").split(",").map(Number);
 const runs = Number(option("runs", "3"));
 const modes = option("modes", "manifest,manifest+artifact,artifact").split(",");
 
-const CHILD = `
-import { readFileSync } from "node:fs";
-const [indexPath, manifestPath, artifactPath, query] = process.argv.slice(2);
-const { KnowledgeGroundingEngine, manifestToSources } = await import(indexPath);
-const sources = manifestPath === "-" ? undefined : manifestToSources(JSON.parse(readFileSync(manifestPath, "utf8")));
-const engine = new KnowledgeGroundingEngine({
-  enabled: true,
-  ...(sources ? { sources } : {}),
-  timeoutMs: 600000,
-  ...(artifactPath !== "-" ? { indexArtifact: artifactPath } : {}),
-});
-const outcome = await engine.ground({ query });
-const status = engine.getStatus();
-process.stdout.write(JSON.stringify({ origin: status.snapshotOrigin, entries: status.entryCount,
-  grounded: outcome.ephemeralContext !== null, failure: outcome.metadata.failureReason ?? null,
-  rssMb: Math.round(process.memoryUsage().rss / 1048576),
-  cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000 }));
-`;
-
-function runChild(childPath: string, manifestPath: string, artifactPath: string, query: string) {
-  return new Promise<{ milliseconds: number; report: Record<string, unknown> }>((resolvePromise, reject) => {
-    const started = performance.now();
-    const child = spawn(
-      process.execPath,
-      [
-        "--max-old-space-size=8192",
-        childPath,
-        join(REPO_ROOT, "dist/index.js"),
-        manifestPath,
-        artifactPath,
-        query,
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      const milliseconds = performance.now() - started;
-      if (code !== 0) reject(new Error(`child exited with ${code}`));
-      else resolvePromise({ milliseconds, report: JSON.parse(output) });
-    });
-  });
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((left, right) => left - right);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
-
 async function main(): Promise<void> {
   execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
   const directory = mkdtempSync(join(tmpdir(), "lexground-coldstart-"));
-  const childPath = join(directory, "child.mjs");
-  writeFileSync(childPath, CHILD);
+  const childPath = writeFirstTurnChild(directory);
   console.log(
     `cold start: ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`,
   );
@@ -94,9 +45,9 @@ async function main(): Promise<void> {
     artifact: "artifact alone (ms)",
   };
   console.log(
-    `| entries | manifest MB | artifact MB | ${modes.map((mode) => labels[mode] ?? mode).join(" | ")} | max RSS artifact alone (MB) | runs |`,
+    `| entries | manifest MB | artifact MB | ${modes.map((mode) => labels[mode] ?? mode).join(" | ")} | bare \`node -e ""\` (ms) | max RSS artifact alone (MB) | runs |`,
   );
-  console.log(`|--:|--:|--:|${modes.map(() => "--:|").join("")}--:|--:|`);
+  console.log(`|--:|--:|--:|${modes.map(() => "--:|").join("")}--:|--:|--:|`);
   try {
     for (const size of sizes) {
       const workload = generateSyntheticRegistry({ size, seed: 42, queryCount: 1 });
@@ -119,38 +70,31 @@ async function main(): Promise<void> {
       ]);
       clearKnowledgeIndexCache();
       const artifactPath = join(directory, `kb-${size}.lxg`);
-      const descriptor = openSync(artifactPath, "w");
-      let artifactBytes = 0;
-      for (const piece of pieces) {
-        let written = 0;
-        while (written < piece.byteLength)
-          written += writeSync(descriptor, piece, written, Math.min(piece.byteLength - written, 1 << 30));
-        artifactBytes += piece.byteLength;
-      }
-      closeSync(descriptor);
+      const artifactBytes = writeArtifactPieces(artifactPath, pieces);
       pieces.length = 0;
       const query = workload.queries[0]!.query;
       const times = new Map<string, number[]>(modes.map((mode) => [mode, []]));
       const cpuTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
+      const bareTimes: number[] = [];
       let rssMb = 0;
       for (let run = 0; run < runs; run++) {
+        bareTimes.push(await timeBareNode());
         for (const mode of modes) {
-          const result = await runChild(
-            childPath,
-            mode === "artifact" ? "-" : manifestPath,
-            mode === "manifest" ? "-" : artifactPath,
+          const result = await timeFirstTurn(childPath, {
+            ...(mode === "artifact" ? {} : { manifestPath }),
+            ...(mode === "manifest" ? {} : { artifactPath }),
             query,
-          );
+          });
           const expectedOrigin = mode === "manifest" ? "built" : "artifact";
           if (result.report.origin !== expectedOrigin || !result.report.grounded)
             throw new Error(`unexpected (${mode}): ${JSON.stringify(result.report)}`);
           times.get(mode)!.push(result.milliseconds);
-          cpuTimes.get(mode)!.push(result.report.cpuMs as number);
-          if (mode === "artifact") rssMb = Math.max(rssMb, result.report.rssMb as number);
+          cpuTimes.get(mode)!.push(result.report.cpuMs);
+          if (mode === "artifact") rssMb = Math.max(rssMb, result.report.rssMb);
         }
       }
       console.log(
-        `| ${size} | ${manifestBytes ? (manifestBytes / 1048576).toFixed(1) : "-"} | ${(artifactBytes / 1048576).toFixed(1)} | ${modes.map((mode) => `${median(times.get(mode)!).toFixed(0)} (${median(cpuTimes.get(mode)!).toFixed(0)})`).join(" | ")} | ${rssMb || "-"} | ${runs} |`,
+        `| ${size} | ${manifestBytes ? (manifestBytes / 1048576).toFixed(1) : "-"} | ${(artifactBytes / 1048576).toFixed(1)} | ${modes.map((mode) => `${median(times.get(mode)!).toFixed(0)} (${median(cpuTimes.get(mode)!).toFixed(0)})`).join(" | ")} | ${median(bareTimes).toFixed(0)} | ${rssMb || "-"} | ${runs} |`,
       );
     }
   } finally {
@@ -158,7 +102,7 @@ async function main(): Promise<void> {
   }
   console.log("");
   console.log(
-    `Median wall time from spawning \`node\` to the first grounded turn (in brackets: the child's CPU time, user + system, which the machine's other load disturbs less); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources).`,
+    `Median wall time from spawning \`node\` to the first grounded turn (in brackets: the child's CPU time, user + system, which the machine's other load disturbs less); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources); bare \`node -e ""\`: Node's own start and exit, included in every figure.`,
   );
 }
 

@@ -7,12 +7,11 @@
  * `node --expose-gc --max-old-space-size=14336 --import tsx bench/million.ts [--size N] [--queries N] [--runs N]`;
  * it builds `dist/` first. Progress on stderr, a Markdown table on stdout.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { fileURLToPath } from "node:url";
 import {
   buildKnowledgeIndexCacheKey,
   KnowledgeGroundingEngine,
@@ -20,9 +19,15 @@ import {
 } from "../src/index.js";
 import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
+import {
+  median,
+  REPO_ROOT,
+  timeBareNode,
+  timeFirstTurn,
+  writeArtifactPieces,
+  writeFirstTurnChild,
+} from "./firstTurn.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
-
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 function option(name: string, fallback: string): string {
   const index = process.argv.indexOf(`--${name}`);
@@ -49,39 +54,6 @@ function retained(): number {
 function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((left, right) => left - right);
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
-}
-
-const CHILD = `
-const [indexPath, artifactPath, query] = process.argv.slice(2);
-const { KnowledgeGroundingEngine } = await import(indexPath);
-const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: artifactPath, timeoutMs: 600000 });
-const outcome = await engine.ground({ query });
-const status = engine.getStatus();
-const cpu = process.cpuUsage();
-process.stdout.write(JSON.stringify({ origin: status.snapshotOrigin, entries: status.entryCount,
-  grounded: outcome.ephemeralContext !== null, error: status.lastError,
-  rssMb: Math.round(process.memoryUsage().rss / 1048576), cpuMs: (cpu.user + cpu.system) / 1000 }));
-`;
-
-function runChild(childPath: string, artifactPath: string, query: string) {
-  return new Promise<{ milliseconds: number; report: Record<string, unknown> }>((resolvePromise, reject) => {
-    const started = performance.now();
-    const child = spawn(
-      process.execPath,
-      ["--max-old-space-size=8192", childPath, join(REPO_ROOT, "dist/index.js"), artifactPath, query],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    let output = "";
-    child.stdout.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => {
-      const milliseconds = performance.now() - started;
-      if (code !== 0) reject(new Error(`child exited with ${code}`));
-      else resolvePromise({ milliseconds, report: JSON.parse(output) });
-    });
-  });
 }
 
 async function main(): Promise<void> {
@@ -155,15 +127,7 @@ async function main(): Promise<void> {
     started = performance.now();
     const pieces = serializeIndexSnapshotChunks(snapshot, key);
     const artifactPath = join(directory, "kb.lxg");
-    const descriptor = openSync(artifactPath, "w");
-    let artifactBytes = 0;
-    for (const piece of pieces) {
-      let written = 0;
-      while (written < piece.byteLength)
-        written += writeSync(descriptor, piece, written, Math.min(piece.byteLength - written, 1 << 30));
-      artifactBytes += piece.byteLength;
-    }
-    closeSync(descriptor);
+    const artifactBytes = writeArtifactPieces(artifactPath, pieces);
     pieces.length = 0;
     const writeSeconds = (performance.now() - started) / 1000;
     rows.push(["content key (hash of every entry)", `${keySeconds.toFixed(1)} s`]);
@@ -174,25 +138,30 @@ async function main(): Promise<void> {
     log(`artifact ${(artifactBytes / 1024 ** 3).toFixed(2)} GB written in ${writeSeconds.toFixed(1)} s`);
 
     const query = queries[0]!.query;
-    const childPath = join(directory, "child.mjs");
-    writeFileSync(childPath, CHILD);
+    const childPath = writeFirstTurnChild(directory);
     const walls: number[] = [];
     const cpuTimes: number[] = [];
+    const bareTimes: number[] = [];
     let rssMb = 0;
     for (let run = 0; run < runs; run++) {
-      const result = await runChild(childPath, artifactPath, query);
+      bareTimes.push(await timeBareNode());
+      const result = await timeFirstTurn(childPath, { artifactPath, query });
       if (result.report.origin !== "artifact" || !result.report.grounded)
         throw new Error(`unexpected: ${JSON.stringify(result.report)}`);
       walls.push(result.milliseconds);
-      cpuTimes.push(result.report.cpuMs as number);
-      rssMb = Math.max(rssMb, result.report.rssMb as number);
+      cpuTimes.push(result.report.cpuMs);
+      rssMb = Math.max(rssMb, result.report.rssMb);
       log(
         `first turn from the artifact: ${result.milliseconds.toFixed(0)} ms (CPU ${cpuTimes.at(-1)!.toFixed(0)} ms)`,
       );
     }
     rows.push([
       `first turn from the artifact alone (spawn node → grounded turn), median of ${runs}`,
-      `${percentile(walls, 0.5).toFixed(0)} ms (CPU ${percentile(cpuTimes, 0.5).toFixed(0)} ms), RSS ${rssMb} MB`,
+      `${median(walls).toFixed(0)} ms (CPU ${median(cpuTimes).toFixed(0)} ms), RSS ${rssMb} MB`,
+    ]);
+    rows.push([
+      `bare \`node -e ""\` in the same runs, median of ${runs}`,
+      `${median(bareTimes).toFixed(0)} ms`,
     ]);
   } finally {
     rmSync(directory, { recursive: true, force: true });

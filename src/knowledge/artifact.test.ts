@@ -23,7 +23,7 @@ import { checksum32 } from "./checksum.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { buildIndexArtifact, buildKnowledgeIndexCacheKey, clearKnowledgeIndexCache } from "./indexCache.js";
-import { buildIndexSnapshot } from "./knowledgeIndex.js";
+import { buildIndexSnapshot, type KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { normalizeSources } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
 
@@ -129,7 +129,8 @@ describe("index artifact round trip", () => {
       "not-an-index-artifact",
     );
     expectArtifactError(() => deserializeIndexSnapshot(new Uint8Array(3)), "not-an-index-artifact");
-    for (const version of [1, 3, 99]) {
+    // Formats 1 and 2 (eagerly read postings) included: they are rebuilt, not read.
+    for (const version of [1, 2, 4, 99]) {
       const otherVersion = bytes.slice();
       new DataView(otherVersion.buffer).setUint32(8, version, true);
       expectArtifactError(() => deserializeIndexSnapshot(otherVersion), "unsupported-format-version");
@@ -141,17 +142,30 @@ describe("index artifact round trip", () => {
     expect(deserializeIndexSnapshot(unaligned.subarray(3), key).snapshot.entryCount).toBe(3);
   });
 
-  it("a flipped byte anywhere is a typed error: at load, or when its entry is read", () => {
+  it("a flipped byte anywhere is a typed error: at load, when its posting block is read, or when its entry is read", () => {
     const normalized = normalizeSources(sources, { manifestVersion: "0" });
     const built = buildIndexSnapshot(normalized.entries);
     const bytes = serializeIndexSnapshot(built, buildKnowledgeIndexCacheKey(normalized.groups));
     const header = readIndexArtifactHeader(bytes);
     const entriesStart = bytes.length - header.entryRecords.length;
     // Every seventh byte (so every section, record and prefix field), to keep the test short.
+    const payloadStart = bytes.length - header.payloadLength;
+    const lazySections = Object.values(header.sections).filter((section) => section.lazy);
+    const inLazySection = (position: number) =>
+      lazySections.some(
+        (section) =>
+          position >= payloadStart + section.offset &&
+          position < payloadStart + section.offset + section.length,
+      );
+    expect(lazySections.length).toBeGreaterThan(0);
     for (let position = 0; position < bytes.length; position += 7) {
       const flipped = bytes.slice();
       flipped[position]! ^= 0x5a;
-      if (position < entriesStart) {
+      if (inLazySection(position)) {
+        // Postings: the artifact loads; the first read of the damaged block (here: all of them) is a typed error.
+        const { snapshot } = deserializeIndexSnapshot(flipped);
+        expectArtifactError(() => serializeIndexSnapshot(snapshot, header.cacheKey), "corrupt");
+      } else if (position < entriesStart) {
         // Magic, version, lengths, header, sections: refused before anything is used.
         try {
           deserializeIndexSnapshot(flipped);
@@ -477,6 +491,77 @@ describe("engine from a self-contained artifact alone", () => {
     expect(selection.primary.map((entry) => entry.id)).toEqual(["access.policy-types"]);
     // Read twice (selection, then its relations), decoded once.
     expect(new Set(read)).toEqual(new Set(["access.policy-types"]));
+  });
+
+  it("posting blocks are read and checked when a turn first needs them: a damaged block fails that turn open, the others serve", async () => {
+    // Enough body postings for several blocks (a block holds at least 4,096 postings).
+    const entries = Array.from({ length: 600 }, (_, index) => ({
+      id: `entry-${String(index).padStart(4, "0")}`,
+      title: `Entry ${index}`,
+      summary: `Summary of entry ${index}.`,
+      domain: "blocks",
+      integrations: [],
+      kind: "configuration" as const,
+      body: Array.from({ length: 24 }, (_, word) => `w${(index * 7 + word * 13) % 1500}`).join(" "),
+    }));
+    const blockSources = [{ id: "blocks", version: "1", entries }];
+    const normalized = normalizeSources(blockSources, { manifestVersion: "0" });
+    const built = buildIndexSnapshot(normalized.entries);
+    const key = buildKnowledgeIndexCacheKey(normalized.groups);
+    const bytes = serializeIndexSnapshot(built, key);
+    const header = readIndexArtifactHeader(bytes);
+    const payloadStart = bytes.length - header.payloadLength;
+    const int32Section = (name: string) => {
+      const section = header.sections[name]!;
+      return new Int32Array(
+        bytes.slice(payloadStart + section.offset, payloadStart + section.offset + section.length).buffer,
+      );
+    };
+    const bounds = int32Section("lexical.blocks.4");
+    const offsets = int32Section("lexical.offsets.4");
+    expect(bounds.length - 1).toBeGreaterThanOrEqual(3);
+    const terms = (built.lexical as KnowledgeLexicalIndex).exportParts().dictionary!.allTerms();
+    // A body term of the first block and one of the last.
+    const bodyTermIn = (block: number) => {
+      for (let term = bounds[block]!; term < bounds[block + 1]!; term++)
+        if (offsets[term + 1]! > offsets[term]! && /^w\d+$/.test(terms[term]!)) return terms[term]!;
+      throw new Error(`no body term in block ${block}`);
+    };
+    const damagedTerm = bodyTermIn(0);
+    const intactTerm = bodyTermIn(bounds.length - 2);
+    // Flip a byte of the first block's document ids.
+    const damaged = bytes.slice();
+    damaged[payloadStart + header.sections["lexical.docs.4"]!.offset + offsets[bounds[0]!]! * 4 + 1]! ^= 0x5a;
+
+    const fromSources = new KnowledgeGroundingEngine({ enabled: true, sources: blockSources });
+    const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: damaged });
+    await engine.ready();
+    // Loading did not read the postings: the damage is not found yet.
+    expect(engine.getStatus()).toMatchObject({ ready: true, snapshotOrigin: "artifact", lastError: null });
+    const intact = await engine.ground({ query: intactTerm });
+    expect(intact.ephemeralContext).not.toBeNull();
+    expect(intact.ephemeralContext).toEqual(
+      (await fromSources.ground({ query: intactTerm })).ephemeralContext,
+    );
+    // The damaged block is found before any of its postings is used, every time it is needed.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const failed = await engine.ground({ query: `${intactTerm} ${damagedTerm}` });
+      expect(failed.ephemeralContext).toBeNull();
+      expect(failed.metadata.failureReason).toMatch(/damaged: block 0 of section lexical\.docs\.4/);
+    }
+    expect((await engine.ground({ query: intactTerm })).ephemeralContext).toEqual(intact.ephemeralContext);
+    // Directly: a typed error, for the retrieval as for exporting the whole index.
+    const { snapshot } = deserializeIndexSnapshot(damaged, key);
+    const retrieval = (await import("./config.js")).resolveRetrieval(undefined);
+    expectArtifactError(
+      () => retrieve(snapshot, { query: damagedTerm, recentTurns: [], enabledIntegrations: [] }, retrieval),
+      "corrupt",
+    );
+    expectArtifactError(() => serializeIndexSnapshot(snapshot, key), "corrupt");
+    // Undamaged, every block reads back to the same artifact.
+    expect(
+      Buffer.from(serializeIndexSnapshot(deserializeIndexSnapshot(bytes, key).snapshot, key)).equals(bytes),
+    ).toBe(true);
   });
 
   it("the content key's sources are parsed back", () => {

@@ -1,5 +1,5 @@
 /**
- * Prebuilt index artifacts: a built snapshot written as one self-contained binary file (format 2), so a replica
+ * Prebuilt index artifacts: a built snapshot written as one self-contained binary file (format 3), so a replica
  * starts by loading instead of validating, hashing, tokenizing and indexing every entry, and needs nothing else:
  * the entries travel inside the artifact, and its content key (see `buildKnowledgeIndexCacheKey`) is stored in it.
  *
@@ -10,14 +10,18 @@
  *   4 bytes   checksum of the header bytes (uint32, see `checksum.ts`)
  *   4 bytes   zero
  *   header    UTF-8 JSON: content key, sources, index options, counts, and every section's offset, length and
- *             checksum (offsets relative to the payload start, each aligned to 8 bytes)
- *   sections  typed arrays and UTF-8 blobs: the lexical index (`artifactLexical.ts`), the phrase trie and its
- *             exact/alias entry lists, the scope lists (status, integrations, domains), the entry table
+ *             checksum (offsets relative to the payload start, each aligned to 8 bytes; lazy sections are marked)
+ *   sections  typed arrays and UTF-8 blobs read at load: the lexical index's dictionary, offsets and block tables
+ *             (`artifactLexical.ts`), the phrase trie and its exact/alias entry lists, the scope lists (status,
+ *             integrations, domains), the entry table
+ *   lazy      the postings (document ids, contributions, BM25F shares): read per block of terms, and checked
+ *             against that block's checksum, when a search first needs one of its terms
  *   entries   last: one UTF-8 JSON record per entry, in dense-id order, located by the entry table
  *
- * Loading reads and checks every section except the entry records, which are read (from the file, when the
- * artifact is a path) and checked against their own checksums only when a turn needs them: a turn decodes the
- * entries it renders and nothing else.
+ * Loading reads and checks the eager sections only; posting blocks and entry records are read (from the file,
+ * when the artifact is a path) and checked against their own checksums when a turn first needs them: a turn reads
+ * the postings of its terms and decodes the entries it renders, nothing else. Formats 1 and 2 (which read every
+ * posting at load) are refused with `unsupported-format-version`.
  */
 import type {
   KnowledgeEntryKind,
@@ -30,6 +34,7 @@ import {
   type LexicalSectionsMeta,
   readLexicalSections,
   type SectionReader,
+  type WrittenSection,
   writeLexicalSections,
 } from "./artifactLexical.js";
 import { checksum32 } from "./checksum.js";
@@ -48,7 +53,7 @@ import { openRandomAccessFile } from "./runtime.js";
 export type { ArtifactIndexOptions } from "./artifactLexical.js";
 
 /** Version of the artifact layout; readers refuse other versions. */
-export const INDEX_ARTIFACT_FORMAT_VERSION = 2;
+export const INDEX_ARTIFACT_FORMAT_VERSION = 3;
 const MAGIC = "LXGINDEX";
 const PREFIX_BYTES = 24;
 /** Largest header accepted (a header holds counts and the section table: kilobytes in practice). */
@@ -112,12 +117,16 @@ export type KnowledgeIndexArtifactHeader = {
   postings: LexicalSectionsMeta["postings"];
   /** Byte length of everything after the header (sections and entry records). */
   payloadLength: number;
-  sections: Record<string, { offset: number; length: number; checksum: number }>;
+  /**
+   * Every section's place and checksum; a `lazy` section (postings) is read per block when first needed and
+   * checked against its per-block checksums instead (its `checksum` is 0).
+   */
+  sections: Record<string, { offset: number; length: number; checksum: number; lazy?: boolean }>;
   /** Where the entry records start and how many bytes they take (located by the `entries.offsets` section). */
   entryRecords: { offset: number; length: number };
 };
 
-type Section = { name: string; bytes: Uint8Array };
+type Section = WrittenSection;
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
@@ -311,7 +320,7 @@ export function serializeIndexSnapshotChunks(
     );
   }
 
-  const sections: Section[] = [
+  const listed: Section[] = [
     ...lexical.sections,
     { name: "phrases.keys", bytes: keys.blob },
     { name: "phrases.keyOffsets", bytes: bytesOf(keys.offsets) },
@@ -333,10 +342,17 @@ export function serializeIndexSnapshotChunks(
     { name: "entries.offsets", bytes: bytesOf(encodedEntries.offsets) },
     { name: "entries.checksums", bytes: bytesOf(entryChecksums) },
   ];
+  // The sections read at load first (one read brings them all), then the lazy postings, then the entry records.
+  const sections = [
+    ...listed.filter((section) => !section.lazy),
+    ...listed.filter((section) => section.lazy),
+  ];
   const table: KnowledgeIndexArtifactHeader["sections"] = {};
   let offset = 0;
   for (const section of sections) {
-    table[section.name] = { offset, length: section.bytes.byteLength, checksum: checksum32(section.bytes) };
+    table[section.name] = section.lazy
+      ? { offset, length: section.bytes.byteLength, checksum: 0, lazy: true }
+      : { offset, length: section.bytes.byteLength, checksum: checksum32(section.bytes) };
     offset += align8(section.bytes.byteLength);
   }
   const entryRecords = { offset, length: encodedEntries.length };
@@ -405,6 +421,8 @@ type ByteSource = {
   size: number;
   /** Bytes at `position`; 8-byte aligned when `aligned` is set (typed-array views need it). */
   read(position: number, length: number, aligned?: boolean): Uint8Array;
+  /** Copies `target.byteLength` bytes at `position` into `target`. */
+  readInto(position: number, target: Uint8Array): void;
   close(): void;
 };
 
@@ -415,6 +433,11 @@ function memorySource(data: Uint8Array): ByteSource {
       const view = data.subarray(position, position + length);
       // A Buffer from Node's pool may start anywhere; a copy is aligned.
       return aligned && view.byteOffset % 8 !== 0 ? view.slice() : view;
+    },
+    readInto(position, target) {
+      if (position < 0 || position + target.byteLength > data.byteLength)
+        throw new RangeError(`read of ${target.byteLength} bytes at ${position} is outside the artifact`);
+      target.set(data.subarray(position, position + target.byteLength));
     },
     close() {},
   };
@@ -460,6 +483,7 @@ function checkHeader(header: unknown, payloadBytes: number): KnowledgeIndexArtif
       !isCount(value.offset) ||
       !isCount(value.length) ||
       !isCount(value.checksum) ||
+      (value.lazy !== undefined && value.lazy !== true) ||
       value.offset % 8 !== 0 ||
       value.offset + value.length > payloadBytes
     ) {
@@ -550,6 +574,7 @@ export function readIndexArtifactHeaderFrom(
       source = {
         size: file.size,
         read: (position, length) => file.readSync(position, length),
+        readInto: (position, target) => file.readIntoSync(position, target),
         close: () => file.close(),
       };
     } catch (caught) {
@@ -846,26 +871,36 @@ class LazyRelationMap extends DerivedReadOnlyMap<string[]> {
 /** Index sections up to this size are read from a file in one piece. */
 const ONE_READ_BYTES = 1024 * 1024 * 1024;
 
-/** Closes the file of a loaded snapshot once nothing refers to the snapshot's entries any more. */
+/**
+ * Closes the file of a loaded snapshot once nothing refers to its entries or its lexical index any more (both
+ * read from it on demand): each is registered with the same counter.
+ */
 const fileCloser =
   typeof FinalizationRegistry === "function"
-    ? new FinalizationRegistry<ByteSource>((source) => {
+    ? new FinalizationRegistry<{ source: ByteSource; holders: number }>((held) => {
+        if (--held.holders > 0) return;
         try {
-          source.close();
+          held.source.close();
         } catch {
           // Already closed.
         }
       })
     : null;
 
-/** Sections read for a load, each checked against its checksum. */
+/**
+ * Sections read for a load: eager ones checked against their checksums, lazy ones read from `source` on demand
+ * (their reads are checked per block by the lexical index).
+ */
 function sectionReader(
   header: KnowledgeIndexArtifactHeader,
+  payloadStart: number,
+  source: ByteSource,
   fetch: (name: string, offset: number, length: number) => Uint8Array,
-): SectionReader & { bytes(name: string): Uint8Array; uint32(name: string): Uint32Array } {
+): SectionReader {
   const bytes = (name: string): Uint8Array => {
     const found = header.sections[name];
     if (!found) throw corrupt(`section ${name} is missing`);
+    if (found.lazy) throw corrupt(`section ${name} is lazy where it should be read at load`);
     const data = fetch(name, found.offset, found.length);
     if (checksum32(data) !== found.checksum) throw corrupt(`section ${name} does not match its checksum`);
     return data;
@@ -893,12 +928,34 @@ function sectionReader(
     int32: (name) => typed(name, 4, (buffer, offset, length) => new Int32Array(buffer, offset, length)),
     uint32: (name) => typed(name, 4, (buffer, offset, length) => new Uint32Array(buffer, offset, length)),
     float64: (name) => typed(name, 8, (buffer, offset, length) => new Float64Array(buffer, offset, length)),
+    lazy(name) {
+      const found = header.sections[name];
+      if (!found) throw corrupt(`section ${name} is missing`);
+      if (!found.lazy) throw corrupt(`section ${name} is read at load where it should be lazy`);
+      const start = payloadStart + found.offset;
+      return {
+        byteLength: found.length,
+        readInto(byteOffset, target) {
+          if (byteOffset < 0 || byteOffset + target.byteLength > found.length)
+            throw corrupt(`a read outside section ${name}`);
+          try {
+            source.readInto(start + byteOffset, target);
+          } catch (caught) {
+            throw new KnowledgeArtifactError(
+              "unreadable",
+              `index artifact section ${name} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
+            );
+          }
+        },
+      };
+    },
+    corrupt,
   };
 }
 
 /** Name → dense ids lists of the scope sections, checked to name existing entries. */
 function readLists(
-  read: ReturnType<typeof sectionReader>,
+  read: SectionReader,
   prefix: "integration" | "domain",
   count: number,
 ): Map<string, Int32Array> {
@@ -924,7 +981,7 @@ function assembleLoaded(
   header: KnowledgeIndexArtifactHeader,
   payloadStart: number,
   source: ByteSource,
-  read: ReturnType<typeof sectionReader>,
+  read: SectionReader,
 ): KnowledgeIndexSnapshot {
   const count = header.entryCount;
   const { lexical, ids } = readLexicalSections(
@@ -1018,7 +1075,7 @@ function loadFrom(
 ): { snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader } {
   checkExpectations(head.header, expected);
   try {
-    const read = sectionReader(head.header, fetch);
+    const read = sectionReader(head.header, head.payloadStart, source, fetch);
     const snapshot = assembleLoaded(head.header, head.payloadStart, source, read);
     return { snapshot, header: head.header };
   } catch (caught) {
@@ -1067,27 +1124,35 @@ export async function loadIndexArtifact(
   const source: ByteSource = {
     size: file.size,
     read: (position, length) => file.readSync(position, length),
+    readInto: (position, target) => file.readIntoSync(position, target),
     close: () => file.close(),
   };
   try {
     const head = readHeaderFrom(source);
     checkExpectations(head.header, expected);
-    // The index sections lie before the entry records: up to a gigabyte, one read (without blocking the event
-    // loop) brings them all, and the buffer starts at the payload, so the 8-byte aligned sections stay aligned;
-    // beyond, each section is read into a buffer of its own (no buffer may exceed 4 GiB).
-    const regionLength = head.header.entryRecords.offset;
+    // The sections read at load lie first (the lazy postings and the entry records after them): up to a
+    // gigabyte, one read (without blocking the event loop) brings them all, and the buffer starts at the payload,
+    // so the 8-byte aligned sections stay aligned; beyond, each section is read into a buffer of its own (no
+    // buffer may exceed 4 GiB).
+    const eager = Object.entries(head.header.sections).filter(([, section]) => !section.lazy);
+    const regionLength = eager.reduce(
+      (end, [, section]) => Math.max(end, section.offset + section.length),
+      0,
+    );
     let fetch: (name: string, offset: number, length: number) => Uint8Array;
     if (regionLength <= ONE_READ_BYTES) {
       const region = await file.read(head.payloadStart, regionLength);
       fetch = (_name, offset, length) => region.subarray(offset, offset + length);
     } else {
       const buffers = new Map<string, Uint8Array>();
-      for (const [name, section] of Object.entries(head.header.sections))
+      for (const [name, section] of eager)
         buffers.set(name, await file.read(head.payloadStart + section.offset, section.length));
       fetch = (name) => buffers.get(name)!;
     }
     const loaded = loadFrom(source, expected, fetch, head);
-    fileCloser?.register(loaded.snapshot.entriesById, source);
+    const held = { source, holders: 2 };
+    fileCloser?.register(loaded.snapshot.entriesById, held);
+    fileCloser?.register(loaded.snapshot.lexical, held);
     return loaded;
   } catch (caught) {
     file.close();

@@ -2,10 +2,20 @@
  * The lexical index's part of an index artifact: which sections it writes and how it is read back. Kept apart
  * from the envelope (`artifact.ts`: header, checksums, entries, phrases, scopes) so that a change of what the
  * lexical index stores changes this file and the format version only.
+ *
+ * The postings (per field: document ids and BM25 contributions; BM25F: also the per-field shares) are most of the
+ * index and a turn reads the postings of a few terms only, so they are lazy sections: not read at load, but read
+ * and checked per block of consecutive terms when a search first needs one of its terms. Each block has a
+ * checksum per lazy section, stored in an eager section; the document ids of a block are checked to name
+ * existing entries before any search reads them. A damaged block is a typed `corrupt` error of the search that
+ * first needs it (the turn fails open), never a wrong result.
  */
 import type { KnowledgeAnalyzerName, KnowledgeScoringMode } from "../types/knowledge.js";
+import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import type { PostingLoader } from "./indexParts.js";
 import { KnowledgeLexicalIndex } from "./knowledgeIndex.js";
+import { FIELD_COUNT } from "./postings.js";
 import { TermDictionary } from "./termDictionary.js";
 
 /** The index settings an artifact was built with (compared with an engine's before it serves the artifact). */
@@ -23,17 +33,84 @@ export type LexicalSectionsMeta = {
   postings: { active: boolean; postingCount: number }[];
 };
 
-/** Reads the sections of an artifact (already checked against their checksums). */
+/** A section read on demand: its length, and byte ranges copied into a caller's buffer (checked by the caller). */
+export type LazySection = {
+  byteLength: number;
+  /** Copies the section's bytes from `byteOffset` into `target` (its whole length). */
+  readInto(byteOffset: number, target: Uint8Array): void;
+};
+
+/** Reads the sections of an artifact (eager ones already checked against their checksums). */
 export type SectionReader = {
   has(name: string): boolean;
   bytes(name: string): Uint8Array;
   json<T>(name: string): T;
   int32(name: string): Int32Array;
+  uint32(name: string): Uint32Array;
   float64(name: string): Float64Array;
+  /** A lazy section (see the module comment); its reads are checked by the caller, per block. */
+  lazy(name: string): LazySection;
+  /** The error a damage found after loading is reported with (the envelope's typed `corrupt` error). */
+  corrupt(message: string): Error;
 };
 
-function bytesOf(array: Int32Array | Float64Array | Uint8Array): Uint8Array {
+/** A section as written: `lazy` sections are read per block on demand, the others at load. */
+export type WrittenSection = { name: string; bytes: Uint8Array; lazy?: boolean };
+
+/** Postings per block (at least; a block ends at a term boundary): what a first use of a term reads. */
+const BLOCK_POSTINGS = 4096;
+
+function bytesOf(array: Int32Array | Uint32Array | Float64Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+}
+
+/**
+ * Block boundaries over the terms of one posting list: block `b` covers terms `[bounds[b], bounds[b + 1])`, at
+ * least {@link BLOCK_POSTINGS} postings unless it is the last (a frequent term is a block of its own).
+ */
+function blockBounds(offsets: Int32Array, termCount: number): Int32Array {
+  const bounds = [0];
+  let blockStart = 0;
+  for (let term = 0; term < termCount; term++) {
+    const end = offsets[term + 1]!;
+    if (end - blockStart >= BLOCK_POSTINGS) {
+      bounds.push(term + 1);
+      blockStart = end;
+    }
+  }
+  if (bounds[bounds.length - 1] !== termCount) bounds.push(termCount);
+  return Int32Array.from(bounds);
+}
+
+/** Per block, the checksum of its postings' bytes in `bytes` (`bytesPerPosting` bytes each). */
+function blockChecksums(
+  bytes: Uint8Array,
+  bytesPerPosting: number,
+  offsets: Int32Array,
+  bounds: Int32Array,
+): Uint32Array {
+  const checksums = new Uint32Array(bounds.length - 1);
+  for (let block = 0; block + 1 < bounds.length; block++) {
+    const start = offsets[bounds[block]!]! * bytesPerPosting;
+    const end = offsets[bounds[block + 1]!]! * bytesPerPosting;
+    checksums[block] = checksum32(bytes.subarray(start, end));
+  }
+  return checksums;
+}
+
+/** The lazy section `name` with its per-block checksums (`name.checksums`). */
+function lazySections(
+  name: string,
+  array: Int32Array | Float64Array,
+  bytesPerPosting: number,
+  offsets: Int32Array,
+  bounds: Int32Array,
+): WrittenSection[] {
+  const bytes = bytesOf(array);
+  return [
+    { name: `${name}.checksums`, bytes: bytesOf(blockChecksums(bytes, bytesPerPosting, offsets, bounds)) },
+    { name, bytes, lazy: true },
+  ];
 }
 
 const encoder = new TextEncoder();
@@ -43,32 +120,38 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
   options: ArtifactIndexOptions;
   meta: LexicalSectionsMeta;
   ids: readonly string[];
-  sections: { name: string; bytes: Uint8Array }[];
+  sections: WrittenSection[];
 } {
   const parts = lexical.exportParts();
-  const sections = [
+  const dictionary = parts.dictionary;
+  if (!dictionary) throw new TypeError("writeLexicalSections: the index has no term dictionary");
+  const tables = dictionary.exportTables();
+  // The term dictionary's own tables (they hold the terms): loading them is a copy, where interning every term
+  // again means hashing it.
+  const sections: WrittenSection[] = [
     { name: "lexical.ids", bytes: encoder.encode(JSON.stringify(parts.ids)) },
-    { name: "lexical.terms", bytes: encoder.encode(JSON.stringify(parts.terms)) },
     { name: "lexical.averageLengths", bytes: bytesOf(parts.averageLengths) },
     { name: "lexical.ranks", bytes: bytesOf(parts.ranks) },
+    { name: "lexical.dictionary.table", bytes: bytesOf(tables.table) },
+    { name: "lexical.dictionary.records", bytes: bytesOf(tables.records) },
+    { name: "lexical.dictionary.pool", bytes: tables.pool },
+    { name: "lexical.dictionary.nonAscii", bytes: encoder.encode(JSON.stringify(tables.nonAscii)) },
   ];
   parts.postings.forEach((postings, index) => {
     if (!postings.active) return;
-    sections.push({ name: `lexical.offsets.${index}`, bytes: bytesOf(postings.offsets) });
-    sections.push({ name: `lexical.docs.${index}`, bytes: bytesOf(postings.docs) });
-    sections.push({ name: `lexical.contributions.${index}`, bytes: bytesOf(postings.contributions) });
-  });
-  if (parts.bm25fShares) sections.push({ name: "lexical.bm25fShares", bytes: bytesOf(parts.bm25fShares) });
-  // The term dictionary's own tables: loading them is a copy, where interning every term again means hashing it.
-  if (parts.dictionary) {
-    const tables = parts.dictionary.exportTables();
+    const bounds = blockBounds(postings.offsets, parts.termCount);
     sections.push(
-      { name: "lexical.dictionary.table", bytes: bytesOf(tables.table) },
-      { name: "lexical.dictionary.records", bytes: bytesOf(tables.records) },
-      { name: "lexical.dictionary.pool", bytes: tables.pool },
-      { name: "lexical.dictionary.nonAscii", bytes: encoder.encode(JSON.stringify(tables.nonAscii)) },
+      { name: `lexical.offsets.${index}`, bytes: bytesOf(postings.offsets) },
+      { name: `lexical.blocks.${index}`, bytes: bytesOf(bounds) },
+      ...lazySections(`lexical.docs.${index}`, postings.docs, 4, postings.offsets, bounds),
+      ...lazySections(`lexical.contributions.${index}`, postings.contributions, 8, postings.offsets, bounds),
     );
-  }
+    if (index === 0 && parts.bm25fShares) {
+      sections.push(
+        ...lazySections("lexical.bm25fShares", parts.bm25fShares, 8 * FIELD_COUNT, postings.offsets, bounds),
+      );
+    }
+  });
   return {
     options: {
       fieldWeights: { ...parts.fieldWeights },
@@ -78,7 +161,7 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
       scoring: parts.scoring,
     },
     meta: {
-      termCount: parts.terms.length,
+      termCount: parts.termCount,
       postings: parts.postings.map((postings) => ({
         active: postings.active,
         postingCount: postings.docs.length,
@@ -93,9 +176,77 @@ function isStringArray(value: unknown, length: number): value is string[] {
   return Array.isArray(value) && value.length === length && value.every((item) => typeof item === "string");
 }
 
+/** One lazy array of a posting list: where its bytes come from, its block checksums, and the array it fills. */
+type LazyArray = {
+  name: string;
+  section: LazySection;
+  checksums: Uint32Array;
+  bytes: Uint8Array;
+  per: number;
+};
+
+/** One posting list read on demand: its offsets and blocks (checked at load), and which blocks are filled. */
+type LazyList = {
+  offsets: Int32Array;
+  bounds: Int32Array;
+  filled: Uint8Array;
+  docs: Int32Array;
+  arrays: LazyArray[];
+};
+
+/** Fills the postings of a loaded index block by block (see the module comment). */
+class LazyPostings implements PostingLoader {
+  constructor(
+    private readonly lists: LazyList[],
+    private readonly documentCount: number,
+    private readonly corrupt: (message: string) => Error,
+  ) {}
+
+  ensureTerms(termIds: readonly number[]): void {
+    for (const list of this.lists) {
+      const blockCount = list.bounds.length - 1;
+      for (const term of termIds) {
+        // The last block whose first term is at most `term`.
+        let low = 0;
+        let high = blockCount - 1;
+        while (low < high) {
+          const middle = (low + high + 1) >>> 1;
+          if (list.bounds[middle]! <= term) low = middle;
+          else high = middle - 1;
+        }
+        if (blockCount > 0 && list.filled[low] === 0) this.fill(list, low);
+      }
+    }
+  }
+
+  ensureAll(): void {
+    for (const list of this.lists)
+      for (let block = 0; block + 1 < list.bounds.length; block++)
+        if (list.filled[block] === 0) this.fill(list, block);
+  }
+
+  private fill(list: LazyList, block: number): void {
+    const start = list.offsets[list.bounds[block]!]!;
+    const end = list.offsets[list.bounds[block + 1]!]!;
+    for (const array of list.arrays) {
+      const target = array.bytes.subarray(start * array.per, end * array.per);
+      array.section.readInto(start * array.per, target);
+      if (checksum32(target) !== array.checksums[block])
+        throw this.corrupt(`block ${block} of section ${array.name} does not match its checksum`);
+    }
+    const docs = list.docs;
+    const documentCount = this.documentCount;
+    for (let position = start; position < end; position++)
+      if (docs[position]! >>> 0 >= documentCount)
+        throw this.corrupt("a posting refers to a missing document");
+    list.filled[block] = 1;
+  }
+}
+
 /**
- * Recreates the finished lexical index from its sections (and returns its entry ids by dense id). Throws a RangeError when they are inconsistent with
- * each other or with the header (the envelope turns it into a typed "corrupt" error).
+ * Recreates the finished lexical index from its sections (and returns its entry ids by dense id); its postings
+ * are read on demand. Throws a RangeError when the eager sections are inconsistent with each other or with the
+ * header (the envelope turns it into a typed "corrupt" error).
  */
 export function readLexicalSections(
   options: ArtifactIndexOptions,
@@ -104,12 +255,22 @@ export function readLexicalSections(
   read: SectionReader,
 ): { lexical: KnowledgeLexicalIndex; ids: readonly string[] } {
   const ids = read.json<unknown>("lexical.ids");
-  const terms = read.json<unknown>("lexical.terms");
   if (!isStringArray(ids, entryCount)) throw new RangeError("lexical.ids is not the list of entry ids");
-  if (!isStringArray(terms, meta.termCount)) throw new RangeError("lexical.terms is not the list of terms");
+  const termCount = meta.termCount;
   const averageLengths = read.float64("lexical.averageLengths");
   if (averageLengths.length !== KNOWLEDGE_FIELD_NAMES.length)
     throw new RangeError("lexical.averageLengths has the wrong length");
+  const dictionary = TermDictionary.fromTables({
+    table: read.int32("lexical.dictionary.table"),
+    records: read.int32("lexical.dictionary.records"),
+    pool: read.bytes("lexical.dictionary.pool"),
+    nonAscii: read.json<[number, string][]>("lexical.dictionary.nonAscii"),
+  });
+  if (dictionary.size !== termCount)
+    throw new RangeError("the term dictionary does not match the term count");
+  const lists: LazyList[] = [];
+  const bm25f = options.scoring === "bm25f";
+  let bm25fShares: Float64Array | null = null;
   const postings = meta.postings.map((info, index) => {
     if (!info.active) {
       return {
@@ -120,16 +281,43 @@ export function readLexicalSections(
       };
     }
     const offsets = read.int32(`lexical.offsets.${index}`);
-    const docs = read.int32(`lexical.docs.${index}`);
-    const contributions = read.float64(`lexical.contributions.${index}`);
-    // Offsets must rise from 0, or a search would read outside the postings.
-    let previous = 0;
-    if (offsets[0] !== 0) throw new RangeError("posting offsets do not start at 0");
-    for (let term = 1; term < offsets.length; term++) {
-      const offset = offsets[term]!;
-      if (offset < previous) throw new RangeError("posting offsets are not ascending");
-      previous = offset;
+    const bounds = read.int32(`lexical.blocks.${index}`);
+    const postingCount = info.postingCount;
+    // Offsets must rise from 0 to the posting count, or a search would read outside the postings.
+    if (offsets.length !== termCount + 1 || offsets[0] !== 0 || offsets[termCount] !== postingCount)
+      throw new RangeError("posting offsets do not match the term and posting counts");
+    for (let term = 0; term < termCount; term++)
+      if (offsets[term + 1]! < offsets[term]!) throw new RangeError("posting offsets are not ascending");
+    // Blocks must cover the terms in order, or a term's block would be missing or probed out of range.
+    if (bounds.length < 1 || bounds[0] !== 0 || bounds[bounds.length - 1] !== termCount)
+      throw new RangeError("posting blocks do not cover the terms");
+    for (let block = 1; block < bounds.length; block++)
+      if (bounds[block]! <= bounds[block - 1]!) throw new RangeError("posting blocks are not ascending");
+    const blockCount = bounds.length - 1;
+    const lazyArray = (name: string, per: number, bytes: Uint8Array): LazyArray => {
+      const section = read.lazy(name);
+      const checksums = read.uint32(`${name}.checksums`);
+      if (section.byteLength !== postingCount * per || checksums.length !== blockCount)
+        throw new RangeError(`section ${name} does not match its posting count`);
+      return { name, section, checksums, bytes, per };
+    };
+    // Checked against the sections' lengths (which are within the file) before anything is allocated.
+    const arrays = [
+      lazyArray(`lexical.docs.${index}`, 4, new Uint8Array(0)),
+      lazyArray(`lexical.contributions.${index}`, 8, new Uint8Array(0)),
+    ];
+    if (bm25f && index === 0)
+      arrays.push(lazyArray("lexical.bm25fShares", 8 * FIELD_COUNT, new Uint8Array(0)));
+    // Allocated zeroed (the pages are committed only when a block is filled), filled block by block.
+    const docs = new Int32Array(postingCount);
+    const contributions = new Float64Array(postingCount);
+    arrays[0]!.bytes = bytesOf(docs);
+    arrays[1]!.bytes = bytesOf(contributions);
+    if (arrays[2]) {
+      bm25fShares = new Float64Array(postingCount * FIELD_COUNT);
+      arrays[2].bytes = bytesOf(bm25fShares);
     }
+    lists.push({ offsets, bounds, filled: new Uint8Array(blockCount), docs, arrays });
     return { active: true, offsets, docs, contributions };
   });
   const lexical = KnowledgeLexicalIndex.fromParts({
@@ -139,21 +327,13 @@ export function readLexicalSections(
     analyzer: options.analyzer as KnowledgeAnalyzerName,
     scoring: options.scoring as KnowledgeScoringMode,
     ids,
-    terms,
+    termCount,
     averageLengths,
     ranks: read.int32("lexical.ranks"),
     postings,
-    bm25fShares: read.has("lexical.bm25fShares") ? read.float64("lexical.bm25fShares") : null,
-    ...(read.has("lexical.dictionary.table")
-      ? {
-          dictionary: TermDictionary.fromTables({
-            table: read.int32("lexical.dictionary.table"),
-            records: read.int32("lexical.dictionary.records"),
-            pool: read.bytes("lexical.dictionary.pool"),
-            nonAscii: read.json<[number, string][]>("lexical.dictionary.nonAscii"),
-          }),
-        }
-      : {}),
+    bm25fShares,
+    dictionary,
+    postingLoader: new LazyPostings(lists, entryCount, (message) => read.corrupt(message)),
   });
   return { lexical, ids };
 }

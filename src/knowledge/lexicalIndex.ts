@@ -26,7 +26,7 @@ import {
   resolveFieldWeights,
 } from "./document.js";
 import { type DocumentTerms, deriveChanges, type IndexBase, type IndexChanges } from "./indexChanges.js";
-import { assertPartsConsistent, type KnowledgeLexicalIndexParts } from "./indexParts.js";
+import { assertPartsConsistent, type KnowledgeLexicalIndexParts, type PostingLoader } from "./indexParts.js";
 import { scoreQueryLive } from "./liveScoring.js";
 import {
   bm25fPostings,
@@ -107,6 +107,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   private pendingField: Generator<void, FinishedField, void> | null = null;
   /** Accumulators reused by every search (allocated by the first). */
   private scratch: ScoringScratch | null = null;
+  /** Loaded from an artifact: fills the postings of a term when a search first reads it (null: all present). */
+  private postingLoader: PostingLoader | null = null;
 
   constructor(fieldWeights?: Partial<KnowledgeFieldWeights>, options: KnowledgeLexicalIndexOptions = {}) {
     this.fieldWeights = Object.freeze(resolveFieldWeights(fieldWeights));
@@ -348,6 +350,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     if (this.size === 0 || queryTokens.length === 0 || !(topK > 0)) return [];
     const termIds = this.queryTermIds(queryTokens);
     if (termIds.length === 0) return [];
+    this.postingLoader?.ensureTerms(termIds);
     if (this.changes) {
       return scoreQueryLive(
         {
@@ -503,6 +506,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       while (!step.done) step = steps.next();
       return step.value.exportParts();
     }
+    this.postingLoader?.ensureAll();
     // The dictionary is shared with changed indexes and may have grown since finalize: terms past `termLimit`
     // have no postings here, so their offsets repeat the last one.
     const termCount = this.dictionary.size;
@@ -524,7 +528,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       analyzer: this.analyzerName,
       scoring: this.scoring,
       ids: this.ids,
-      terms: this.dictionary.allTerms(),
+      termCount,
       averageLengths: this.averageLengths,
       ranks: this.ranks,
       postings,
@@ -550,16 +554,17 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       index.ids.push(id);
     }
     if (parts.dictionary) index.dictionary = parts.dictionary;
-    else for (const term of parts.terms) index.dictionary.intern(term);
-    if (index.dictionary.size !== parts.terms.length)
+    else for (const term of parts.terms ?? []) index.dictionary.intern(term);
+    if (index.dictionary.size !== parts.termCount)
       throw new RangeError("index parts are inconsistent: duplicate terms");
     index.averageLengths = parts.averageLengths;
     index.ranks = parts.ranks;
     index.postings = parts.postings.map((postings) => ({ ...postings }));
     index.bm25fShares = parts.bm25fShares;
+    index.postingLoader = parts.postingLoader ?? null;
     index.builders = null;
     index.counter = null;
-    index.termLimit = parts.terms.length;
+    index.termLimit = parts.termCount;
     if (parts.termPostings && parts.lengths) {
       index.termPostings = parts.termPostings.slice();
       index.base = {

@@ -65,6 +65,8 @@ export type RandomAccessFile = {
   readonly size: number;
   /** Reads `length` bytes at `position` into a new buffer, synchronously (one entry of a turn). */
   readSync(position: number, length: number): Uint8Array;
+  /** Reads `target.byteLength` bytes at `position` into `target`, synchronously (no buffer of its own). */
+  readIntoSync(position: number, target: Uint8Array): void;
   /** Reads `length` bytes at `position` into a new buffer without blocking the event loop. */
   read(position: number, length: number): Promise<Uint8Array>;
   /** Releases the file descriptor (idempotent). */
@@ -113,25 +115,30 @@ export function openRandomAccessFile(path: string): RandomAccessFile {
         throw new RangeError(`read of ${length} bytes at ${position} is outside ${path} (${size} bytes)`);
     };
     const shortRead = (): Error => new Error(`${path} is shorter than when it was opened (changed on disk?)`);
+    const readIntoSync = (position: number, target: Uint8Array): void => {
+      const length = target.byteLength;
+      check(position, length);
+      let done = 0;
+      while (done < length) {
+        const count = fs.readSync(
+          fd,
+          target,
+          done,
+          Math.min(READ_CHUNK_BYTES, length - done),
+          position + done,
+        );
+        if (count <= 0) throw shortRead();
+        done += count;
+      }
+    };
     return {
       size,
       readSync(position, length) {
-        check(position, length);
         const buffer = new Uint8Array(length);
-        let done = 0;
-        while (done < length) {
-          const count = fs.readSync(
-            fd,
-            buffer,
-            done,
-            Math.min(READ_CHUNK_BYTES, length - done),
-            position + done,
-          );
-          if (count <= 0) throw shortRead();
-          done += count;
-        }
+        readIntoSync(position, buffer);
         return buffer;
       },
+      readIntoSync,
       async read(position, length) {
         check(position, length);
         const buffer = new Uint8Array(length);

@@ -1,0 +1,118 @@
+/**
+ * Cold-start measuring shared by `bench/coldstart.ts` and `bench/million.ts`: writing an artifact's pieces to a
+ * file, and spawning a fresh `node` on the built package (`dist/`, no TypeScript loader) that constructs an engine
+ * and grounds one query, timed from the spawn to its exit, with the child's own CPU time; and, for comparison in
+ * the same run, a bare `node -e ""` (Node's own start, which every figure includes).
+ */
+import { spawn } from "node:child_process";
+import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+
+/** The repository root (where `dist/` is built). */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The child: `node child.mjs <dist/index.js> <manifest or -> <artifact or -> <query>`; prints a JSON report. */
+const CHILD = `
+import { readFileSync } from "node:fs";
+const [indexPath, manifestPath, artifactPath, query] = process.argv.slice(2);
+const { KnowledgeGroundingEngine, manifestToSources } = await import(indexPath);
+const sources = manifestPath === "-" ? undefined : manifestToSources(JSON.parse(readFileSync(manifestPath, "utf8")));
+const engine = new KnowledgeGroundingEngine({
+  enabled: true,
+  ...(sources ? { sources } : {}),
+  timeoutMs: 600000,
+  ...(artifactPath !== "-" ? { indexArtifact: artifactPath } : {}),
+});
+const outcome = await engine.ground({ query });
+const status = engine.getStatus();
+const cpu = process.cpuUsage();
+process.stdout.write(JSON.stringify({ origin: status.snapshotOrigin, entries: status.entryCount,
+  grounded: outcome.ephemeralContext !== null, failure: outcome.metadata.failureReason ?? null,
+  error: status.lastError, rssMb: Math.round(process.memoryUsage().rss / 1048576),
+  cpuMs: (cpu.user + cpu.system) / 1000 }));
+`;
+
+/** What a child reports about its first turn. */
+export type FirstTurnReport = {
+  origin: string | null;
+  entries: number;
+  grounded: boolean;
+  failure: string | null;
+  error: string | null;
+  rssMb: number;
+  cpuMs: number;
+};
+
+/** Writes the child script into `directory` and returns its path. */
+export function writeFirstTurnChild(directory: string): string {
+  const childPath = join(directory, "first-turn-child.mjs");
+  writeFileSync(childPath, CHILD);
+  return childPath;
+}
+
+/** Writes an artifact's pieces (see `serializeIndexSnapshotChunks`) to `path`; returns its size in bytes. */
+export function writeArtifactPieces(path: string, pieces: readonly Uint8Array[]): number {
+  const descriptor = openSync(path, "w");
+  let bytes = 0;
+  try {
+    for (const piece of pieces) {
+      let written = 0;
+      while (written < piece.byteLength)
+        written += writeSync(descriptor, piece, written, Math.min(piece.byteLength - written, 1 << 30));
+      bytes += piece.byteLength;
+    }
+  } finally {
+    closeSync(descriptor);
+  }
+  return bytes;
+}
+
+/** Spawns `node` with `args`; resolves with the wall time from spawn to exit and what it printed. */
+function timedNode(args: string[]): Promise<{ milliseconds: number; output: string }> {
+  return new Promise((resolvePromise, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const milliseconds = performance.now() - started;
+      if (code !== 0) reject(new Error(`node ${args.join(" ")} exited with ${code}`));
+      else resolvePromise({ milliseconds, output });
+    });
+  });
+}
+
+/**
+ * Times a fresh `node` from spawn to its first grounded turn: from the manifest when `manifestPath` is given,
+ * with the artifact when `artifactPath` is given (both: the key-checked mode; the artifact alone: no sources).
+ */
+export async function timeFirstTurn(
+  childPath: string,
+  turn: { manifestPath?: string; artifactPath?: string; query: string },
+): Promise<{ milliseconds: number; report: FirstTurnReport }> {
+  const { milliseconds, output } = await timedNode([
+    "--max-old-space-size=8192",
+    childPath,
+    join(REPO_ROOT, "dist/index.js"),
+    turn.manifestPath ?? "-",
+    turn.artifactPath ?? "-",
+    turn.query,
+  ]);
+  return { milliseconds, report: JSON.parse(output) as FirstTurnReport };
+}
+
+/** Wall time of a bare `node -e ""` (Node's own start and exit), for comparison in the same run. */
+export async function timeBareNode(): Promise<number> {
+  return (await timedNode(["-e", ""])).milliseconds;
+}
+
+/** The median of `values` (the upper one of an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((left, right) => left - right);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
