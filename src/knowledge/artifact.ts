@@ -39,6 +39,7 @@ import {
 } from "./artifactLexical.js";
 import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_ENTRY_KINDS, KNOWLEDGE_STATUSES } from "./defaults.js";
+import { DerivedReadOnlyMap, PhraseListMap, RelationMap } from "./derivedMaps.js";
 import { hasErrorMarker } from "./errors.js";
 import {
   type CompiledSnapshot,
@@ -234,6 +235,24 @@ export function contentKeySources(cacheKey: string): KnowledgeArtifactSource[] {
 }
 
 /**
+ * The lists of a {@link PhraseListMap} over `keyCount` keys with dense ids for positions (keys the trie gained
+ * after the lists were made have none).
+ */
+function denseLists(
+  map: PhraseListMap,
+  keyCount: number,
+  denseOf: (id: string) => number,
+): { offsets: Int32Array; docs: Int32Array } {
+  const offsets = new Int32Array(keyCount + 1);
+  offsets.set(map.offsets.subarray(0, keyCount + 1));
+  offsets.fill(map.offsets[map.offsets.length - 1]!, map.offsets.length);
+  const docs = new Int32Array(map.docs.length);
+  for (let position = 0; position < docs.length; position++)
+    docs[position] = denseOf(map.ids[map.docs[position]!]!);
+  return { offsets, docs };
+}
+
+/**
  * The artifact of a snapshot as pieces to write one after the other (see {@link serializeIndexSnapshot}): no piece
  * is larger than a section or 256 MiB of entry records, so artifacts of any size can be written to a file.
  */
@@ -258,6 +277,9 @@ export function serializeIndexSnapshotChunks(
   const encodedKeys = encodeStrings(trie.keys);
   const keys = { blob: joinChunks(encodedKeys.chunks, encodedKeys.length), offsets: encodedKeys.offsets };
   const phraseLists = (map: Map<string, Set<string>>): { offsets: Int32Array; docs: Int32Array } => {
+    // A built snapshot's maps are lists over this trie already: only positions become dense ids.
+    if (map instanceof PhraseListMap && map.trie === compiled.phraseTrie)
+      return denseLists(map, trie.keys.length, denseOf);
     const offsets = new Int32Array(trie.keys.length + 1);
     const docs: number[] = [];
     trie.keys.forEach((key, index) => {
@@ -724,45 +746,6 @@ function decodeEntryRecord(bytes: Uint8Array, expectedId: string): NormalizedKno
   return Object.freeze(entry);
 }
 
-function readOnly(): never {
-  throw new TypeError("the maps of a loaded index snapshot are read-only");
-}
-
-/**
- * A read-only `Map` whose content is derived on demand from a loaded snapshot's sections: a subclass answers
- * `get`, `has`, `size` and `entries`; iteration, `forEach` and the refused writes are the same for every such map.
- */
-abstract class DerivedReadOnlyMap<V> extends Map<string, V> {
-  abstract override get(key: string): V | undefined;
-  abstract override has(key: string): boolean;
-  abstract override get size(): number;
-  abstract override entries(): MapIterator<[string, V]>;
-  override *keys(): MapIterator<string> {
-    for (const [key] of this.entries()) yield key;
-  }
-  override *values(): MapIterator<V> {
-    for (const [, value] of this.entries()) yield value;
-  }
-  override [Symbol.iterator](): MapIterator<[string, V]> {
-    return this.entries();
-  }
-  override forEach(
-    callback: (value: V, key: string, map: Map<string, V>) => void,
-    thisArgument?: unknown,
-  ): void {
-    for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
-  }
-  override set(): this {
-    return readOnly();
-  }
-  override delete(): boolean {
-    return readOnly();
-  }
-  override clear(): void {
-    readOnly();
-  }
-}
-
 /** `entriesById` of a loaded snapshot: entries are decoded when read, in dense (id) order when iterated. */
 class LazyEntryMap extends DerivedReadOnlyMap<NormalizedKnowledgeEntry> {
   constructor(
@@ -790,81 +773,6 @@ class LazyEntryMap extends DerivedReadOnlyMap<NormalizedKnowledgeEntry> {
   }
   override *values(): MapIterator<NormalizedKnowledgeEntry> {
     for (let doc = 0; doc < this.records.ids.length; doc++) yield this.records.at(doc);
-  }
-}
-
-/** `exactIndex` or `aliasIndex` of a loaded snapshot: phrase key → ids, read from the trie's per-key lists. */
-class LazyPhraseMap extends DerivedReadOnlyMap<Set<string>> {
-  private count = -1;
-  constructor(
-    private readonly trie: PhraseTrie,
-    private readonly offsets: Int32Array,
-    private readonly docs: Int32Array,
-    private readonly ids: readonly string[],
-  ) {
-    super();
-  }
-  private idsAt(index: number): Set<string> | undefined {
-    const start = this.offsets[index]!;
-    const end = this.offsets[index + 1]!;
-    if (start === end) return undefined;
-    const ids = new Set<string>();
-    for (let position = start; position < end; position++) ids.add(this.ids[this.docs[position]!]!);
-    return ids;
-  }
-  override get(key: string): Set<string> | undefined {
-    if (typeof key !== "string") return undefined;
-    const index = this.trie.indexOf(key);
-    return index < 0 ? undefined : this.idsAt(index);
-  }
-  override has(key: string): boolean {
-    return this.get(key) !== undefined;
-  }
-  override get size(): number {
-    if (this.count < 0) {
-      let count = 0;
-      for (let index = 0; index + 1 < this.offsets.length; index++)
-        if (this.offsets[index + 1]! > this.offsets[index]!) count++;
-      this.count = count;
-    }
-    return this.count;
-  }
-  override *entries(): MapIterator<[string, Set<string>]> {
-    for (let index = 0; index + 1 < this.offsets.length; index++) {
-      const ids = this.idsAt(index);
-      if (ids) yield [this.trie.keyAt(index), ids];
-    }
-  }
-}
-
-/** `relationIndex` of a loaded snapshot: an entry's related ids then its parent, read from its record. */
-class LazyRelationMap extends DerivedReadOnlyMap<string[]> {
-  constructor(
-    private readonly entryMap: LazyEntryMap,
-    private readonly relationCount: number,
-  ) {
-    super();
-  }
-  override get(id: string): string[] | undefined {
-    const entry = this.entryMap.get(id);
-    if (!entry) return undefined;
-    const relations =
-      entry.parentEntryId !== undefined
-        ? [...entry.relatedEntryIds, entry.parentEntryId]
-        : entry.relatedEntryIds.slice();
-    return relations.length > 0 ? relations : undefined;
-  }
-  override has(id: string): boolean {
-    return this.get(id) !== undefined;
-  }
-  override get size(): number {
-    return this.relationCount;
-  }
-  override *entries(): MapIterator<[string, string[]]> {
-    for (const id of this.entryMap.keys()) {
-      const relations = this.get(id);
-      if (relations) yield [id, relations];
-    }
   }
 }
 
@@ -1040,7 +948,7 @@ function assembleLoaded(
       if (offsets[index + 1]! < offsets[index]!) throw corrupt(`the ${name} phrase lists are out of order`);
     for (const doc of docs)
       if (doc < 0 || doc >= count) throw corrupt(`an ${name} phrase names a missing entry`);
-    return new LazyPhraseMap(trie, offsets, docs, ids);
+    return new PhraseListMap(trie, offsets, docs, ids);
   };
   const entriesById = new LazyEntryMap(records, lexical);
   const universalMask = read.bytes("scope.universal");
@@ -1049,7 +957,7 @@ function assembleLoaded(
     entriesById,
     exactIndex: phraseLists("exact"),
     aliasIndex: phraseLists("alias"),
-    relationIndex: new LazyRelationMap(entriesById, header.relationCount),
+    relationIndex: new RelationMap(entriesById, header.relationCount),
     lexical,
     entryCount: count,
   });

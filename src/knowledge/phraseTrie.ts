@@ -84,11 +84,18 @@ export class PhraseTrie {
     return this.keys.length;
   }
 
-  /** Adds a key (callers add each distinct key once; `""` is ignored: it is no query n-gram). */
+  /** Adds a key (`""` is ignored: it is no query n-gram); a key added before is not added again. */
   add(key: string): void {
-    if (key === "") return;
+    this.intern(key);
+  }
+
+  /**
+   * The index of `key`, adding it first when it is not a key yet (indices follow the order keys were first added);
+   * -1 for `""`. One walk down the trie whichever the case, so a build files its keys without a second lookup.
+   */
+  intern(key: string): number {
+    if (key === "") return -1;
     const keyIndex = this.keys.length;
-    this.keys.push(key);
     let node = 0;
     let start = 0;
     for (;;) {
@@ -98,17 +105,19 @@ export class PhraseTrie {
       const slot = this.findSlot(node, tokenHash, key, start, end);
       const table = this.table;
       if (table[slot + 1] === 0) {
+        this.keys.push(key);
         this.insertEdge(slot, node, tokenHash, ~keyIndex);
-        return;
+        return keyIndex;
       }
       let target = table[slot + 2]!;
       if (target < 0) {
+        const other = ~target;
+        const otherKey = this.keyAt(other);
+        if (otherKey === key) return other;
         // A single key continued this way: the prefix up to this token is now shared, so it becomes a node
         // and that key hangs below it.
-        const other = ~target;
         target = this.addNode(end + 1, other);
         this.table[slot + 2] = target;
-        const otherKey = this.keyAt(other);
         if (otherKey.length === end) this.nodeKey[target] = other;
         else {
           let otherEnd = otherKey.indexOf(" ", end + 1);
@@ -123,8 +132,11 @@ export class PhraseTrie {
         }
       }
       if (end === key.length) {
+        const existing = this.nodeKey[target]!;
+        if (existing >= 0) return existing;
+        this.keys.push(key);
         this.nodeKey[target] = keyIndex;
-        return;
+        return keyIndex;
       }
       node = target;
       start = end + 1;

@@ -9,6 +9,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { ELIGIBILITY_CACHE_LIMIT, ELIGIBILITY_CACHE_MAX_BYTES, toIndexBuildOptions } from "./defaults.js";
+import { PhraseListMap, PhraseListsBuilder, RelationMap } from "./derivedMaps.js";
 import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
 import { LruCache } from "./lruCache.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
@@ -139,42 +140,35 @@ function sortById(entries: readonly NormalizedKnowledgeEntry[]): NormalizedKnowl
   return ids.map((id) => byId.get(id)!);
 }
 
-/** The phrase and relation maps of a snapshot, filled entry by entry. */
+/**
+ * The phrase and relation maps of a snapshot, filled entry by entry. The phrase maps are per-key lists over the
+ * phrase trie (see `phraseMaps.ts`): each key is interned in the trie once, and the (key, entry) pairs are
+ * turned into lists when the snapshot is finished.
+ */
 export class SnapshotMaps {
   private readonly entriesById = new Map<string, NormalizedKnowledgeEntry>();
-  private readonly exactIndex = new Map<string, Set<string>>();
-  private readonly aliasIndex = new Map<string, Set<string>>();
-  private readonly relationIndex = new Map<string, string[]>();
+  /** Entry ids in the order they were added: what the phrase lists' positions refer to. */
+  private readonly ids: string[] = [];
+  private readonly exactLists = new PhraseListsBuilder();
+  private readonly aliasLists = new PhraseListsBuilder();
+  /** Entries with related ids or a parent (`relationIndex` reads them from the entries). */
+  private relationCount = 0;
   private readonly phraseTrie = new PhraseTrie();
 
   add(entry: NormalizedKnowledgeEntry, exactKeys: readonly string[]): void {
+    const position = this.ids.length;
+    this.ids.push(entry.id);
     this.entriesById.set(entry.id, entry);
-    for (const key of exactKeys) this.addKey(this.exactIndex, this.aliasIndex, key, entry.id);
+    const trie = this.phraseTrie;
+    for (const key of exactKeys) {
+      const keyIndex = trie.intern(key);
+      if (keyIndex >= 0) this.exactLists.add(keyIndex, position);
+    }
     for (const alias of entry.aliases) {
-      const key = phraseKey(alias);
-      if (key !== "") this.addKey(this.aliasIndex, this.exactIndex, key, entry.id);
+      const keyIndex = trie.intern(phraseKey(alias));
+      if (keyIndex >= 0) this.aliasLists.add(keyIndex, position);
     }
-    const relations =
-      entry.parentEntryId !== undefined
-        ? [...entry.relatedEntryIds, entry.parentEntryId]
-        : entry.relatedEntryIds.slice();
-    if (relations.length > 0) this.relationIndex.set(entry.id, relations);
-  }
-
-  private addKey(
-    map: Map<string, Set<string>>,
-    otherMap: Map<string, Set<string>>,
-    key: string,
-    id: string,
-  ): void {
-    let ids = map.get(key);
-    if (!ids) {
-      ids = new Set();
-      map.set(key, ids);
-      // The trie holds each distinct key once, whichever map it is in.
-      if (!otherMap.has(key)) this.phraseTrie.add(key);
-    }
-    ids.add(id);
+    if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) this.relationCount++;
   }
 
   /** Freezes the snapshot and registers its compiled companion. */
@@ -190,11 +184,14 @@ export class SnapshotMaps {
     lexical: KnowledgeLexicalIndex,
     entries: readonly NormalizedKnowledgeEntry[],
   ): Generator<void, KnowledgeIndexSnapshot, void> {
+    const trie = this.phraseTrie;
+    const exact = this.exactLists.finish(trie.size);
+    const alias = this.aliasLists.finish(trie.size);
     const snapshot: KnowledgeIndexSnapshot = {
       entriesById: this.entriesById,
-      exactIndex: this.exactIndex,
-      aliasIndex: this.aliasIndex,
-      relationIndex: this.relationIndex,
+      exactIndex: new PhraseListMap(trie, exact.offsets, exact.docs, this.ids),
+      aliasIndex: new PhraseListMap(trie, alias.offsets, alias.docs, this.ids),
+      relationIndex: new RelationMap(this.entriesById, this.relationCount),
       lexical,
       entryCount: this.entriesById.size,
     };
