@@ -61,7 +61,8 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
   ) {
     super();
   }
-  private idsAt(index: number): Set<string> | undefined {
+  /** The ids of the key at trie index `index` (what `get` returns for that key). */
+  idsAt(index: number): Set<string> | undefined {
     if (index < 0 || index + 1 >= this.offsets.length) return undefined;
     const start = this.offsets[index]!;
     const end = this.offsets[index + 1]!;
@@ -93,6 +94,19 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
       if (ids) yield [this.trie.keyAt(index), ids];
     }
   }
+}
+
+/**
+ * The ids a phrase map holds for `phrase`, the key at `keyIndex` of `trie`: read by index when the map is lists over
+ * that trie (no second walk down the trie), otherwise by key.
+ */
+export function phraseIds(
+  map: ReadonlyMap<string, Set<string>>,
+  trie: PhraseTrie,
+  keyIndex: number,
+  phrase: string,
+): Set<string> | undefined {
+  return map instanceof PhraseListMap && map.trie === trie ? map.idsAt(keyIndex) : map.get(phrase);
 }
 
 /**

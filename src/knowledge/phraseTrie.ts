@@ -237,9 +237,20 @@ export class PhraseTrie {
   /** The index of `key` (a phrase key: tokens joined by single spaces), or -1 when it is not a key. */
   indexOf(key: string): number {
     if (key === "") return -1;
-    const tokens = key.split(" ");
-    for (const index of this.matchIndices(tokens)) if (this.keyAt(index) === key) return index;
-    return -1;
+    // One walk down the key's own tokens: linear in its length (phrase maps look up every matched key).
+    let node = 0;
+    let start = 0;
+    for (;;) {
+      let end = key.indexOf(" ", start);
+      if (end < 0) end = key.length;
+      const slot = this.findSlot(node, hashRange(key, start, end), key, start, end);
+      if (this.table[slot + 1] === 0) return -1;
+      const target = this.table[slot + 2]!;
+      if (target < 0) return this.keyAt(~target) === key ? ~target : -1;
+      if (end === key.length) return this.nodeKey[target]!;
+      node = target;
+      start = end + 1;
+    }
   }
 
   /** The key at `index` (keys are indexed in the order they were added). */

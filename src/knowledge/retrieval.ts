@@ -23,6 +23,7 @@ import {
   MAX_QUERY_CHARS,
   MAX_QUERY_TOKENS,
 } from "./defaults.js";
+import { phraseIds } from "./derivedMaps.js";
 import {
   type CompiledSnapshot,
   compareCodeUnits,
@@ -76,9 +77,10 @@ export function lookupPhrases(
       else target.set(id, [phrase]);
     }
   };
-  for (const phrase of phraseTrie.match(tokens)) {
-    record(exact, snapshot.exactIndex.get(phrase), phrase);
-    record(alias, snapshot.aliasIndex.get(phrase), phrase);
+  for (const keyIndex of phraseTrie.matchIndices(tokens)) {
+    const phrase = phraseTrie.keyAt(keyIndex);
+    record(exact, phraseIds(snapshot.exactIndex, phraseTrie, keyIndex, phrase), phrase);
+    record(alias, phraseIds(snapshot.aliasIndex, phraseTrie, keyIndex, phrase), phrase);
   }
   return { exact, alias };
 }
