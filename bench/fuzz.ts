@@ -48,6 +48,11 @@ const SUITES: { path: string; runs: number; note: string }[] = [
   },
   { path: "test/property/engine-vs-plain.test.ts", runs: 3_000, note: "" },
   {
+    path: "test/property/updates.test.ts",
+    runs: 1_000,
+    note: "incremental updates vs full builds: 1-10 changes per run, branching chains, and one run of 1,000 updates in a row",
+  },
+  {
     path: "test/neurolink/memoryIsolation.test.ts",
     runs: 5_000,
     note: "2-8 hostile (userId, sessionId) pairs per run; in-memory, and Redis on a real server when installed",

@@ -7,7 +7,7 @@
  */
 import type { KnowledgeFieldWeights } from "../types/knowledge.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
-import type { IndexBase, IndexChanges } from "./indexChanges.js";
+import { baseOrder, type IndexBase, type IndexChanges } from "./indexChanges.js";
 import { FIELD_COUNT, type FieldBuilder, frequencyAt, IntBuffer } from "./postings.js";
 
 /** Postings (or documents) handled between two yields. */
@@ -27,23 +27,25 @@ export function* compactedBuilders(
   fieldWeights: Readonly<KnowledgeFieldWeights>,
 ): Generator<void, { ids: string[]; builders: FieldBuilder[] }, void> {
   const baseCount = base.ids.length;
-  const order = new Int32Array(baseCount);
-  for (let doc = 0; doc < baseCount; doc++) order[base.ranks[doc]!] = doc;
+  const order = baseOrder(base);
+  const live = changes.live;
+  const added = changes.added;
   // Merge the live base documents (in rank order) with the added ones (sorted).
   const ids: string[] = [];
   const newOfBase = new Int32Array(baseCount).fill(-1);
-  const newOfAdded = new Int32Array(changes.addedIds.length).fill(-1);
+  const newOfAdded = new Int32Array(changes.addedCount).fill(-1);
   // Live added documents in id order.
-  const addedOrder = [...changes.addedDenseIds.values()]
-    .map((doc) => doc - baseCount)
-    .sort((left, right) => (changes.addedIds[left]! < changes.addedIds[right]! ? -1 : 1));
+  const addedOrder: number[] = [];
+  for (let index = 0; index < changes.addedCount; index++)
+    if (live[baseCount + index] === 1) addedOrder.push(index);
+  addedOrder.sort((left, right) => (added.ids[left]! < added.ids[right]! ? -1 : 1));
   let next = 0;
   for (let rank = 0; rank <= baseCount; rank++) {
     const doc = rank < baseCount ? order[rank]! : -1;
-    if (doc >= 0 && changes.dead[doc] === 1) continue;
-    while (next < addedOrder.length && (doc < 0 || changes.addedIds[addedOrder[next]!]! < base.ids[doc]!)) {
+    if (doc >= 0 && live[doc] === 0) continue;
+    while (next < addedOrder.length && (doc < 0 || added.ids[addedOrder[next]!]! < base.ids[doc]!)) {
       newOfAdded[addedOrder[next]!] = ids.length;
-      ids.push(changes.addedIds[addedOrder[next++]!]!);
+      ids.push(added.ids[addedOrder[next++]!]!);
     }
     if (doc < 0) break;
     newOfBase[doc] = ids.length;
@@ -51,6 +53,7 @@ export function* compactedBuilders(
     if ((rank & (WORK_PER_STEP - 1)) === 0) yield;
   }
   const documentCount = ids.length;
+  const addedTerms = added.terms.slice(0, changes.addedCount);
   const builders: FieldBuilder[] = [];
   for (let field = 0; field < FIELD_COUNT; field++) {
     const lengths = new Int32Array(documentCount);
@@ -62,7 +65,7 @@ export function* compactedBuilders(
       lengths[target] = baseLengths[doc]!;
       total += baseLengths[doc]!;
     }
-    changes.addedTerms.forEach((terms, index) => {
+    addedTerms.forEach((terms, index) => {
       if (newOfAdded[index]! < 0) return;
       lengths[newOfAdded[index]!] = terms.lengths[field]!;
       total += terms.lengths[field]!;
@@ -77,7 +80,7 @@ export function* compactedBuilders(
         if (target >= 0) ends[target]!++;
         if ((position & (WORK_PER_STEP - 1)) === 0) yield;
       }
-      changes.addedTerms.forEach((terms, index) => {
+      addedTerms.forEach((terms, index) => {
         if (newOfAdded[index]! >= 0) ends[newOfAdded[index]!]! += terms.terms[field]!.length;
       });
     }
@@ -108,7 +111,7 @@ export function* compactedBuilders(
           yield;
         }
       }
-      changes.addedTerms.forEach((documentTerms, index) => {
+      addedTerms.forEach((documentTerms, index) => {
         const target = newOfAdded[index]!;
         if (target < 0) return;
         const fieldTerms = documentTerms.terms[field]!;

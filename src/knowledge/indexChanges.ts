@@ -1,10 +1,15 @@
 /**
  * Changes to a finished lexical index without rebuilding it: a derived index shares its base's postings (never
- * modified) and adds an {@link IndexChanges}: which base documents are gone (removed or replaced), the added
- * documents' terms, the collection statistics of the result (document count, field lengths) and small postings of
- * the added documents. Scoring a derived index computes every contribution at query time from stored term
- * frequencies and field lengths with the statistics of the result (`liveScoring.ts`), with the same functions a
- * full build uses, so its scores are those of a full build of the same entries.
+ * modified) and adds an {@link IndexChanges}: which documents are live, the collection statistics of the result
+ * (document count, field lengths) and a view of the documents added since the base. Scoring a derived index
+ * computes every contribution at query time from stored term frequencies and field lengths with the statistics
+ * of the result (`liveScoring.ts`), with the same functions a full build uses, so its scores are those of a full
+ * build of the same entries.
+ *
+ * Cost of a change: the chain of indexes derived from one base shares one append-only record of the added
+ * documents ({@link AddedDocuments}; each index sees a prefix of it), so deriving an index appends the new
+ * documents' postings and copies one byte per document (the liveness array) instead of copying what earlier
+ * changes added.
  */
 import { FIELD_COUNT, type FrequencyPostings } from "./postings.js";
 import type { ScoringScratch } from "./scoring.js";
@@ -42,40 +47,47 @@ export type LiveScratch = ScoringScratch & {
   termTouched: Int32Array;
 };
 
-/** The postings of the added documents for one field: term id → dense ids and frequencies. */
-export type DeltaPostings = Map<number, { docs: Int32Array; frequencies: Int32Array }>;
+/** The postings of added documents for one term and field, in ascending dense ids; the first `length` count. */
+export type GrowingPostings = { docs: Int32Array; frequencies: Int32Array; length: number };
+
+/**
+ * Every document added since a base, in the order added (dense id `base.ids.length + index`), shared by the
+ * chain of indexes derived from that base. Append-only: an index with `addedCount` added documents reads the
+ * first `addedCount` of them and ignores the rest (postings past its dense ids, ids added after it).
+ */
+export type AddedDocuments = {
+  ids: string[];
+  terms: DocumentTerms[];
+  /** Per field: term id → postings of the added documents. */
+  postings: Map<number, GrowingPostings>[];
+  /** Entry id → the dense ids added with it, ascending (an id removed and added again has several). */
+  docsOfId: Map<string, number[]>;
+  /** Per dense id, base then added: the tie-break key (see {@link IndexChanges.rankKeys}); grows as added. */
+  rankKeys: Float64Array;
+};
 
 /** The difference between a derived index and its base (see the module comment). */
 export type IndexChanges = {
-  /** Per base document: 1 when it was removed or replaced. */
-  dead: Uint8Array;
-  /** Number of dead base documents. */
+  /** The documents added since the base (shared; this index sees the first {@link addedCount}). */
+  added: AddedDocuments;
+  addedCount: number;
+  /** Number of base documents removed or replaced. */
   deadBaseCount: number;
-  /**
-   * Added documents in the order they were added (dense id `base.ids.length + index`); an added document that was
-   * removed or replaced later stays here, marked not live, until a compaction.
-   */
-  addedIds: readonly string[];
-  addedTerms: readonly DocumentTerms[];
-  /** Live added id → dense id. */
-  addedDenseIds: ReadonlyMap<string, number>;
   /** Live documents (base minus dead plus live added): the N of IDF and of the average lengths. */
   documentCount: number;
   totalLengths: Float64Array;
   averageLengths: Float64Array;
-  /** Per dense id: 1 when live. */
+  /** Per dense id: 1 when live (a removed or replaced document stays, not live, until a compaction). */
   live: Uint8Array;
   /**
    * Per dense id: a key whose order is the code-unit order of the ids, except that added documents between the
    * same two base ids share a key (`selectTop` then compares their ids).
    */
   rankKeys: Float64Array;
-  /** Per field: the added documents' postings (including those of added documents no longer live). */
-  deltaPostings: DeltaPostings[];
 };
 
 /** Base documents in rank order (the inverse of `ranks`), computed once per base. */
-function baseOrder(base: IndexBase): Int32Array {
+export function baseOrder(base: IndexBase): Int32Array {
   if (!base.order) {
     const order = new Int32Array(base.ranks.length);
     for (let doc = 0; doc < base.ranks.length; doc++) order[base.ranks[doc]!] = doc;
@@ -97,10 +109,86 @@ function baseIdsBelow(base: IndexBase, id: string): number {
   return low;
 }
 
+/** Dense id of a live added document with this id, or -1. */
+export function addedDenseIdOf(changes: IndexChanges, id: string): number {
+  const docs = changes.added.docsOfId.get(id);
+  if (!docs) return -1;
+  const live = changes.live;
+  for (let index = docs.length - 1; index >= 0; index--) {
+    const doc = docs[index]!;
+    if (doc < live.length && live[doc] === 1) return doc;
+  }
+  return -1;
+}
+
+/**
+ * The postings of added documents that `changes` sees for a term in a field (live or not: callers check
+ * liveness), as the arrays and the number of leading values to read; null when there are none.
+ */
+export function addedPostingsOf(
+  changes: IndexChanges,
+  field: number,
+  term: number,
+): { docs: Int32Array; frequencies: Int32Array; end: number } | null {
+  const list = changes.added.postings[field]!.get(term);
+  if (!list || list.length === 0) return null;
+  const capacity = changes.live.length;
+  let end = list.length;
+  if (list.docs[end - 1]! >= capacity) {
+    // Added after this index (the chain went on): the values below its capacity are a prefix.
+    let low = 0;
+    while (low < end) {
+      const middle = (low + end) >>> 1;
+      if (list.docs[middle]! < capacity) low = middle + 1;
+      else end = middle;
+    }
+  }
+  return end === 0 ? null : { docs: list.docs, frequencies: list.frequencies, end };
+}
+
+function grownInt32(array: Int32Array, length: number): Int32Array {
+  if (length <= array.length) return array;
+  const grown = new Int32Array(Math.max(length, array.length * 2, 4));
+  grown.set(array);
+  return grown;
+}
+
+/** A copy of the first `count` added documents of `added`, for a chain that branches off an earlier index. */
+function forkAdded(added: AddedDocuments, baseCount: number, count: number): AddedDocuments {
+  const capacity = baseCount + count;
+  const postings = added.postings.map((field) => {
+    const copy = new Map<number, GrowingPostings>();
+    for (const [term, list] of field) {
+      let length = 0;
+      while (length < list.length && list.docs[length]! < capacity) length++;
+      if (length > 0)
+        copy.set(term, {
+          docs: list.docs.slice(0, length),
+          frequencies: list.frequencies.slice(0, length),
+          length,
+        });
+    }
+    return copy;
+  });
+  const docsOfId = new Map<string, number[]>();
+  for (const [id, docs] of added.docsOfId) {
+    const kept = docs.filter((doc) => doc < capacity);
+    if (kept.length > 0) docsOfId.set(id, kept);
+  }
+  return {
+    ids: added.ids.slice(0, count),
+    terms: added.terms.slice(0, count),
+    postings,
+    docsOfId,
+    rankKeys: added.rankKeys.slice(0, Math.max(capacity, 1)),
+  };
+}
+
 /**
  * The changes of a derived index: `previous` (the changes of the index being updated, or null for a base) without
  * `removedIds` (ids that are not live are ignored), plus `added` (their ids must not be live afterwards). Work:
- * copies of a few arrays over the dense ids, plus the postings of the added documents' terms.
+ * the added documents' postings, plus one byte per document (the liveness array); what earlier changes added is
+ * shared, not copied (unless `previous` is not the latest index of its chain, which copies it once).
  */
 export function deriveChanges(
   base: IndexBase,
@@ -109,93 +197,101 @@ export function deriveChanges(
   added: ReadonlyMap<string, DocumentTerms>,
 ): IndexChanges {
   const baseCount = base.ids.length;
-  const previousCapacity = previous ? previous.live.length : baseCount;
+  let store: AddedDocuments;
+  if (!previous) {
+    const rankKeys = new Float64Array(baseCount + Math.max(added.size, 16));
+    rankKeys.set(base.ranks);
+    store = {
+      ids: [],
+      terms: [],
+      postings: Array.from({ length: FIELD_COUNT }, () => new Map<number, GrowingPostings>()),
+      docsOfId: new Map(),
+      rankKeys,
+    };
+  } else if (previous.added.ids.length !== previous.addedCount) {
+    store = forkAdded(previous.added, baseCount, previous.addedCount);
+  } else store = previous.added;
+  const previousCapacity = baseCount + (previous ? previous.addedCount : 0);
   const capacity = previousCapacity + added.size;
-  const dead = previous ? previous.dead.slice() : new Uint8Array(baseCount);
   const live = new Uint8Array(capacity);
   if (previous) live.set(previous.live);
   else live.fill(1, 0, baseCount);
-  const addedIds = previous ? previous.addedIds.slice() : [];
-  const addedTerms = previous ? previous.addedTerms.slice() : [];
-  const addedDenseIds = new Map(previous?.addedDenseIds ?? []);
   const totalLengths = (previous?.totalLengths ?? base.totalLengths).slice();
   let documentCount = previous ? previous.documentCount : baseCount;
   let deadBaseCount = previous ? previous.deadBaseCount : 0;
-  const drop = (doc: number, lengths: ArrayLike<number>): void => {
-    live[doc] = 0;
-    documentCount--;
-    for (let field = 0; field < FIELD_COUNT; field++) totalLengths[field]! -= lengths[field]!;
+  const view: IndexChanges = {
+    added: store,
+    addedCount: previous ? previous.addedCount : 0,
+    deadBaseCount,
+    documentCount,
+    totalLengths,
+    averageLengths: new Float64Array(FIELD_COUNT),
+    live,
+    rankKeys: store.rankKeys,
   };
   for (const id of removedIds) {
-    const addedDoc = addedDenseIds.get(id);
-    if (addedDoc !== undefined) {
-      addedDenseIds.delete(id);
-      drop(addedDoc, addedTerms[addedDoc - baseCount]!.lengths);
+    const addedDoc = addedDenseIdOf(view, id);
+    if (addedDoc >= 0) {
+      live[addedDoc] = 0;
+      documentCount--;
+      const lengths = store.terms[addedDoc - baseCount]!.lengths;
+      for (let field = 0; field < FIELD_COUNT; field++) totalLengths[field]! -= lengths[field]!;
       continue;
     }
     const doc = base.denseIds.get(id);
-    if (doc !== undefined && dead[doc] === 0) {
-      dead[doc] = 1;
+    if (doc !== undefined && live[doc] === 1) {
+      live[doc] = 0;
+      documentCount--;
       deadBaseCount++;
-      const lengths = new Float64Array(FIELD_COUNT);
-      for (let field = 0; field < FIELD_COUNT; field++) lengths[field] = base.lengths[field]![doc]!;
-      drop(doc, lengths);
+      for (let field = 0; field < FIELD_COUNT; field++) totalLengths[field]! -= base.lengths[field]![doc]!;
     }
   }
-  const rankKeys = new Float64Array(capacity);
-  if (previous) rankKeys.set(previous.rankKeys);
-  else rankKeys.set(base.ranks);
-  const deltaPostings = previous
-    ? previous.deltaPostings.map((postings) => new Map(postings))
-    : Array.from({ length: FIELD_COUNT }, (): DeltaPostings => new Map());
+  if (capacity > store.rankKeys.length) {
+    const grown = new Float64Array(Math.max(capacity, Math.ceil(store.rankKeys.length * 1.5)));
+    grown.set(store.rankKeys);
+    store.rankKeys = grown;
+  }
   for (const [id, terms] of added) {
     const baseDoc = base.denseIds.get(id);
-    if (addedDenseIds.has(id) || (baseDoc !== undefined && dead[baseDoc] === 0))
+    if (addedDenseIdOf(view, id) >= 0 || (baseDoc !== undefined && live[baseDoc] === 1))
       throw new Error(`KnowledgeLexicalIndex: id ${JSON.stringify(id)} is already indexed`);
-    const doc = baseCount + addedTerms.length;
-    addedIds.push(id);
-    addedTerms.push(terms);
-    addedDenseIds.set(id, doc);
+    const doc = baseCount + store.ids.length;
+    store.ids.push(id);
+    store.terms.push(terms);
+    const docs = store.docsOfId.get(id);
+    if (docs) docs.push(doc);
+    else store.docsOfId.set(id, [doc]);
     live[doc] = 1;
     documentCount++;
     // Between the base ids around it; added ids with the same neighbours share the key (ties compare ids).
-    rankKeys[doc] = baseIdsBelow(base, id) - 0.5;
+    store.rankKeys[doc] = baseIdsBelow(base, id) - 0.5;
     for (let field = 0; field < FIELD_COUNT; field++) {
       totalLengths[field]! += terms.lengths[field]!;
-      const postings = deltaPostings[field]!;
+      const postings = store.postings[field]!;
       const fieldTerms = terms.terms[field]!;
       const fieldFrequencies = terms.frequencies[field]!;
       for (let position = 0; position < fieldTerms.length; position++) {
         const term = fieldTerms[position]!;
-        const list = postings.get(term);
-        const length = list ? list.docs.length : 0;
-        const docs = new Int32Array(length + 1);
-        const frequencies = new Int32Array(length + 1);
-        if (list) {
-          docs.set(list.docs);
-          frequencies.set(list.frequencies);
+        let list = postings.get(term);
+        if (!list) {
+          list = { docs: new Int32Array(2), frequencies: new Int32Array(2), length: 0 };
+          postings.set(term, list);
         }
-        docs[length] = doc;
-        frequencies[length] = fieldFrequencies[position]!;
-        postings.set(term, { docs, frequencies });
+        list.docs = grownInt32(list.docs, list.length + 1);
+        list.frequencies = grownInt32(list.frequencies, list.length + 1);
+        list.docs[list.length] = doc;
+        list.frequencies[list.length] = fieldFrequencies[position]!;
+        list.length++;
       }
     }
   }
   // Integer sums divided once, exactly as a full build computes them.
-  const averageLengths = new Float64Array(FIELD_COUNT);
+  const averageLengths = view.averageLengths;
   for (let field = 0; field < FIELD_COUNT; field++)
     averageLengths[field] = documentCount > 0 ? totalLengths[field]! / documentCount : 0;
-  return {
-    dead,
-    deadBaseCount,
-    addedIds,
-    addedTerms,
-    addedDenseIds,
-    documentCount,
-    totalLengths,
-    averageLengths,
-    live,
-    rankKeys,
-    deltaPostings,
-  };
+  view.addedCount = capacity - baseCount;
+  view.deadBaseCount = deadBaseCount;
+  view.documentCount = documentCount;
+  view.rankKeys = store.rankKeys.subarray(0, capacity);
+  return view;
 }

@@ -1,11 +1,15 @@
-/** The exported form of a finished lexical index (what an index artifact stores), and its consistency check. */
+/**
+ * The exported form of a finished lexical index (what an index artifact stores), its consistency check, and the
+ * conversions between it and the index's finished state.
+ */
 import type {
   KnowledgeAnalyzerName,
   KnowledgeFieldWeights,
   KnowledgeScoringMode,
 } from "../types/knowledge.js";
-import { FIELD_COUNT, type FrequencyPostings } from "./postings.js";
-import type { TermDictionary } from "./termDictionary.js";
+import type { IndexBase, IndexChanges } from "./indexChanges.js";
+import { FIELD_COUNT, type FieldPostings, type FrequencyPostings } from "./postings.js";
+import { TermDictionary } from "./termDictionary.js";
 
 /** The finished state of a `KnowledgeLexicalIndex`, for serialization into an index artifact. */
 export type KnowledgeLexicalIndexParts = {
@@ -59,8 +63,36 @@ export type PostingLoader = {
   ensureAll(): void;
 };
 
-export /** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */
-function assertPartsConsistent(parts: KnowledgeLexicalIndexParts): void {
+/**
+ * The finished state of an index: what a search reads, what an artifact stores and what a change derives from.
+ * @internal
+ */
+export type FinishedLexicalState = {
+  /** Term ↔ id; shared (append-only) with the indexes derived from this one. */
+  dictionary: TermDictionary;
+  ids: string[];
+  denseIds: Map<string, number>;
+  /** Rank of each dense id in code-unit order of entry ids: the deterministic tie-break. */
+  ranks: Int32Array;
+  /** Per field (sum) or one over all fields (BM25F): postings with precomputed contributions. */
+  postings: FieldPostings[];
+  /** Per field: term-frequency postings, what query-time scoring and compaction read. */
+  termPostings: FrequencyPostings[];
+  averageLengths: Float64Array;
+  /** BM25F only: per posting, each field's share of its score (for the breakdown). */
+  bm25fShares: Float64Array | null;
+  /** Terms the postings cover: the dictionary's size when finalizing started (it may grow afterwards). */
+  termLimit: number;
+  /** The finished arrays shared with derived indexes; null when loaded without term frequencies. */
+  base: IndexBase | null;
+  /** What this index changes relative to {@link base}; null for a full build (precomputed contributions apply). */
+  changes: IndexChanges | null;
+  /** Loaded from an artifact: fills the postings of a term when a search first reads it (null: all present). */
+  postingLoader: PostingLoader | null;
+};
+
+/** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */
+export function assertPartsConsistent(parts: KnowledgeLexicalIndexParts): void {
   const documentCount = parts.ids.length;
   const termCount = parts.termCount;
   const expectedPostings = parts.scoring === "bm25f" ? 1 : FIELD_COUNT;
@@ -87,4 +119,94 @@ function assertPartsConsistent(parts: KnowledgeLexicalIndexParts): void {
       if (docs[index]! >>> 0 >= documentCount)
         throw new RangeError("index parts are inconsistent: posting refers to a missing document");
   }
+}
+
+/** The parameters of an index, as its parts carry them. */
+type IndexParameters = Pick<KnowledgeLexicalIndexParts, "fieldWeights" | "k1" | "b" | "scoring"> & {
+  analyzerName: KnowledgeAnalyzerName;
+};
+
+/** The parts of a finished index without changes (see `KnowledgeLexicalIndex.exportParts`). */
+export function partsOfState(
+  parameters: IndexParameters,
+  state: FinishedLexicalState,
+): KnowledgeLexicalIndexParts {
+  // The dictionary is shared with changed indexes and may have grown since finalize: terms past `termLimit`
+  // have no postings here, so their offsets repeat the last one.
+  const termCount = state.dictionary.size;
+  const padded = (offsets: Int32Array): Int32Array => {
+    if (offsets.length === 0 || offsets.length === termCount + 1) return offsets;
+    const grown = new Int32Array(termCount + 1);
+    grown.set(offsets);
+    grown.fill(offsets[offsets.length - 1]!, offsets.length);
+    return grown;
+  };
+  const postings = state.postings.map((field) =>
+    field.offsets.length === 0 ? field : { ...field, offsets: padded(field.offsets) },
+  );
+  const termPostings = state.termPostings.map((field) => ({ ...field, offsets: padded(field.offsets) }));
+  return {
+    fieldWeights: { ...parameters.fieldWeights },
+    k1: parameters.k1,
+    b: parameters.b,
+    analyzer: parameters.analyzerName,
+    scoring: parameters.scoring,
+    ids: state.ids,
+    termCount,
+    averageLengths: state.averageLengths,
+    ranks: state.ranks,
+    postings,
+    bm25fShares: state.bm25fShares,
+    dictionary: state.dictionary,
+    ...(state.base ? { termPostings, lengths: state.base.lengths } : {}),
+  };
+}
+
+/** The finished state of exported parts, checked for consistency (throws a RangeError otherwise). */
+export function stateFromParts(parts: KnowledgeLexicalIndexParts): FinishedLexicalState {
+  assertPartsConsistent(parts);
+  const ids: string[] = [];
+  const denseIds = new Map<string, number>();
+  for (const id of parts.ids) {
+    if (denseIds.has(id))
+      throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
+    denseIds.set(id, ids.length);
+    ids.push(id);
+  }
+  let dictionary = parts.dictionary;
+  if (!dictionary) {
+    dictionary = new TermDictionary();
+    for (const term of parts.terms ?? []) dictionary.intern(term);
+  }
+  if (dictionary.size !== parts.termCount)
+    throw new RangeError("index parts are inconsistent: duplicate terms");
+  const termPostings = parts.termPostings && parts.lengths ? parts.termPostings.slice() : [];
+  return {
+    dictionary,
+    ids,
+    denseIds,
+    ranks: parts.ranks,
+    postings: parts.postings.map((postings) => ({ ...postings })),
+    termPostings,
+    averageLengths: parts.averageLengths,
+    bm25fShares: parts.bm25fShares,
+    termLimit: parts.termCount,
+    base:
+      parts.termPostings && parts.lengths
+        ? {
+            ids,
+            denseIds,
+            ranks: parts.ranks,
+            order: null,
+            termPostings,
+            lengths: parts.lengths,
+            totalLengths: Float64Array.from(parts.lengths, (lengths) =>
+              lengths.reduce((sum, length) => sum + length, 0),
+            ),
+            scratch: null,
+          }
+        : null,
+    changes: null,
+    postingLoader: parts.postingLoader ?? null,
+  };
 }

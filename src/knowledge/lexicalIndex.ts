@@ -25,8 +25,15 @@ import {
   RAW_FIELD_TEXTS,
   resolveFieldWeights,
 } from "./document.js";
-import { type DocumentTerms, deriveChanges, type IndexBase, type IndexChanges } from "./indexChanges.js";
-import { assertPartsConsistent, type KnowledgeLexicalIndexParts, type PostingLoader } from "./indexParts.js";
+import { addedDenseIdOf, type IndexBase, type IndexChanges } from "./indexChanges.js";
+import {
+  type FinishedLexicalState,
+  type KnowledgeLexicalIndexParts,
+  type PostingLoader,
+  partsOfState,
+  stateFromParts,
+} from "./indexParts.js";
+import { changedState } from "./lexicalIndexChanges.js";
 import { scoreQueryLive } from "./liveScoring.js";
 import {
   bm25fPostings,
@@ -136,10 +143,15 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     return this.base !== null;
   }
 
+  /** Whether this index carries changes that {@link compactSteps} would fold into a fresh index. */
+  get hasChanges(): boolean {
+    return this.changes !== null;
+  }
+
   /** Entry id of a dense id. */
   idAt(denseId: number): string {
     const baseCount = this.ids.length;
-    return denseId < baseCount ? this.ids[denseId]! : this.changes!.addedIds[denseId - baseCount]!;
+    return denseId < baseCount ? this.ids[denseId]! : this.changes!.added.ids[denseId - baseCount]!;
   }
 
   /** Whether a dense id belongs to a live document (not removed or replaced by a change). */
@@ -151,10 +163,9 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   denseIdOf(id: string): number {
     const changes = this.changes;
     if (!changes) return this.denseIds.get(id) ?? -1;
-    const added = changes.addedDenseIds.get(id);
-    if (added !== undefined) return added;
     const doc = this.denseIds.get(id);
-    return doc === undefined || changes.dead[doc] === 1 ? -1 : doc;
+    if (doc !== undefined && changes.live[doc] === 1) return doc;
+    return addedDenseIdOf(changes, id);
   }
 
   /** Adds one document. Ids must be unique; documents cannot be added after {@link finalize}. */
@@ -409,8 +420,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
    * indexed (replace an entry by removing its id and adding it). This index is unchanged and keeps serving. The
    * result scores every query exactly as a full build of its entries would: it shares this index's postings and
    * computes contributions at query time with the changed statistics. Cost: tokenizing the added entries, plus
-   * work proportional to the number of documents (typed-array copies) and to the accumulated changes; a
-   * {@link compactSteps} compaction folds the changes into a fresh index.
+   * one byte per document (see `lexicalIndexChanges.ts`); a {@link compactSteps} compaction folds the changes
+   * into a fresh index.
    */
   withChanges(
     removedIds: Iterable<string>,
@@ -420,44 +431,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       throw new Error(
         "KnowledgeLexicalIndex.withChanges: this index cannot be changed (not finalized, or loaded without term frequencies)",
       );
-    const terms = new Map<string, DocumentTerms>();
-    const counter = new TermCounter(this.dictionary);
-    let marker = 0;
-    for (const entry of added) {
-      if (terms.has(entry.id))
-        throw new Error(`KnowledgeLexicalIndex.withChanges: duplicate id ${JSON.stringify(entry.id)}`);
-      const texts = this.analyzer ? null : entryFieldTexts(entry);
-      const document = this.analyzer ? buildDocument(entry) : null;
-      const documentTerms: DocumentTerms = {
-        terms: [],
-        frequencies: [],
-        lengths: new Int32Array(FIELD_COUNT),
-      };
-      for (let field = 0; field < FIELD_COUNT; field++) {
-        marker++;
-        documentTerms.lengths[field] = texts
-          ? counter.countTexts(texts[field]!, marker)
-          : counter.countTokens(this.analyzer!(document!.fields[KNOWLEDGE_FIELD_NAMES[field]!]), marker);
-        documentTerms.terms.push(Int32Array.from(counter.fieldTerms));
-        documentTerms.frequencies.push(
-          Int32Array.from(counter.fieldTerms, (term) => counter.frequency(term)),
-        );
-        counter.clearField();
-      }
-      terms.set(entry.id, documentTerms);
-    }
-    const changes = deriveChanges(this.base, this.changes, removedIds, terms);
-    const derived = this.sibling();
-    derived.ids = this.ids;
-    derived.denseIds = this.denseIds;
-    derived.termPostings = this.termPostings;
-    derived.ranks = this.ranks;
-    derived.base = this.base;
-    derived.changes = changes;
-    derived.averageLengths = changes.averageLengths;
-    derived.termLimit = this.termLimit;
-    derived.finalized = true;
-    return derived;
+    return this.withState(changedState(this.finishedState(), this.analyzer, removedIds, added));
   }
 
   /**
@@ -495,7 +469,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   }
 
   /**
-   * The finished state, for an index artifact. The arrays are the index's own: do not modify them.
+   * The finished state, for an index artifact (a changed index is compacted first). The arrays are the index's
+   * own: do not modify them.
    * @internal
    */
   exportParts(): KnowledgeLexicalIndexParts {
@@ -507,35 +482,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       return step.value.exportParts();
     }
     this.postingLoader?.ensureAll();
-    // The dictionary is shared with changed indexes and may have grown since finalize: terms past `termLimit`
-    // have no postings here, so their offsets repeat the last one.
-    const termCount = this.dictionary.size;
-    const padded = (offsets: Int32Array): Int32Array => {
-      if (offsets.length === 0 || offsets.length === termCount + 1) return offsets;
-      const grown = new Int32Array(termCount + 1);
-      grown.set(offsets);
-      grown.fill(offsets[offsets.length - 1]!, offsets.length);
-      return grown;
-    };
-    const postings = this.postings.map((field) =>
-      field.offsets.length === 0 ? field : { ...field, offsets: padded(field.offsets) },
-    );
-    const termPostings = this.termPostings.map((field) => ({ ...field, offsets: padded(field.offsets) }));
-    return {
-      fieldWeights: { ...this.fieldWeights },
-      k1: this.k1,
-      b: this.b,
-      analyzer: this.analyzerName,
-      scoring: this.scoring,
-      ids: this.ids,
-      termCount,
-      averageLengths: this.averageLengths,
-      ranks: this.ranks,
-      postings,
-      bm25fShares: this.bm25fShares,
-      dictionary: this.dictionary,
-      ...(this.base ? { termPostings, lengths: this.base.lengths } : {}),
-    };
+    return partsOfState(this, this.finishedState());
   }
 
   /** Recreates a finished index from {@link exportParts} output (checked for consistency). */
@@ -546,40 +493,46 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       analyzer: parts.analyzer,
       scoring: parts.scoring,
     });
-    assertPartsConsistent(parts);
-    for (const id of parts.ids) {
-      if (index.denseIds.has(id))
-        throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
-      index.denseIds.set(id, index.ids.length);
-      index.ids.push(id);
-    }
-    if (parts.dictionary) index.dictionary = parts.dictionary;
-    else for (const term of parts.terms ?? []) index.dictionary.intern(term);
-    if (index.dictionary.size !== parts.termCount)
-      throw new RangeError("index parts are inconsistent: duplicate terms");
-    index.averageLengths = parts.averageLengths;
-    index.ranks = parts.ranks;
-    index.postings = parts.postings.map((postings) => ({ ...postings }));
-    index.bm25fShares = parts.bm25fShares;
-    index.postingLoader = parts.postingLoader ?? null;
-    index.builders = null;
-    index.counter = null;
-    index.termLimit = parts.termCount;
-    if (parts.termPostings && parts.lengths) {
-      index.termPostings = parts.termPostings.slice();
-      index.base = {
-        ids: index.ids,
-        denseIds: index.denseIds,
-        ranks: index.ranks,
-        order: null,
-        termPostings: index.termPostings,
-        lengths: parts.lengths,
-        totalLengths: Float64Array.from(parts.lengths, (lengths) =>
-          lengths.reduce((sum, length) => sum + length, 0),
-        ),
-        scratch: null,
-      };
-    }
+    return index.withState(stateFromParts(parts));
+  }
+
+  /**
+   * What a finished index holds (searching it reads this); shared with the indexes derived from it.
+   * @internal
+   */
+  finishedState(): FinishedLexicalState {
+    if (!this.finalized) throw new Error("KnowledgeLexicalIndex: call finalize() first");
+    return {
+      dictionary: this.dictionary,
+      ids: this.ids,
+      denseIds: this.denseIds,
+      ranks: this.ranks,
+      postings: this.postings,
+      termPostings: this.termPostings,
+      averageLengths: this.averageLengths,
+      bm25fShares: this.bm25fShares,
+      termLimit: this.termLimit,
+      base: this.base,
+      changes: this.changes,
+      postingLoader: this.postingLoader,
+    };
+  }
+
+  /** A finished index with this one's parameters and the given state. */
+  private withState(state: FinishedLexicalState): KnowledgeLexicalIndex {
+    const index = this.sibling();
+    index.dictionary = state.dictionary;
+    index.ids = state.ids;
+    index.denseIds = state.denseIds;
+    index.ranks = state.ranks;
+    index.postings = state.postings;
+    index.termPostings = state.termPostings;
+    index.averageLengths = state.averageLengths;
+    index.bm25fShares = state.bm25fShares;
+    index.termLimit = state.termLimit;
+    index.base = state.base;
+    index.changes = state.changes;
+    index.postingLoader = state.postingLoader;
     index.finalized = true;
     return index;
   }

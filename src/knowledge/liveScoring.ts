@@ -15,7 +15,7 @@ import {
   bm25TermScore,
 } from "./bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
-import type { IndexBase, IndexChanges, LiveScratch } from "./indexChanges.js";
+import { addedPostingsOf, type IndexBase, type IndexChanges, type LiveScratch } from "./indexChanges.js";
 import { FIELD_COUNT, frequencyAt, LARGE_FREQUENCY } from "./postings.js";
 import { selectTop } from "./ranking.js";
 
@@ -58,25 +58,24 @@ function forEachLivePosting(
   visit: (doc: number, frequency: number, length: number) => void,
 ): void {
   const { base, changes } = index;
+  const live = changes.live;
   const postings = base.termPostings[field]!;
   if (term + 1 < postings.offsets.length) {
     const lengths = base.lengths[field]!;
-    const dead = changes.dead;
     const end = postings.offsets[term + 1]!;
     for (let position = postings.offsets[term]!; position < end; position++) {
       const doc = postings.docs[position]!;
-      if (dead[doc] === 1) continue;
+      if (live[doc] === 0) continue;
       visit(doc, frequencyAt(postings, position), lengths[doc]!);
     }
   }
-  const added = changes.deltaPostings[field]!.get(term);
+  const added = addedPostingsOf(changes, field, term);
   if (added) {
     const baseCount = base.ids.length;
-    const live = changes.live;
-    for (let position = 0; position < added.docs.length; position++) {
+    for (let position = 0; position < added.end; position++) {
       const doc = added.docs[position]!;
       if (live[doc] === 0) continue;
-      visit(doc, added.frequencies[position]!, changes.addedTerms[doc - baseCount]!.lengths[field]!);
+      visit(doc, added.frequencies[position]!, changes.added.terms[doc - baseCount]!.lengths[field]!);
     }
   }
 }
@@ -151,25 +150,26 @@ export function scoreQueryLive(
       const postings = index.base.termPostings[field]!;
       const { offsets, docs, frequencies } = postings;
       const lengths = index.base.lengths[field]!;
-      const dead = changes.dead;
       const live = changes.live;
       const baseCount = index.base.ids.length;
       for (const term of termIds) {
         // Plain loops (no callbacks): this is the turn path while changes are pending.
         const start = term + 1 < offsets.length ? offsets[term]! : 0;
         const end = term + 1 < offsets.length ? offsets[term + 1]! : 0;
-        const added = changes.deltaPostings[field]!.get(term);
+        const added = addedPostingsOf(changes, field, term);
         let documentFrequency = 0;
         if (changes.deadBaseCount === 0) documentFrequency = end - start;
         else
           for (let position = start; position < end; position++)
-            if (dead[docs[position]!] === 0) documentFrequency++;
-        if (added) for (const doc of added.docs) if (live[doc] === 1) documentFrequency++;
+            if (live[docs[position]!] === 1) documentFrequency++;
+        if (added)
+          for (let position = 0; position < added.end; position++)
+            if (live[added.docs[position]!] === 1) documentFrequency++;
         if (documentFrequency === 0) continue;
         const weightedIdf = weight * bm25Idf(documentCount, documentFrequency);
         for (let position = start; position < end; position++) {
           const doc = docs[position]!;
-          if (dead[doc] === 1 || eligible[doc] === 0) continue;
+          if (live[doc] === 0 || eligible[doc] === 0) continue;
           let frequency = frequencies[position]!;
           if (frequency === LARGE_FREQUENCY) frequency = postings.largeFrequencies!.get(position)!;
           if (marks[doc] === 0) touched[touchedCount++] = doc;
@@ -184,11 +184,11 @@ export function scoreQueryLive(
           marks[doc]! |= bit;
         }
         if (!added) continue;
-        for (let position = 0; position < added.docs.length; position++) {
+        for (let position = 0; position < added.end; position++) {
           const doc = added.docs[position]!;
           if (live[doc] === 0 || eligible[doc] === 0) continue;
           if (marks[doc] === 0) touched[touchedCount++] = doc;
-          const length = changes.addedTerms[doc - baseCount]!.lengths[field]!;
+          const length = changes.added.terms[doc - baseCount]!.lengths[field]!;
           const contribution = bm25TermScore(
             weightedIdf,
             added.frequencies[position]!,

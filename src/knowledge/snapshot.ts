@@ -235,6 +235,31 @@ export function drain<Result>(steps: Generator<void, Result, void>): Result {
   return step.value;
 }
 
+/**
+ * Files an entry's dense id where eligibility masks are built from: its domain's list, and when it is active, the
+ * universal mask (no integrations) or the list of each of its integrations (lowercased, once each).
+ */
+export function addEntryToScopes(
+  entry: NormalizedKnowledgeEntry,
+  doc: number,
+  universalMask: Uint8Array,
+  push: (kind: "domain" | "integration", key: string, doc: number) => void,
+): void {
+  push("domain", entry.domain, doc);
+  if (entry.status !== "active") return;
+  if (entry.integrations.length === 0) {
+    universalMask[doc] = 1;
+    return;
+  }
+  const seen = new Set<string>();
+  for (const integration of entry.integrations) {
+    const key = integration.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    push("integration", key, doc);
+  }
+}
+
 /** Entries handled between two yields of a sliced snapshot step. */
 const ENTRIES_PER_STEP = 4096;
 
@@ -250,33 +275,20 @@ export function* compileSnapshotSteps(
   const universalMask = new Uint8Array(count);
   const integrationLists = new Map<string, number[]>();
   const domainLists = new Map<string, number[]>();
+  const push = (kind: "domain" | "integration", key: string, doc: number): void => {
+    const lists = kind === "domain" ? domainLists : integrationLists;
+    let list = lists.get(key);
+    if (!list) {
+      list = [];
+      lists.set(key, list);
+    }
+    list.push(doc);
+  };
   for (const entry of entries) {
     if ((++handled & (ENTRIES_PER_STEP - 1)) === 0) yield;
     const doc = lexical.denseIdOf(entry.id);
     denseEntries[doc] = entry;
-    let domainList = domainLists.get(entry.domain);
-    if (!domainList) {
-      domainList = [];
-      domainLists.set(entry.domain, domainList);
-    }
-    domainList.push(doc);
-    if (entry.status !== "active") continue;
-    if (entry.integrations.length === 0) {
-      universalMask[doc] = 1;
-      continue;
-    }
-    const seen = new Set<string>();
-    for (const integration of entry.integrations) {
-      const key = integration.toLowerCase();
-      if (seen.has(key)) continue;
-      seen.add(key);
-      let list = integrationLists.get(key);
-      if (!list) {
-        list = [];
-        integrationLists.set(key, list);
-      }
-      list.push(doc);
-    }
+    addEntryToScopes(entry, doc, universalMask, push);
   }
   const toTyped = (lists: Map<string, number[]>): Map<string, Int32Array> => {
     const typed = new Map<string, Int32Array>();

@@ -1,72 +1,139 @@
 /**
  * Changing a snapshot without rebuilding it: {@link applySnapshotChanges} derives a new immutable snapshot (the
  * old one keeps serving whoever holds it) whose maps are overlays over the base snapshot's maps and whose lexical
- * index is derived with `withChanges`; {@link compactSnapshotSteps} folds the changes into a fresh snapshot,
- * identical to a full build of the same entries, in slices.
+ * index is derived with `withChanges`; {@link compactSnapshotSteps} folds the lexical changes into a fresh index,
+ * scoring exactly as a full build of the same entries, in slices.
+ *
+ * Every structure a change touches is shared along the chain of snapshots derived from one base and grows
+ * append-only (each snapshot reads the prefix it knows), so a change costs work proportional to what it changes,
+ * plus one byte per entry (the lexical index's liveness array), never a copy of what earlier changes added. A
+ * snapshot derived from one that is not the latest of its chain copies the shared part once (a fork).
  */
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import type { PhraseTrie } from "./phraseTrie.js";
 import {
+  addEntryToScopes,
   type CompiledSnapshot,
   createEligibilityCache,
   getCompiledSnapshot,
   registerCompiledSnapshot,
-  SnapshotMaps,
 } from "./snapshot.js";
 
 const REMOVED = Symbol("lexground.removed");
 
+type Version<Value> = { generation: number; value: Value | typeof REMOVED };
+
+/** The changed keys of the overlays over one base map, each with its values by generation (oldest first). */
+type OverlayVersions<Key, Value> = { keys: Map<Key, Version<Value>[]>; latest: number };
+
 /**
- * A read-only map: a base map plus changes (a value, or removed). Snapshots are immutable, so `set`, `delete` and
- * `clear` throw. Iteration yields the base's unchanged entries, then the changed ones.
+ * A read-only map: a base map plus the changes of one generation (a value, or removed) of a chain of overlays
+ * that share their versions. Snapshots are immutable, so `set`, `delete` and `clear` throw. Iteration yields the
+ * base's keys (with their changed values) then the added keys.
  */
 export class OverlayMap<Key, Value> extends Map<Key, Value> {
   private readonly base: ReadonlyMap<Key, Value>;
-  private readonly changes: ReadonlyMap<Key, Value | typeof REMOVED>;
+  private readonly versions: OverlayVersions<Key, Value>;
+  private readonly generation: number;
   private readonly count: number;
 
-  constructor(base: ReadonlyMap<Key, Value>, changes: ReadonlyMap<Key, Value | typeof REMOVED>) {
+  private constructor(
+    base: ReadonlyMap<Key, Value>,
+    versions: OverlayVersions<Key, Value>,
+    generation: number,
+    count: number,
+  ) {
     super();
     this.base = base;
-    this.changes = changes;
-    let count = base.size;
-    for (const [key, value] of changes) {
-      const inBase = base.has(key);
-      if (value === REMOVED) {
-        if (inBase) count--;
-      } else if (!inBase) count++;
-    }
+    this.versions = versions;
+    this.generation = generation;
     this.count = count;
   }
 
-  /** The base map of an overlay, or the map itself. */
-  static baseOf<Key, Value>(map: ReadonlyMap<Key, Value>): ReadonlyMap<Key, Value> {
-    return map instanceof OverlayMap ? (map.base as ReadonlyMap<Key, Value>) : map;
+  /**
+   * `map` with `changes` applied (a value, or {@link REMOVED}): a new overlay over `map`'s base (or over `map`
+   * itself when it is a plain map). Work: proportional to the changes.
+   */
+  static changed<Key, Value>(
+    map: ReadonlyMap<Key, Value>,
+    changes: ReadonlyMap<Key, Value | typeof REMOVED>,
+  ): OverlayMap<Key, Value> {
+    let versions: OverlayVersions<Key, Value>;
+    let base: ReadonlyMap<Key, Value>;
+    if (map instanceof OverlayMap) {
+      base = map.base as ReadonlyMap<Key, Value>;
+      versions = map.versions as OverlayVersions<Key, Value>;
+      // Not the latest of its chain: the chain branches here, so this branch gets its own copy.
+      if (map.generation !== versions.latest) versions = map.copyOfVersions(false);
+    } else {
+      base = map;
+      versions = { keys: new Map(), latest: 0 };
+    }
+    const generation = versions.latest + 1;
+    versions.latest = generation;
+    let count = map.size;
+    for (const [key, value] of changes) {
+      const before = map.has(key);
+      const after = value !== REMOVED;
+      if (before !== after) count += after ? 1 : -1;
+      const list = versions.keys.get(key);
+      if (list) list.push({ generation, value });
+      else versions.keys.set(key, [{ generation, value }]);
+    }
+    return new OverlayMap(base, versions, generation, count);
   }
 
-  /** The changes of an overlay relative to its base (empty for a plain map). */
-  static changesOf<Key, Value>(map: ReadonlyMap<Key, Value>): Map<Key, Value | typeof REMOVED> {
-    return map instanceof OverlayMap ? new Map(map.changes as Map<Key, Value | typeof REMOVED>) : new Map();
+  /** The same map with only the values it sees kept (what a compaction leaves: no older generations). */
+  pruned(): OverlayMap<Key, Value> {
+    return new OverlayMap(this.base, this.copyOfVersions(true), 1, this.count);
+  }
+
+  /** This overlay's versions alone (as generation 1 when `latestOnly`), for a branch or a compaction. */
+  private copyOfVersions(latestOnly: boolean): OverlayVersions<Key, Value> {
+    const keys = new Map<Key, Version<Value>[]>();
+    for (const [key, list] of this.versions.keys) {
+      const seen = list.filter((version) => version.generation <= this.generation);
+      if (seen.length === 0) continue;
+      keys.set(key, latestOnly ? [{ generation: 1, value: seen[seen.length - 1]!.value }] : seen);
+    }
+    return { keys, latest: latestOnly ? 1 : this.generation };
+  }
+
+  /** The changed value of `key` this generation sees: a value, REMOVED, or undefined when unchanged. */
+  private changedValue(key: Key): Value | typeof REMOVED | undefined {
+    const list = this.versions.keys.get(key);
+    if (!list) return undefined;
+    for (let index = list.length - 1; index >= 0; index--)
+      if (list[index]!.generation <= this.generation) return list[index]!.value;
+    return undefined;
   }
 
   override get size(): number {
     return this.count;
   }
   override get(key: Key): Value | undefined {
-    const changed = this.changes.get(key);
+    const changed = this.changedValue(key);
     if (changed !== undefined) return changed === REMOVED ? undefined : changed;
     return this.base.get(key);
   }
   override has(key: Key): boolean {
-    const changed = this.changes.get(key);
+    const changed = this.changedValue(key);
     if (changed !== undefined) return changed !== REMOVED;
     return this.base.has(key);
   }
   override *entries(): MapIterator<[Key, Value]> {
-    for (const entry of this.base) if (!this.changes.has(entry[0])) yield entry;
-    for (const [key, value] of this.changes) if (value !== REMOVED) yield [key, value];
+    for (const entry of this.base) {
+      const changed = this.changedValue(entry[0]);
+      if (changed === undefined) yield entry;
+      else if (changed !== REMOVED) yield [entry[0], changed];
+    }
+    for (const key of this.versions.keys.keys()) {
+      if (this.base.has(key)) continue;
+      const changed = this.changedValue(key);
+      if (changed !== undefined && changed !== REMOVED) yield [key, changed];
+    }
   }
   override *keys(): MapIterator<Key> {
     for (const [key] of this.entries()) yield key;
@@ -94,11 +161,68 @@ export class OverlayMap<Key, Value> extends Map<Key, Value> {
   }
 }
 
+/** A list of dense ids that grows in place; a snapshot reads its first entries (those below its capacity). */
+type GrowingList = { docs: Int32Array; length: number };
+
+/**
+ * The eligibility building blocks of a chain of derived snapshots (see `CompiledSnapshot`), grown in place as
+ * documents are added: a snapshot's universal mask and lists are prefixes of these. A removed document keeps its
+ * bits and list places: the lexical index never scores it, and the phrase maps no longer name it.
+ */
+type ScopeGrowth = {
+  /** Dense ids covered: the capacity of the latest snapshot of the chain. */
+  capacity: number;
+  universalMask: Uint8Array;
+  integrations: Map<string, GrowingList>;
+  domains: Map<string, GrowingList>;
+  phraseTrie: PhraseTrie;
+};
+
+/** The scope growth a derived compiled snapshot belongs to. */
+const scopeGrowths = new WeakMap<CompiledSnapshot, ScopeGrowth>();
+
 /** Keys added to a (shared, grow-only) phrase trie after its snapshot was built, so none is added twice. */
 const addedTrieKeys = new WeakMap<PhraseTrie, Set<string>>();
 
-/** The compiled companion of the full build that derived snapshots start from. */
-const baseCompiled = new WeakMap<CompiledSnapshot, CompiledSnapshot>();
+function growingLists(lists: ReadonlyMap<string, Int32Array>, capacity: number): Map<string, GrowingList> {
+  const grown = new Map<string, GrowingList>();
+  for (const [key, docs] of lists) {
+    let length = docs.length;
+    while (length > 0 && docs[length - 1]! >= capacity) length--;
+    grown.set(key, { docs: docs.slice(0, length), length });
+  }
+  return grown;
+}
+
+/** The scope growth of a chain continuing from `compiled` (its own when it is the latest, else a copy). */
+function scopeGrowthFrom(compiled: CompiledSnapshot): ScopeGrowth {
+  const capacity = compiled.lexical.capacity;
+  const existing = scopeGrowths.get(compiled);
+  if (existing && existing.capacity === capacity) return existing;
+  const universalMask = new Uint8Array(Math.max(16, Math.ceil(capacity * 1.25)));
+  universalMask.set(compiled.universalMask.subarray(0, capacity));
+  return {
+    capacity,
+    universalMask,
+    integrations: growingLists(compiled.activeByIntegration, capacity),
+    domains: growingLists(compiled.byDomain, capacity),
+    phraseTrie: compiled.phraseTrie,
+  };
+}
+
+function pushGrowing(lists: Map<string, GrowingList>, key: string, doc: number): void {
+  let list = lists.get(key);
+  if (!list) {
+    list = { docs: new Int32Array(4), length: 0 };
+    lists.set(key, list);
+  }
+  if (list.length === list.docs.length) {
+    const grown = new Int32Array(list.docs.length * 2);
+    grown.set(list.docs);
+    list.docs = grown;
+  }
+  list.docs[list.length++] = doc;
+}
 
 /** Whether {@link applySnapshotChanges} can change this snapshot (built by lexground, with term frequencies). */
 export function canChangeSnapshot(snapshot: KnowledgeIndexSnapshot): boolean {
@@ -123,26 +247,19 @@ export function applySnapshotChanges(
   for (const entry of upserted) if (snapshot.entriesById.has(entry.id)) gone.add(entry.id);
   const lexical = compiled.lexical.withChanges(gone, upserted);
 
-  const entries = OverlayMap.changesOf(snapshot.entriesById);
-  const relations = OverlayMap.changesOf(snapshot.relationIndex);
-  const exact = OverlayMap.changesOf(snapshot.exactIndex);
-  const alias = OverlayMap.changesOf(snapshot.aliasIndex);
-  const current = <Value>(
-    changes: Map<string, Value | typeof REMOVED>,
-    map: Map<string, Value>,
-    key: string,
-  ) => {
-    const changed = changes.get(key);
-    return changed === undefined ? map.get(key) : changed === REMOVED ? undefined : changed;
-  };
+  const entries = new Map<string, NormalizedKnowledgeEntry | typeof REMOVED>();
+  const relations = new Map<string, string[] | typeof REMOVED>();
+  const exact = new Map<string, Set<string> | typeof REMOVED>();
+  const alias = new Map<string, Set<string> | typeof REMOVED>();
   const editKey = (
     changes: Map<string, Set<string> | typeof REMOVED>,
-    map: Map<string, Set<string>>,
+    map: ReadonlyMap<string, Set<string>>,
     key: string,
     id: string,
     add: boolean,
   ): void => {
-    const ids = new Set(current(changes, map, key) ?? []);
+    const changed = changes.get(key);
+    const ids = new Set(changed === undefined ? (map.get(key) ?? []) : changed === REMOVED ? [] : changed);
     if (add) ids.add(id);
     else ids.delete(id);
     changes.set(key, ids.size > 0 ? ids : REMOVED);
@@ -158,17 +275,16 @@ export function applySnapshotChanges(
       if (key !== "") editKey(alias, snapshot.aliasIndex, key, id, false);
     }
   }
-  const trie = compiled.phraseTrie;
+  const growth = scopeGrowthFrom(compiled);
+  const trie = growth.phraseTrie;
   let trieKeys = addedTrieKeys.get(trie);
   if (!trieKeys) {
     trieKeys = new Set();
     addedTrieKeys.set(trie, trieKeys);
   }
-  const exactBase = OverlayMap.baseOf(snapshot.exactIndex);
-  const aliasBase = OverlayMap.baseOf(snapshot.aliasIndex);
   const addToTrie = (key: string): void => {
     // A shared trie may hold more keys than a snapshot's maps: a phrase without ids in the maps matches nothing.
-    if (exactBase.has(key) || aliasBase.has(key) || trieKeys.has(key)) return;
+    if (trieKeys.has(key) || trie.indexOf(key) >= 0) return;
     trieKeys.add(key);
     trie.add(key);
   };
@@ -190,115 +306,127 @@ export function applySnapshotChanges(
       addToTrie(key);
     }
   }
-  const entriesById = new OverlayMap(OverlayMap.baseOf(snapshot.entriesById), entries);
+  const entriesById = OverlayMap.changed(snapshot.entriesById, entries);
   const next: KnowledgeIndexSnapshot = {
     entriesById,
-    exactIndex: new OverlayMap(exactBase, exact),
-    aliasIndex: new OverlayMap(aliasBase, alias),
-    relationIndex: new OverlayMap(OverlayMap.baseOf(snapshot.relationIndex), relations),
+    exactIndex: OverlayMap.changed(snapshot.exactIndex, exact),
+    aliasIndex: OverlayMap.changed(snapshot.aliasIndex, alias),
+    relationIndex: OverlayMap.changed(snapshot.relationIndex, relations),
     lexical,
     entryCount: entriesById.size,
   };
-  const nextCompiled = deriveCompiled(baseCompiled.get(compiled) ?? compiled, lexical, entriesById);
-  baseCompiled.set(nextCompiled, baseCompiled.get(compiled) ?? compiled);
-  registerCompiledSnapshot(next, nextCompiled);
+  registerCompiledSnapshot(next, deriveCompiled(growth, lexical, upserted));
   return Object.freeze(next);
 }
 
 /**
- * The compiled companion of a derived snapshot, from its base's: the base's lists without dead documents, plus
- * the added documents. Linear in the number of documents (typed-array work), not in their text.
+ * The compiled companion of a derived snapshot: the chain's scope growth with the added documents filed, and
+ * views of it up to the snapshot's capacity. Work: proportional to the added documents and the number of
+ * scope keys.
  */
 function deriveCompiled(
-  base: CompiledSnapshot,
+  growth: ScopeGrowth,
   lexical: KnowledgeLexicalIndex,
-  entriesById: ReadonlyMap<string, NormalizedKnowledgeEntry>,
+  upserted: readonly NormalizedKnowledgeEntry[],
 ): CompiledSnapshot {
-  const baseCount = base.universalMask.length;
   const capacity = lexical.capacity;
-  const live = (doc: number): boolean => lexical.isLiveDocument(doc);
-  const universalMask = new Uint8Array(capacity);
-  const keep = new Uint8Array(baseCount);
-  for (let doc = 0; doc < baseCount; doc++) {
-    if (!live(doc)) continue;
-    keep[doc] = 1;
-    universalMask[doc] = base.universalMask[doc]!;
+  if (capacity > growth.universalMask.length) {
+    const grown = new Uint8Array(Math.ceil(capacity * 1.25));
+    grown.set(growth.universalMask);
+    growth.universalMask = grown;
   }
-  const integrationLists = new Map<string, number[]>();
-  const domainLists = new Map<string, number[]>();
-  const filtered = (lists: Map<string, Int32Array>, target: Map<string, number[]>): void => {
-    for (const [key, docs] of lists) {
-      const list: number[] = [];
-      for (const doc of docs) if (keep[doc] === 1) list.push(doc);
-      target.set(key, list);
-    }
-  };
-  filtered(base.activeByIntegration, integrationLists);
-  filtered(base.byDomain, domainLists);
-  const push = (lists: Map<string, number[]>, key: string, doc: number): void => {
-    let list = lists.get(key);
-    if (!list) {
-      list = [];
-      lists.set(key, list);
-    }
-    list.push(doc);
-  };
-  for (let doc = baseCount; doc < capacity; doc++) {
-    if (!live(doc)) continue;
-    const entry = entriesById.get(lexical.idAt(doc))!;
-    push(domainLists, entry.domain, doc);
-    if (entry.status !== "active") continue;
-    if (entry.integrations.length === 0) {
-      universalMask[doc] = 1;
-      continue;
-    }
-    const seen = new Set<string>();
-    for (const integration of entry.integrations) {
-      const key = integration.toLowerCase();
-      if (seen.has(key)) continue;
-      seen.add(key);
-      push(integrationLists, key, doc);
-    }
-  }
-  const toTyped = (lists: Map<string, number[]>): Map<string, Int32Array> => {
+  const byId = new Map(upserted.map((entry) => [entry.id, entry]));
+  const push = (kind: "domain" | "integration", key: string, doc: number): void =>
+    pushGrowing(kind === "domain" ? growth.domains : growth.integrations, key, doc);
+  for (let doc = growth.capacity; doc < capacity; doc++)
+    addEntryToScopes(byId.get(lexical.idAt(doc))!, doc, growth.universalMask, push);
+  growth.capacity = capacity;
+  const views = (lists: Map<string, GrowingList>): Map<string, Int32Array> => {
     const typed = new Map<string, Int32Array>();
-    for (const [key, list] of lists) if (list.length > 0) typed.set(key, Int32Array.from(list));
+    for (const [key, list] of lists) if (list.length > 0) typed.set(key, list.docs.subarray(0, list.length));
     return typed;
   };
-  return {
+  const compiled: CompiledSnapshot = {
     lexical,
     // Entries are read through the snapshot's `entriesById`; the dense list is not materialized.
     entries: [],
-    universalMask,
-    activeByIntegration: toTyped(integrationLists),
-    byDomain: toTyped(domainLists),
-    phraseTrie: base.phraseTrie,
+    universalMask: growth.universalMask.subarray(0, capacity),
+    activeByIntegration: views(growth.integrations),
+    byDomain: views(growth.domains),
+    phraseTrie: growth.phraseTrie,
     eligibilityCache: createEligibilityCache(capacity),
   };
+  scopeGrowths.set(compiled, growth);
+  return compiled;
 }
 
 /** Whether a snapshot carries changes that a compaction would fold in. */
 export function hasSnapshotChanges(snapshot: KnowledgeIndexSnapshot): boolean {
-  return snapshot.entriesById instanceof OverlayMap;
+  return getCompiledSnapshot(snapshot)?.lexical.hasChanges === true;
 }
 
+/** Dense ids remapped between two yields of a compaction. */
+const DOCS_PER_STEP = 1 << 14;
+
 /**
- * A fresh snapshot equal to `snapshot` (a full build of its entries), computed from its stored postings in slices:
- * the generator yields between slices, so a background compaction never holds the event loop for long.
+ * A snapshot equal to `snapshot` whose lexical index is fresh (precomputed contributions, as a full build of its
+ * entries has them), computed from the stored postings in slices: the generator yields between slices, so a
+ * background compaction never holds the event loop for long. The maps stay overlays (pruned to what the snapshot
+ * sees); the scope lists are renumbered to the fresh index's dense ids.
  */
 export function* compactSnapshotSteps(
   snapshot: KnowledgeIndexSnapshot,
 ): Generator<void, KnowledgeIndexSnapshot, void> {
   const compiled = getCompiledSnapshot(snapshot);
   if (!compiled || !hasSnapshotChanges(snapshot)) return snapshot;
-  const lexical = yield* compiled.lexical.compactSteps();
-  const maps = new SnapshotMaps();
-  const entries: NormalizedKnowledgeEntry[] = new Array(lexical.size);
-  for (let doc = 0; doc < lexical.size; doc++) {
-    const entry = snapshot.entriesById.get(lexical.idAt(doc))!;
-    entries[doc] = entry;
-    maps.add(entry, normalizePhrases([entry.id, entry.title]));
-    if ((doc & 1023) === 1023) yield;
+  const changed = compiled.lexical;
+  const lexical = yield* changed.compactSteps();
+  const capacity = changed.capacity;
+  // Old dense id → new (-1: not live).
+  const renumbered = new Int32Array(capacity);
+  const universalMask = new Uint8Array(lexical.capacity);
+  for (let doc = 0; doc < capacity; doc++) {
+    const next = changed.isLiveDocument(doc) ? lexical.denseIdOf(changed.idAt(doc)) : -1;
+    renumbered[doc] = next;
+    if (next >= 0) universalMask[next] = compiled.universalMask[doc]!;
+    if ((doc & (DOCS_PER_STEP - 1)) === DOCS_PER_STEP - 1) yield;
   }
-  return yield* maps.finishSteps(lexical, entries);
+  const renumberedLists = function* (
+    lists: ReadonlyMap<string, Int32Array>,
+  ): Generator<void, Map<string, Int32Array>, void> {
+    const result = new Map<string, Int32Array>();
+    for (const [key, docs] of lists) {
+      const next = new Int32Array(docs.length);
+      let length = 0;
+      for (const doc of docs) {
+        const target = doc < capacity ? renumbered[doc]! : -1;
+        if (target >= 0) next[length++] = target;
+      }
+      if (length > 0) result.set(key, next.subarray(0, length).sort());
+      if (docs.length > DOCS_PER_STEP / 4) yield;
+    }
+    return result;
+  };
+  const activeByIntegration = yield* renumberedLists(compiled.activeByIntegration);
+  const byDomain = yield* renumberedLists(compiled.byDomain);
+  const pruned = <Value>(map: ReadonlyMap<string, Value>): Map<string, Value> =>
+    map instanceof OverlayMap ? map.pruned() : (map as Map<string, Value>);
+  const next: KnowledgeIndexSnapshot = {
+    entriesById: pruned(snapshot.entriesById),
+    exactIndex: pruned(snapshot.exactIndex),
+    aliasIndex: pruned(snapshot.aliasIndex),
+    relationIndex: pruned(snapshot.relationIndex),
+    lexical,
+    entryCount: snapshot.entryCount,
+  };
+  registerCompiledSnapshot(next, {
+    lexical,
+    entries: [],
+    universalMask,
+    activeByIntegration,
+    byDomain,
+    phraseTrie: compiled.phraseTrie,
+    eligibilityCache: createEligibilityCache(lexical.capacity),
+  });
+  return Object.freeze(next);
 }

@@ -2,7 +2,9 @@
  * Incremental updates against full builds: after a random sequence of upserts and removals (reused ids, relations
  * to removed ids, domain, status and integration changes, an empty registry on the way), the changed snapshot and
  * a full build of the same final entries give the same selections, scores (exactly), confidence and blocks; so do
- * the snapshot after a compaction, and an index whose changes are folded in the middle of the sequence.
+ * the snapshot after a compaction, an index whose changes are folded in the middle of the sequence, a chain that
+ * branches (a change applied to a snapshot that is no longer the latest), and one long run of updates in a row
+ * (1,000 under `npm run fuzz`).
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -78,15 +80,45 @@ function expectSameTurns(
   }
 }
 
+/** Applies `operations` in turn (an invalid change is refused: the registry stays), compacting after `compactAt`. */
+function applyOperations(
+  start: { snapshot: KnowledgeIndexSnapshot; registry: Map<string, KnowledgeEntryInput> },
+  operations: readonly Operation[],
+  compactAt: number,
+): { snapshot: KnowledgeIndexSnapshot; registry: Map<string, KnowledgeEntryInput> } {
+  let { snapshot, registry } = start;
+  for (const [step, operation] of operations.entries()) {
+    const next = new Map(registry);
+    if (operation.kind === "remove") for (const id of operation.ids) next.delete(id);
+    else for (const entry of operation.entries) next.set(entry.id, entry);
+    const finalEntries = normalize([...next.values()]);
+    if (!finalEntries) continue; // an invalid change is refused; the registry stays as it was
+    registry = next;
+    const byId = new Map(finalEntries.map((entry) => [entry.id, entry]));
+    snapshot =
+      operation.kind === "remove"
+        ? applySnapshotChanges(snapshot, operation.ids, [])
+        : applySnapshotChanges(
+            snapshot,
+            [],
+            operation.entries.map((entry) => byId.get(entry.id)!),
+          );
+    if (step === compactAt) snapshot = drain(compactSnapshotSteps(snapshot));
+  }
+  return { snapshot, registry };
+}
+
+const initialArbitrary = fc
+  .uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 0, maxLength: 8 })
+  .chain((ids) => fc.tuple(...ids.map((id) => entryArbitrary(id))));
+
 describe("incremental updates equal a full build of the final registry", () => {
   for (const mode of ["sum", "bm25f"] as const) {
     it(`after random upserts and removals (${mode} scoring)`, () => {
       const seed = propertySeed(`updates-${mode}`);
       fc.assert(
         fc.property(
-          fc
-            .uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 0, maxLength: 8 })
-            .chain((ids) => fc.tuple(...ids.map((id) => entryArbitrary(id)))),
+          initialArbitrary,
           operationsArbitrary,
           fc.array(requestArbitrary, { minLength: 1, maxLength: 3 }),
           resolvedArbitrary,
@@ -96,26 +128,14 @@ describe("incremental updates equal a full build of the final registry", () => {
             const initialEntries = normalize(initial);
             if (!initialEntries) return;
             const options = indexOptions(resolved, mode === "bm25f");
-            let snapshot = buildIndexSnapshot(initialEntries, options);
-            let registry = new Map<string, KnowledgeEntryInput>(initial.map((entry) => [entry.id, entry]));
-            for (const [step, operation] of operations.entries()) {
-              const next = new Map(registry);
-              if (operation.kind === "remove") for (const id of operation.ids) next.delete(id);
-              else for (const entry of operation.entries) next.set(entry.id, entry);
-              const finalEntries = normalize([...next.values()]);
-              if (!finalEntries) continue; // an invalid change is refused; the registry stays as it was
-              registry = next;
-              const byId = new Map(finalEntries.map((entry) => [entry.id, entry]));
-              snapshot =
-                operation.kind === "remove"
-                  ? applySnapshotChanges(snapshot, operation.ids, [])
-                  : applySnapshotChanges(
-                      snapshot,
-                      [],
-                      operation.entries.map((entry) => byId.get(entry.id)!),
-                    );
-              if (step === compactAt) snapshot = drain(compactSnapshotSteps(snapshot));
-            }
+            const { snapshot, registry } = applyOperations(
+              {
+                snapshot: buildIndexSnapshot(initialEntries, options),
+                registry: new Map(initial.map((entry) => [entry.id, entry])),
+              },
+              operations,
+              compactAt,
+            );
             const finalEntries = normalize([...registry.values()])!;
             const full = buildIndexSnapshot(finalEntries, options);
             expectSameTurns(snapshot, full, requests, resolved, blocked);
@@ -126,4 +146,86 @@ describe("incremental updates equal a full build of the final registry", () => {
       );
     });
   }
+
+  it("after a chain that branches: a change applied to a snapshot that is no longer the latest", () => {
+    const seed = propertySeed("updates-branch");
+    fc.assert(
+      fc.property(
+        initialArbitrary,
+        operationsArbitrary,
+        operationsArbitrary,
+        operationsArbitrary,
+        fc.array(requestArbitrary, { minLength: 1, maxLength: 3 }),
+        resolvedArbitrary,
+        fc.boolean(),
+        (initial, shared, first, second, requests, resolved, bm25f) => {
+          const initialEntries = normalize(initial);
+          if (!initialEntries) return;
+          const options = indexOptions(resolved, bm25f);
+          const fork = applyOperations(
+            {
+              snapshot: buildIndexSnapshot(initialEntries, options),
+              registry: new Map(initial.map((entry) => [entry.id, entry])),
+            },
+            shared,
+            -1,
+          );
+          // Both branches continue from the same snapshot; the second starts after the first went on.
+          const left = applyOperations(fork, first, -1);
+          const right = applyOperations(fork, second, -1);
+          const again = applyOperations(left, second, -1);
+          for (const branch of [left, right, again, fork]) {
+            const full = buildIndexSnapshot(normalize([...branch.registry.values()])!, options);
+            expectSameTurns(branch.snapshot, full, requests, resolved, []);
+          }
+        },
+      ),
+      { seed, numRuns: propertyRuns(100) },
+    );
+  });
+
+  it("after a long run of random updates in a row (1,000 under npm run fuzz), compacted now and then", () => {
+    const seed = propertySeed("updates-long-run");
+    // `npm test` runs a shorter sequence; the fuzz script raises LEXGROUND_PROPERTY_RUNS to 1,000 for this suite.
+    const length = propertyRuns(150);
+    const pool = [...ID_POOL, ...Array.from({ length: 40 }, (_, index) => `entry.${index}`)];
+    const longUpsert: fc.Arbitrary<Operation> = fc
+      .tuple(fc.uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: 3 }), fc.boolean())
+      .chain(([ids, tied]) =>
+        fc.tuple(...ids.map((id) => (tied ? tiedEntryArbitrary(id) : entryArbitrary(id)))),
+      )
+      .map((entries) => ({ kind: "upsert", entries }));
+    const longRemove: fc.Arbitrary<Operation> = fc
+      .uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: 3 })
+      .map((ids) => ({ kind: "remove", ids }));
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(longUpsert, longUpsert, longUpsert, longRemove), {
+          minLength: length,
+          maxLength: length,
+        }),
+        fc.array(requestArbitrary, { minLength: 4, maxLength: 4 }),
+        resolvedArbitrary,
+        fc.boolean(),
+        fc.integer({ min: 50, max: 300 }),
+        (operations, requests, resolved, bm25f, compactEvery) => {
+          const options = indexOptions(resolved, bm25f);
+          let state = {
+            snapshot: buildIndexSnapshot([], options),
+            registry: new Map<string, KnowledgeEntryInput>(),
+          };
+          for (let start = 0; start < operations.length; start += 100) {
+            const slice = operations.slice(start, start + 100);
+            const compactAt = start % compactEvery < 100 ? compactEvery % 100 : -1;
+            state = applyOperations(state, slice, compactAt);
+            const full = buildIndexSnapshot(normalize([...state.registry.values()])!, options);
+            expectSameTurns(state.snapshot, full, requests, resolved, []);
+          }
+          const full = buildIndexSnapshot(normalize([...state.registry.values()])!, options);
+          expectSameTurns(drain(compactSnapshotSteps(state.snapshot)), full, requests, resolved, ["d1"]);
+        },
+      ),
+      { seed, numRuns: 1 },
+    );
+  });
 });

@@ -1,0 +1,78 @@
+/**
+ * The update path of the lexical index: the state of an index derived from a finished one by removing and adding
+ * documents (`KnowledgeLexicalIndex.withChanges`). Only the added entries are tokenized; everything else is
+ * shared with the index it derives from (see `indexChanges.ts` for what a change costs and `liveScoring.ts` for
+ * how such an index is searched).
+ */
+import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import type { TokenAnalyzer } from "./analyzer.js";
+import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { buildDocument, entryFieldTexts } from "./document.js";
+import { type DocumentTerms, deriveChanges } from "./indexChanges.js";
+import type { FinishedLexicalState } from "./indexParts.js";
+import { FIELD_COUNT } from "./postings.js";
+import { TermCounter } from "./termCounter.js";
+import type { TermDictionary } from "./termDictionary.js";
+
+/**
+ * A term counter per dictionary, reused by every change (its scratch grows to the dictionary's size, which a
+ * fresh counter would allocate and fill again for each change), with the last marker it used.
+ */
+const counters = new WeakMap<TermDictionary, { counter: TermCounter; marker: number }>();
+
+/** Markers stay below this; past it the counter starts over. */
+const MARKER_LIMIT = 2 ** 30;
+
+/** The terms of each entry, per field, as term ids of `dictionary` (which grows with new terms). */
+export function documentTermsOf(
+  entries: readonly NormalizedKnowledgeEntry[],
+  dictionary: TermDictionary,
+  analyzer: TokenAnalyzer | null,
+): Map<string, DocumentTerms> {
+  const terms = new Map<string, DocumentTerms>();
+  let reused = counters.get(dictionary);
+  if (!reused || reused.marker > MARKER_LIMIT) {
+    reused = { counter: new TermCounter(dictionary), marker: 0 };
+    counters.set(dictionary, reused);
+  }
+  const counter = reused.counter;
+  let marker = reused.marker;
+  for (const entry of entries) {
+    if (terms.has(entry.id))
+      throw new Error(`KnowledgeLexicalIndex.withChanges: duplicate id ${JSON.stringify(entry.id)}`);
+    const texts = analyzer ? null : entryFieldTexts(entry);
+    const document = analyzer ? buildDocument(entry) : null;
+    const documentTerms: DocumentTerms = { terms: [], frequencies: [], lengths: new Int32Array(FIELD_COUNT) };
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      reused.marker = ++marker; // kept current even if a later entry throws
+      documentTerms.lengths[field] = texts
+        ? counter.countTexts(texts[field]!, marker)
+        : counter.countTokens(analyzer!(document!.fields[KNOWLEDGE_FIELD_NAMES[field]!]), marker);
+      documentTerms.terms.push(Int32Array.from(counter.fieldTerms));
+      documentTerms.frequencies.push(Int32Array.from(counter.fieldTerms, (term) => counter.frequency(term)));
+      counter.clearField();
+    }
+    terms.set(entry.id, documentTerms);
+  }
+  return terms;
+}
+
+/**
+ * The state of `state`'s index without `removedIds` and with `added` (see `KnowledgeLexicalIndex.withChanges`):
+ * the same postings, ids and dictionary, new changes, and the average lengths of the changed collection.
+ */
+export function changedState(
+  state: FinishedLexicalState,
+  analyzer: TokenAnalyzer | null,
+  removedIds: Iterable<string>,
+  added: readonly NormalizedKnowledgeEntry[],
+): FinishedLexicalState {
+  const changes = deriveChanges(
+    state.base!,
+    state.changes,
+    removedIds,
+    documentTermsOf(added, state.dictionary, analyzer),
+  );
+  // Searches of a changed index compute contributions at query time: no precomputed postings.
+  return { ...state, postings: [], bm25fShares: null, changes, averageLengths: changes.averageLengths };
+}
