@@ -48,7 +48,7 @@ import {
   inactivePostings,
 } from "./postings.js";
 import { rankIds } from "./ranking.js";
-import { type ScoringScratch, scoreQuery } from "./scoring.js";
+import { scoreQuery } from "./scoring.js";
 import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";
 
@@ -112,10 +112,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
   private statisticsReady = false;
   private pendingField: Generator<void, FinishedField, void> | null = null;
-  /** Accumulators reused by every search (allocated by the first). */
-  private scratch: ScoringScratch | null = null;
   /** Loaded from an artifact: fills the postings of a term when a search first reads it (null: all present). */
   private postingLoader: PostingLoader | null = null;
+  /** Per entry of {@link postings}: each queried term's largest contribution (the pruning's upper bounds). */
+  private upperBounds: Map<number, number>[] | null = null;
 
   constructor(fieldWeights?: Partial<KnowledgeFieldWeights>, options: KnowledgeLexicalIndexOptions = {}) {
     this.fieldWeights = Object.freeze(resolveFieldWeights(fieldWeights));
@@ -357,7 +357,6 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     mask: Uint8Array | null,
   ): KnowledgeLexicalMatch[] {
     if (!this.finalized) throw new Error("KnowledgeLexicalIndex.search: call finalize() first");
-    const documentCount = this.ids.length;
     if (this.size === 0 || queryTokens.length === 0 || !(topK > 0)) return [];
     const termIds = this.queryTermIds(queryTokens);
     if (termIds.length === 0) return [];
@@ -378,12 +377,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
         (doc: number) => this.idAt(doc),
       );
     }
-    this.scratch ??= {
-      totals: new Float64Array(documentCount),
-      fieldTotals: Array.from({ length: FIELD_COUNT }, () => new Float64Array(documentCount)),
-      marks: new Uint8Array(documentCount),
-      touched: new Int32Array(documentCount),
-    };
+    this.upperBounds ??= this.postings.map(() => new Map<number, number>());
     return scoreQuery(
       {
         ids: this.ids,
@@ -391,11 +385,11 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
         postings: this.postings,
         bm25f: this.scoring === "bm25f",
         bm25fShares: this.bm25fShares,
+        upperBounds: this.upperBounds,
       },
       termIds,
       topK,
       mask,
-      this.scratch,
     );
   }
 

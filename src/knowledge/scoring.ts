@@ -1,6 +1,9 @@
 /**
- * The per-query scoring loop: accumulates the postings of the query's terms into reusable per-document
- * accumulators (skipping ineligible documents), selects the top K and builds their per-field breakdown.
+ * The per-query scoring loop. {@link scoreQuery} (the turn's path) reads the postings of the query's terms window
+ * by window of document ids, so its accumulators stay in the CPU cache, and skips exactly what cannot reach the
+ * top K (MaxScore over per-list upper bounds, see below); {@link scoreQueryExhaustive} accumulates every posting
+ * into entry-sized accumulators and is the reference the pruning is tested against. Both return the same matches:
+ * same documents, bit-identical scores and per-field breakdowns, same order.
  */
 import type { KnowledgeFieldName, KnowledgeLexicalMatch } from "../types/knowledge.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
@@ -35,13 +38,315 @@ export type ScoredIndex = {
   bm25f: boolean;
   /** BM25F only: per posting, each field's share of its score. */
   bm25fShares: Float64Array | null;
+  /**
+   * Per entry of `postings`: term id → the largest contribution of the term's postings (computed when a query
+   * first needs it, kept for the index's life; `Infinity` when a contribution is negative or not a number, which
+   * turns pruning off for queries with that term). Omitted: computed per query.
+   */
+  upperBounds?: Map<number, number>[];
 };
 
+/** Document ids per scoring window after the first: 128 KiB of totals, which stay in the CPU's L2 cache. */
+const WINDOW_DOCUMENTS = 1 << 14;
+/** The first window is smaller, so that the top K, and with it the pruning threshold, are known early. */
+const FIRST_WINDOW_DOCUMENTS = 1 << 12;
+/** Sizes of the scoring windows, in document ids (at most {@link WINDOW_DOCUMENTS}); tests make them tiny. */
+export type ScoringWindows = { first: number; later: number };
+const DEFAULT_WINDOWS: ScoringWindows = { first: FIRST_WINDOW_DOCUMENTS, later: WINDOW_DOCUMENTS };
+
 /**
- * Scores the documents matching `termIds` (distinct, known) and returns the best `topK` by score descending,
- * ties by rank, each with its per-field breakdown. `mask` (by dense id, 1 = eligible) filters before ranking.
+ * How far a bound must fall below the threshold before a document is skipped. Bounds and scores are sums of the
+ * same non-negative numbers in different orders; their rounding differs by a relative 1e-12 at most for the
+ * longest query (5,120 lists), far below this factor, so a skipped document's score is certainly below the
+ * threshold (the pruning never relies on exact floating-point ties).
+ */
+const BOUND_SLACK = 1 + 2 ** -20;
+
+/** Window accumulators shared by every search (searches are synchronous and never interleave). */
+const windowTotals = new Float64Array(WINDOW_DOCUMENTS);
+const windowMarks = new Uint8Array(WINDOW_DOCUMENTS);
+const windowTouched = new Int32Array(WINDOW_DOCUMENTS);
+
+/**
+ * Scores the documents matching `termIds` (distinct, known) and returns the best `topK` by score descending, ties
+ * by rank, each with its per-field breakdown. `mask` (by dense id, 1 = eligible) filters before ranking.
+ *
+ * The query's posting lists (one per field and term, or one per term in BM25F) are read window by window of
+ * document ids; within a window each document's score is summed list by list in the exhaustive scorer's order
+ * (field, then query term), so scores are bit-identical to it. Pruning (MaxScore): each list's upper bound is its
+ * largest contribution; once K documents are held, the lists with the smallest bounds whose bounds sum below the
+ * K-th score (the threshold) are "non-essential": a document in those lists alone cannot reach the threshold, so
+ * they are not read, only probed (binary search) for documents found in the other lists whose partial score plus
+ * the bounds still left could reach it. A document that does reach it is then scored in the exhaustive order. Ties
+ * at the K-th place are kept exactly: only documents certainly below the threshold are skipped. Everything the
+ * result carries (ids, scores, field breakdowns) comes from the selected documents alone.
  */
 export function scoreQuery(
+  index: ScoredIndex,
+  termIds: readonly number[],
+  topK: number,
+  mask: Uint8Array | null,
+  windows: ScoringWindows = DEFAULT_WINDOWS,
+): KnowledgeLexicalMatch[] {
+  const firstWindow = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.first));
+  const laterWindows = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.later));
+  const documentCount = index.ids.length;
+  const lists = queryLists(index, termIds);
+  const listCount = lists.postings.length;
+  const capacity = Math.min(Math.ceil(topK), documentCount);
+  if (listCount === 0 || !(capacity > 0)) return [];
+  const { postings, starts, ends, upper } = lists;
+  const ranks = index.ranks;
+  // The lists by ascending bound, and prefix sums of those bounds: the first `count` lists of `order` can add at
+  // most `prefix[count]` to any document.
+  const order = Int32Array.from({ length: listCount }, (_, list) => list).sort(
+    (left, right) => upper[left]! - upper[right]! || left - right,
+  );
+  const prefix = new Float64Array(listCount + 1);
+  for (let position = 0; position < listCount; position++)
+    prefix[position + 1] = prefix[position]! + upper[order[position]!]!;
+  const essential = new Uint8Array(listCount);
+  const cursors = starts.slice();
+  const windowFirst = new Int32Array(listCount);
+  const windowLast = new Int32Array(listCount);
+
+  // The best documents so far: a binary heap whose root is the worst of them.
+  const heapDocs = new Int32Array(capacity);
+  const heapScores = new Float64Array(capacity);
+  let heapSize = 0;
+  const worse = (score: number, doc: number, otherScore: number, otherDoc: number): boolean =>
+    score < otherScore || (score === otherScore && ranks[doc]! > ranks[otherDoc]!);
+  const offer = (score: number, doc: number): void => {
+    let slot: number;
+    if (heapSize < capacity) {
+      slot = heapSize++;
+      while (slot > 0) {
+        const parent = (slot - 1) >> 1;
+        if (!worse(score, doc, heapScores[parent]!, heapDocs[parent]!)) break;
+        heapScores[slot] = heapScores[parent]!;
+        heapDocs[slot] = heapDocs[parent]!;
+        slot = parent;
+      }
+    } else {
+      if (!worse(heapScores[0]!, heapDocs[0]!, score, doc)) return;
+      slot = 0;
+      for (;;) {
+        const left = slot * 2 + 1;
+        if (left >= capacity) break;
+        const right = left + 1;
+        let child = left;
+        if (
+          right < capacity &&
+          worse(heapScores[right]!, heapDocs[right]!, heapScores[left]!, heapDocs[left]!)
+        )
+          child = right;
+        if (!worse(heapScores[child]!, heapDocs[child]!, score, doc)) break;
+        heapScores[slot] = heapScores[child]!;
+        heapDocs[slot] = heapDocs[child]!;
+        slot = child;
+      }
+    }
+    heapScores[slot] = score;
+    heapDocs[slot] = doc;
+  };
+  const threshold = (): number => (heapSize === capacity ? heapScores[0]! : Number.NEGATIVE_INFINITY);
+
+  // The score of `doc` summed over every list in the exhaustive order, from the window's slice of each list.
+  const exhaustiveScore = (doc: number): number => {
+    let score = 0;
+    for (let list = 0; list < listCount; list++) {
+      const position = findPosting(postings[list]!.docs, windowFirst[list]!, windowLast[list]!, doc);
+      if (position >= 0) score += postings[list]!.contributions[position]!;
+    }
+    return score;
+  };
+
+  const totals = windowTotals;
+  const marks = windowMarks;
+  const touched = windowTouched;
+  let windowStart = 0;
+  while (windowStart < documentCount) {
+    const windowEnd = Math.min(documentCount, windowStart + (windowStart === 0 ? firstWindow : laterWindows));
+    const windowThreshold = threshold();
+    let nonEssential = 0;
+    while (nonEssential < listCount && prefix[nonEssential + 1]! * BOUND_SLACK < windowThreshold)
+      nonEssential++;
+    for (let position = 0; position < listCount; position++)
+      essential[order[position]!] = position < nonEssential ? 0 : 1;
+
+    let touchedCount = 0;
+    let remaining = false;
+    for (let list = 0; list < listCount; list++) {
+      const docs = postings[list]!.docs;
+      const end = ends[list]!;
+      let position = cursors[list]!;
+      windowFirst[list] = position;
+      if (essential[list] === 0) {
+        position = lowerBound(docs, position, end, windowEnd);
+      } else {
+        const contributions = postings[list]!.contributions;
+        for (; position < end; position++) {
+          const doc = docs[position]!;
+          if (doc >= windowEnd) break;
+          if (mask !== null && mask[doc] === 0) continue;
+          const local = doc - windowStart;
+          if (marks[local] === 0) {
+            marks[local] = 1;
+            touched[touchedCount++] = local;
+          }
+          totals[local]! += contributions[position]!;
+        }
+      }
+      windowLast[list] = position;
+      cursors[list] = position;
+      if (position < end) remaining = true;
+    }
+
+    if (nonEssential === 0) {
+      for (let index = 0; index < touchedCount; index++) {
+        const local = touched[index]!;
+        offer(totals[local]!, windowStart + local);
+        totals[local] = 0;
+        marks[local] = 0;
+      }
+    } else {
+      const nonEssentialBound = prefix[nonEssential]!;
+      for (let index = 0; index < touchedCount; index++) {
+        const local = touched[index]!;
+        const partial = totals[local]!;
+        totals[local] = 0;
+        marks[local] = 0;
+        const doc = windowStart + local;
+        const bar = threshold();
+        if ((partial + nonEssentialBound) * BOUND_SLACK < bar) continue;
+        // Probe the non-essential lists, largest bound first, while the document can still reach the threshold.
+        let running = partial;
+        let hits = 0;
+        let reaches = true;
+        for (let position = nonEssential - 1; position >= 0; position--) {
+          const list = order[position]!;
+          const found = findPosting(postings[list]!.docs, windowFirst[list]!, windowLast[list]!, doc);
+          if (found >= 0) {
+            running += postings[list]!.contributions[found]!;
+            hits++;
+          }
+          if ((running + prefix[position]!) * BOUND_SLACK < bar) {
+            reaches = false;
+            break;
+          }
+        }
+        if (!reaches) continue;
+        // Without a posting in a non-essential list, the partial score was summed in the exhaustive order.
+        offer(hits === 0 ? partial : exhaustiveScore(doc), doc);
+      }
+    }
+    if (!remaining) break;
+    windowStart = windowEnd;
+  }
+
+  const selected = Array.from({ length: heapSize }, (_, slot) => slot).sort((left, right) =>
+    worse(heapScores[left]!, heapDocs[left]!, heapScores[right]!, heapDocs[right]!) ? 1 : -1,
+  );
+  return selected.map((slot) => {
+    const doc = heapDocs[slot]!;
+    return {
+      id: index.ids[doc]!,
+      score: heapScores[slot]!,
+      fieldScores: index.bm25f ? bm25fFieldScores(index, termIds, doc) : sumFieldScores(index, termIds, doc),
+    };
+  });
+}
+
+/** The non-empty posting lists of a query in the exhaustive order (field, then term), with their upper bounds. */
+function queryLists(
+  index: ScoredIndex,
+  termIds: readonly number[],
+): { postings: FieldPostings[]; starts: Int32Array; ends: Int32Array; upper: Float64Array } {
+  const postings: FieldPostings[] = [];
+  const starts: number[] = [];
+  const ends: number[] = [];
+  const upper: number[] = [];
+  const fields = index.bm25f ? 1 : FIELD_COUNT;
+  for (let field = 0; field < fields; field++) {
+    const fieldPostings = index.postings[field]!;
+    if (!fieldPostings.active) continue;
+    const { offsets, contributions } = fieldPostings;
+    const cache = index.upperBounds?.[field];
+    for (const term of termIds) {
+      const start = offsets[term]!;
+      const end = offsets[term + 1]!;
+      if (start === end) continue;
+      let bound = cache?.get(term);
+      if (bound === undefined) {
+        bound = 0;
+        for (let position = start; position < end; position++) {
+          const contribution = contributions[position]!;
+          if (contribution > bound) bound = contribution;
+          else if (!(contribution >= 0)) {
+            bound = Number.POSITIVE_INFINITY;
+            break;
+          }
+        }
+        cache?.set(term, bound);
+      }
+      postings.push(fieldPostings);
+      starts.push(start);
+      ends.push(end);
+      upper.push(bound);
+    }
+  }
+  return {
+    postings,
+    starts: Int32Array.from(starts),
+    ends: Int32Array.from(ends),
+    upper: Float64Array.from(upper),
+  };
+}
+
+/**
+ * One document's per-field breakdown in sum mode: per field, its contributions added in query-term order (the
+ * order the exhaustive scorer accumulates them in), so every part is bit-identical to it.
+ */
+function sumFieldScores(
+  index: ScoredIndex,
+  termIds: readonly number[],
+  doc: number,
+): Partial<Record<KnowledgeFieldName, number>> {
+  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    const postings = index.postings[field]!;
+    if (!postings.active) continue;
+    let part = 0;
+    let matched = false;
+    for (const term of termIds) {
+      const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
+      if (position < 0) continue;
+      part += postings.contributions[position]!;
+      matched = true;
+    }
+    if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
+  }
+  return fieldScores;
+}
+
+/** The first position in the ascending `docs[start, end)` whose document is at least `doc` (`end` if none). */
+function lowerBound(docs: Int32Array, start: number, end: number, doc: number): number {
+  let low = start;
+  let high = end;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (docs[middle]! < doc) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/**
+ * The reference scorer: accumulates every posting of the query's terms into entry-sized accumulators, then
+ * selects. Same result as {@link scoreQuery} (which reads far fewer postings); kept as the oracle of the pruning
+ * tests and for the accumulators' layout that query-time scoring shares (`liveScoring.ts`).
+ */
+export function scoreQueryExhaustive(
   index: ScoredIndex,
   termIds: readonly number[],
   topK: number,
