@@ -51,8 +51,16 @@ const WINDOW_DOCUMENTS = 1 << 14;
 /** The first window is smaller, so that the top K, and with it the pruning threshold, are known early. */
 const FIRST_WINDOW_DOCUMENTS = 1 << 12;
 /** Sizes of the scoring windows, in document ids (at most {@link WINDOW_DOCUMENTS}); tests make them tiny. */
-export type ScoringWindows = { first: number; later: number };
-const DEFAULT_WINDOWS: ScoringWindows = { first: FIRST_WINDOW_DOCUMENTS, later: WINDOW_DOCUMENTS };
+export type ScoringWindows = {
+  first: number;
+  later: number /** False: read every list (tests, measurements). */;
+  pruning?: boolean;
+};
+const DEFAULT_WINDOWS: ScoringWindows = {
+  first: FIRST_WINDOW_DOCUMENTS,
+  later: WINDOW_DOCUMENTS,
+  pruning: true,
+};
 
 /**
  * How far a bound must fall below the threshold before a document is skipped. Bounds and scores are sums of the
@@ -61,6 +69,12 @@ const DEFAULT_WINDOWS: ScoringWindows = { first: FIRST_WINDOW_DOCUMENTS, later: 
  * threshold (the pruning never relies on exact floating-point ties).
  */
 const BOUND_SLACK = 1 + 2 ** -20;
+
+/**
+ * What one probe of a skipped list costs, in postings read (measured: a galloping probe with its unpredictable
+ * branches ~45 ns, reading a posting into the window's totals ~4 ns).
+ */
+const PROBE_COST = 12;
 
 /** Window accumulators shared by every search (searches are synchronous and never interleave). */
 const windowTotals = new Float64Array(WINDOW_DOCUMENTS);
@@ -152,30 +166,36 @@ export function scoreQuery(
   const threshold = (): number => (heapSize === capacity ? heapScores[0]! : Number.NEGATIVE_INFINITY);
 
   // The score of `doc` summed over every list in the exhaustive order, from the window's slice of each list.
+  // Documents of a window are probed in ascending order, so each list's probe position only moves forward.
+  const probes = new Int32Array(listCount);
+  /** The contribution of `doc` in `list` (0 when absent), moving the list's probe position up to `doc`. */
+  const probe = (list: number, doc: number): number => {
+    const docs = postings[list]!.docs;
+    const position = seek(docs, probes[list]!, windowLast[list]!, doc);
+    probes[list] = position;
+    return position < windowLast[list]! && docs[position] === doc
+      ? postings[list]!.contributions[position]!
+      : 0;
+  };
+  // The score of `doc` summed over every list in the exhaustive order (an absent posting adds nothing: x + 0 = x).
   const exhaustiveScore = (doc: number): number => {
     let score = 0;
-    for (let list = 0; list < listCount; list++) {
-      const position = findPosting(postings[list]!.docs, windowFirst[list]!, windowLast[list]!, doc);
-      if (position >= 0) score += postings[list]!.contributions[position]!;
-    }
+    for (let list = 0; list < listCount; list++) score += probe(list, doc);
     return score;
   };
 
   const totals = windowTotals;
   const marks = windowMarks;
   const touched = windowTouched;
-  let windowStart = 0;
-  while (windowStart < documentCount) {
-    const windowEnd = Math.min(documentCount, windowStart + (windowStart === 0 ? firstWindow : laterWindows));
-    const windowThreshold = threshold();
-    let nonEssential = 0;
-    while (nonEssential < listCount && prefix[nonEssential + 1]! * BOUND_SLACK < windowThreshold)
-      nonEssential++;
-    for (let position = 0; position < listCount; position++)
-      essential[order[position]!] = position < nonEssential ? 0 : 1;
-
+  let remaining = false;
+  /**
+   * Reads the window's postings of the essential lists (every list when none is skipped) into the window's
+   * totals, in the exhaustive order, and moves every list's cursor to the window's end. Returns the number of
+   * documents touched; `remaining` tells whether any list goes on past the window.
+   */
+  const scanWindow = (windowStart: number, windowEnd: number): number => {
     let touchedCount = 0;
-    let remaining = false;
+    remaining = false;
     for (let list = 0; list < listCount; list++) {
       const docs = postings[list]!.docs;
       const end = ends[list]!;
@@ -201,6 +221,53 @@ export function scoreQuery(
       cursors[list] = position;
       if (position < end) remaining = true;
     }
+    return touchedCount;
+  };
+
+  // Pruning pays when probing the skipped lists costs less than reading them. A window where it would not is read
+  // whole and followed by windows read whole: 2 of them, then twice as many after each further such window.
+  let pruneAfter = 0;
+  let cooldown = 2;
+  let windowIndex = 0;
+  let windowStart = 0;
+  while (windowStart < documentCount) {
+    const windowEnd = Math.min(documentCount, windowStart + (windowStart === 0 ? firstWindow : laterWindows));
+    const windowThreshold =
+      windows.pruning === false || windowIndex < pruneAfter ? Number.NEGATIVE_INFINITY : threshold();
+    windowIndex++;
+    let nonEssential = 0;
+    while (nonEssential < listCount && prefix[nonEssential + 1]! * BOUND_SLACK < windowThreshold)
+      nonEssential++;
+    for (let position = 0; position < listCount; position++)
+      essential[order[position]!] = position < nonEssential ? 0 : 1;
+
+    let touchedCount = scanWindow(windowStart, windowEnd);
+    if (nonEssential > 0) {
+      // Probing pays when it costs less than reading the skipped postings: count the documents that would need
+      // probes (at least two each, usually more); when too many, read the window whole instead.
+      const bar = threshold();
+      const nonEssentialBound = prefix[nonEssential]!;
+      let candidates = 0;
+      for (let index = 0; index < touchedCount; index++)
+        if ((totals[touched[index]!]! + nonEssentialBound) * BOUND_SLACK >= bar) candidates++;
+      let skippedPostings = 0;
+      for (let position = 0; position < nonEssential; position++) {
+        const list = order[position]!;
+        skippedPostings += windowLast[list]! - windowFirst[list]!;
+      }
+      if (candidates * 2 * PROBE_COST > skippedPostings) {
+        for (let index = 0; index < touchedCount; index++) {
+          totals[touched[index]!] = 0;
+          marks[touched[index]!] = 0;
+        }
+        nonEssential = 0;
+        essential.fill(1);
+        cursors.set(windowFirst);
+        touchedCount = scanWindow(windowStart, windowEnd);
+        pruneAfter = windowIndex + cooldown;
+        cooldown *= 2;
+      }
+    }
 
     if (nonEssential === 0) {
       for (let index = 0; index < touchedCount; index++) {
@@ -211,6 +278,13 @@ export function scoreQuery(
       }
     } else {
       const nonEssentialBound = prefix[nonEssential]!;
+      probes.set(windowFirst);
+      // The touched documents in ascending order: from the marks when they are dense, else sorted.
+      const span = windowEnd - windowStart;
+      if (touchedCount * 16 >= span) {
+        let count = 0;
+        for (let local = 0; local < span; local++) if (marks[local] !== 0) touched[count++] = local;
+      } else touched.subarray(0, touchedCount).sort();
       for (let index = 0; index < touchedCount; index++) {
         const local = touched[index]!;
         const partial = totals[local]!;
@@ -224,10 +298,9 @@ export function scoreQuery(
         let hits = 0;
         let reaches = true;
         for (let position = nonEssential - 1; position >= 0; position--) {
-          const list = order[position]!;
-          const found = findPosting(postings[list]!.docs, windowFirst[list]!, windowLast[list]!, doc);
-          if (found >= 0) {
-            running += postings[list]!.contributions[found]!;
+          const contribution = probe(order[position]!, doc);
+          if (contribution !== 0) {
+            running += contribution;
             hits++;
           }
           if ((running + prefix[position]!) * BOUND_SLACK < bar) {
@@ -239,6 +312,7 @@ export function scoreQuery(
         // Without a posting in a non-essential list, the partial score was summed in the exhaustive order.
         offer(hits === 0 ? partial : exhaustiveScore(doc), doc);
       }
+      cooldown = 2;
     }
     if (!remaining) break;
     windowStart = windowEnd;
@@ -327,6 +401,29 @@ function sumFieldScores(
     if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
   }
   return fieldScores;
+}
+
+/**
+ * The first position from `position` in the ascending `docs[position, end)` whose document is at least `doc`
+ * (`end` if none): galloping, so a probe costs the logarithm of the distance moved, not of the list's length.
+ */
+function seek(docs: Int32Array, position: number, end: number, doc: number): number {
+  if (position >= end || docs[position]! >= doc) return position;
+  // docs[low] < doc throughout.
+  let low = position;
+  let step = 1;
+  while (low + step < end && docs[low + step]! < doc) {
+    low += step;
+    step *= 2;
+  }
+  let high = Math.min(low + step, end);
+  low++;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (docs[middle]! < doc) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /** The first position in the ascending `docs[start, end)` whose document is at least `doc` (`end` if none). */
