@@ -4,9 +4,12 @@
  * queries go through the same selection code as lexground's over the database, and its turns are a reader
  * engine's (an engine without sources, as every replica of a fleet would run). Without a URL the harness starts a
  * throwaway cluster (test/support/postgresCluster.ts) and removes it at the end.
+ *
+ * `--replica` (a streaming replica of the throwaway cluster) or `--replica postgres://…` adds
+ * `lexground:postgres-replica`: the same generation (reused, not published again), its queries and turns read on
+ * the replica; its "build" is the wait until the replica serves the generation the primary published.
  */
 import { KnowledgeGroundingEngine, retrieveFrom } from "../src/index.js";
-import type { KnowledgeBackendIndex } from "../src/knowledge/searchBackend.js";
 import { createPostgresBackend, type PostgresBackend } from "../src/postgres/index.js";
 import { type PostgresCluster, startPostgresCluster } from "../test/support/postgresCluster.js";
 import {
@@ -16,40 +19,98 @@ import {
   type TurnRunner,
 } from "./implementations.js";
 
-/** A server for the run: the given URL, or a throwaway cluster. */
+const SERVER_SETTINGS = [
+  "shared_buffers=512MB",
+  "work_mem=64MB",
+  "max_wal_size=4GB",
+  "checkpoint_timeout=30min",
+];
+
+/**
+ * A server for the run: the given URL, or a throwaway cluster; and with `replica`, a read replica: the given URL
+ * (`postgres://…`), or (`true`) a streaming replica of the throwaway cluster.
+ */
 export async function postgresServer(
   url: string | null,
-): Promise<{ url: string; cluster: PostgresCluster | null }> {
-  if (url) return { url, cluster: null };
-  const { cluster, reason } = await startPostgresCluster([
-    "shared_buffers=512MB",
-    "work_mem=64MB",
-    "max_wal_size=4GB",
-    "checkpoint_timeout=30min",
-  ]);
-  if (!cluster) throw new Error(`--backend postgres: ${reason}`);
-  return { url: cluster.url, cluster };
+  replica: string | boolean = false,
+): Promise<{ url: string; cluster: PostgresCluster | null; replicaUrl: string | null }> {
+  let cluster: PostgresCluster | null = null;
+  if (!url) {
+    const started = await startPostgresCluster(SERVER_SETTINGS);
+    if (!started.cluster) throw new Error(`--backend postgres: ${started.reason}`);
+    cluster = started.cluster;
+  }
+  let replicaUrl: string | null = typeof replica === "string" ? replica : null;
+  if (replica === true) {
+    if (!cluster) throw new Error("--replica without a URL needs the throwaway cluster (--backend postgres)");
+    replicaUrl = (await cluster.startReplica(SERVER_SETTINGS)).url;
+  }
+  return { url: url ?? cluster!.url, cluster, replicaUrl };
 }
 
 let runs = 0;
+/** The content key of the latest publication per primary URL (the replica row reuses it). */
+const publishedKeys = new Map<string, string>();
 
-/** lexground over PostgreSQL; `backends` collects what to close at the end. */
-export function lexgroundPostgres(url: string, backends: PostgresBackend[]): Implementation {
+/** Per publication of the primary row: milliseconds from its switch until the replica served it. */
+export const replicaLagMilliseconds: number[] = [];
+
+/** Resolves once `backend` (reading on a replica) serves `generation`. */
+async function servedOn(backend: PostgresBackend, generation: number) {
+  for (;;) {
+    const index = await backend.current();
+    if (index && index.generation >= generation) return index;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * lexground over PostgreSQL; `backends` collects what to close at the end. With `readUrl` (a replica of `url`),
+ * the generation the primary row published is reused and everything reads on the replica. With `lagProbeUrl`
+ * (a replica, on the primary row), each publication also times how long the replica takes to serve it.
+ */
+export function lexgroundPostgres(
+  url: string,
+  backends: PostgresBackend[],
+  readUrl?: string,
+  lagProbeUrl?: string,
+): Implementation {
+  const read = readUrl ? { readConnectionString: readUrl } : {};
   return {
-    name: "lexground:postgres",
+    name: readUrl ? "lexground:postgres-replica" : "lexground:postgres",
     async build(workload, settings): Promise<BuiltIndex> {
       const backend = createPostgresBackend({
         connectionString: url,
+        ...read,
         schema: "bench",
         statementTimeoutMs: 0,
+        generationCheckMs: 0,
       });
       backends.push(backend);
-      // A fresh content key per build: every build is a real publication, never a reuse.
-      await backend.publish(workload.entries, {
+      // A fresh content key per build: every build is a real publication, never a reuse (except on the replica
+      // row, which serves what the primary row published).
+      const contentKey =
+        (readUrl ? publishedKeys.get(url) : undefined) ?? `bench-${process.pid}-${Date.now()}-${runs++}`;
+      const published = await backend.publish(workload.entries, {
         indexOptions: { fieldWeights: settings.fieldWeights },
-        contentKey: `bench-${process.pid}-${Date.now()}-${runs++}`,
+        contentKey,
       });
-      const index = (await backend.current()) as KnowledgeBackendIndex;
+      if (!readUrl) publishedKeys.set(url, contentKey);
+      if (lagProbeUrl) {
+        const probe = createPostgresBackend({
+          connectionString: url,
+          readConnectionString: lagProbeUrl,
+          schema: "bench",
+          generationCheckMs: 0,
+          maxConnections: 1,
+        });
+        backends.push(probe);
+        const switched = performance.now();
+        await servedOn(probe, published.generation);
+        replicaLagMilliseconds.push(performance.now() - switched);
+      }
+      // On a replica: wait until it has replayed the generation (its tables and its switch).
+      const index = await servedOn(backend, published.generation);
       const topK = settings.resolved.candidateLimit * 2;
       const request = (query: Parameters<BuiltIndex["select"]>[0]) => ({
         query: query.query,
@@ -76,6 +137,7 @@ export function lexgroundPostgres(url: string, backends: PostgresBackend[]): Imp
       // A replica: no sources, its own backend object and pool, serving the published generation.
       const backend = createPostgresBackend({
         connectionString: url,
+        ...read,
         schema: "bench",
         maxConnections: 16,
         statementTimeoutMs: 60_000,

@@ -30,7 +30,7 @@ import {
   requireGc,
   settle,
 } from "./measure.js";
-import { concurrentTurns, lexgroundPostgres, postgresServer } from "./postgres.js";
+import { concurrentTurns, lexgroundPostgres, postgresServer, replicaLagMilliseconds } from "./postgres.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
 import { measureUpdates, printUpdates, type UpdateReport } from "./updates.js";
 import type { BenchQuery, Workload } from "./workload.js";
@@ -50,6 +50,8 @@ type Options = {
   backend: string | null;
   /** Concurrent clients of the throughput measurement (with `--backend`). */
   clients: number;
+  /** `--replica` (a streaming replica of the throwaway cluster) or `--replica postgres://…`: turns read there too. */
+  replica: string | boolean;
   /** Presets measured as extra lexground rows (`--preset recommended`). */
   presets: KnowledgePresetName[];
   seed: number;
@@ -66,7 +68,7 @@ type Options = {
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--datasets scifact,nfcorpus|none]
   [--queries N] [--skip-plain] [--skip-peers] [--preset name,…] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
-  [--out file.json|none] [--backend postgres|postgres://…] [--clients N] [--updates]`;
+  [--out file.json|none] [--backend postgres|postgres://…] [--replica [postgres://…]] [--clients N] [--updates]`;
 
 function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
@@ -78,6 +80,7 @@ function parseOptions(argv: readonly string[]): Options {
     updates: false,
     presets: [],
     backend: null,
+    replica: false,
     clients: 16,
     seed: 20_260_714,
     seriesBudgetMs: 3_000,
@@ -145,6 +148,14 @@ function parseOptions(argv: readonly string[]): Options {
         if (backend !== "postgres" && !/^postgres(ql)?:\/\//.test(backend))
           throw new Error(`--backend: postgres or a postgres:// URL, got ${backend}`);
         options.backend = backend;
+        break;
+      }
+      case "--replica": {
+        const next = argv[index + 1];
+        if (next !== undefined && /^postgres(ql)?:\/\//.test(next)) {
+          options.replica = next;
+          index++;
+        } else options.replica = true;
         break;
       }
       case "--clients":
@@ -401,7 +412,7 @@ async function measureWorkload(
     );
     const concurrent =
       options.backend !== null &&
-      (implementation.name === "lexground" || implementation.name === "lexground:postgres")
+      (implementation.name === "lexground" || implementation.name.startsWith("lexground:postgres"))
         ? await concurrentTurns(item.runner, workload.queries, options.clients, Math.max(budget, 5_000))
         : undefined;
     item.runner.dispose?.();
@@ -614,7 +625,7 @@ async function main(): Promise<void> {
   const server =
     options.backend === null
       ? null
-      : await postgresServer(options.backend === "postgres" ? null : options.backend);
+      : await postgresServer(options.backend === "postgres" ? null : options.backend, options.replica);
   const implementations = [
     ...IMPLEMENTATIONS.filter(
       (implementation) =>
@@ -622,7 +633,8 @@ async function main(): Promise<void> {
         !(options.skipPeers && (implementation.name === "minisearch" || implementation.name === "orama")),
     ),
     ...options.presets.map((preset) => lexgroundWithPreset(preset)),
-    ...(server ? [lexgroundPostgres(server.url, backends)] : []),
+    ...(server ? [lexgroundPostgres(server.url, backends, undefined, server.replicaUrl ?? undefined)] : []),
+    ...(server?.replicaUrl ? [lexgroundPostgres(server.url, backends, server.replicaUrl)] : []),
   ];
   const revision = (() => {
     try {
@@ -689,6 +701,22 @@ async function main(): Promise<void> {
           (agreement.turns.firstDifference
             ? `; first turn difference: ${agreement.turns.firstDifference}`
             : ""),
+      );
+    }
+    for (const replicaResult of results.filter((result) => result.name === "lexground:postgres-replica")) {
+      const selections = compareSelections(
+        workload.queries,
+        ours.select.results,
+        replicaResult.select.results,
+      );
+      notes.push(
+        `lexground:postgres-replica vs lexground: ${selections.identical}/${selections.compared} selections identical; ` +
+          `its build reuses the generation lexground:postgres published (reads on the streaming replica); the replica ` +
+          `served each new generation ${replicaLagMilliseconds
+            .splice(0)
+            .map((lag) => milliseconds(lag))
+            .join(", ")} ms ` +
+          `after the primary switched to it (replication and replay of its tables)`,
       );
     }
     const postgresResult = results.find((result) => result.name === "lexground:postgres");

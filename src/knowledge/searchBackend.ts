@@ -118,8 +118,9 @@ export type KnowledgeIndexBackend = {
   close(): Promise<void>;
   /**
    * Optional: publishes `entries` (the complete registry after an incremental update) knowing that only the
-   * entries with `changedIds` differ from the generation published under `baseContentKey` (plus removals), so the
-   * backend can write the new generation from that one instead of indexing everything again. Same contract as
+   * entries with `changedIds` differ from the generation published under `baseContentKey` (plus removals), whose
+   * entries that are gone or replaced are `previousEntries` (as they were published), so the backend can write the
+   * new generation from that one instead of indexing everything again. Same contract as
    * {@link publish}: atomic, exact (equal to publishing `entries`), the previous generation serving on failure.
    * Without it, updates publish `entries` in full.
    */
@@ -130,6 +131,7 @@ export type KnowledgeIndexBackend = {
       contentKey: string;
       baseContentKey: string;
       changedIds: readonly string[];
+      previousEntries: readonly NormalizedKnowledgeEntry[];
     },
   ): Promise<KnowledgeBackendPublishResult>;
 };
@@ -211,6 +213,13 @@ export async function publishChangeToBackend(
         contentKey,
         baseContentKey,
         changedIds: change.upserted.map(({ entry }) => entry.id),
+        previousEntries: [...change.removed, ...change.upserted.map(({ entry }) => entry.id)].flatMap(
+          (id) => {
+            const home = registry.sourceOf.get(id);
+            const previous = home === undefined ? undefined : registry.sources[home]!.entries.get(id);
+            return previous ? [previous] : [];
+          },
+        ),
       })
     : await backend.publish(entries, { indexOptions: options, contentKey });
   return { registry: next, contentKey, published };

@@ -539,6 +539,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       contentKey: string;
       baseContentKey: string;
       changedIds: readonly string[];
+      previousEntries: readonly NormalizedKnowledgeEntry[];
     },
   ): Promise<KnowledgeBackendPublishResult> {
     const published = await this.tracked(async () => {
@@ -624,7 +625,11 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     client: PostgresPoolClient,
     baseGeneration: number,
     entries: readonly NormalizedKnowledgeEntry[],
-    options: { contentKey: string; changedIds: readonly string[] },
+    options: {
+      contentKey: string;
+      changedIds: readonly string[];
+      previousEntries: readonly NormalizedKnowledgeEntry[];
+    },
     parameters: PostgresIndexParameters,
   ): Promise<number> {
     const s = quoteIdentifier(this.schema);
@@ -647,6 +652,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       { ids, fieldLengths, maxDocumentFrequency: Number(maxFound.rows[0]!.max) },
       entries,
       new Set(options.changedIds),
+      options.previousEntries,
       parameters,
     );
     const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
@@ -734,10 +740,13 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       );
     }
     await batch.flush();
-    // The changed entries' postings, then every list merged, renumbered and rescored in one statement.
+    // The changed entries' postings and the lists they touch (theirs and their previous versions').
     await client.query({
       text: `create temporary table lexground_added (
         term text not null, field smallint not null, docs integer[] not null, frequencies integer[] not null)`,
+    });
+    await client.query({
+      text: "create temporary table lexground_touched (term text not null, field smallint not null)",
     });
     batch.start(
       "pg_temp.lexground_added",
@@ -751,16 +760,55 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       );
     }
     await batch.flush();
+    batch.start("pg_temp.lexground_touched", ["term", "field"], ["", ""]);
+    for (const { term, field } of data.touched) await batch.add([encodeKey(term), field], term.length + 16);
+    await batch.flush();
+    await client.query({ text: "create index on pg_temp.lexground_touched (term, field)" });
     await client.query({ text: "analyze pg_temp.lexground_added" });
+    await client.query({ text: "analyze pg_temp.lexground_touched" });
+    // Per posting: weightedIdf[field, df] · ((tf · (k1 + 1)) / (tf + lengthNormalization[field, doc])). The field
+    // is a smallint: the subscripts are computed as integers (field × entry count exceeds 32,767 from 8,192 entries).
+    const contribution = (list: string, documentFrequency: string, frequency: string, doc: string) =>
+      `($2::float8[])[${list}.field::int4 * $3::int4 + ${documentFrequency} + 1]
+        * ((${frequency} * $4::float8) / (${frequency} + ($5::float8[])[${list}.field::int4 * $6::int4 + ${doc} + 1]))`;
+    const values = [
+      int4Array(data.map),
+      float8Array(data.weightedIdf),
+      data.idfStride,
+      data.saturation,
+      float8Array(data.lengthNormalizations),
+      data.documentCount,
+    ];
+    // Untouched lists: the same documents (renumbered, order kept: the renumbering is increasing) and frequencies,
+    // so the same document frequency; only the contributions change. The aggregates read the array's elements in
+    // storage order (a plain aggregate over the function scan of unnest, nothing between them that could reorder;
+    // the property test compares every list with a full publication's). A removed document in such a list would
+    // be a bug: the division by zero fails the update rather than write a wrong list.
+    await client.query({
+      text: `insert into ${tables.postings} (term, field, document_frequency, docs, frequencies, contributions)
+        select p.term, p.field, p.document_frequency, x.docs, p.frequencies, x.contributions
+        from ${base.postings} p
+        cross join lateral (
+          select array_agg(($1::int4[])[u.d + 1]) as docs,
+            array_agg(${contribution("p", "p.document_frequency", "u.f", "($1::int4[])[u.d + 1]")}) as contributions,
+            min(($1::int4[])[u.d + 1]) as lowest
+          from unnest(p.docs, p.frequencies) as u(d, f)
+        ) x
+        where not exists (select 1 from pg_temp.lexground_touched t where t.term = p.term and t.field = p.field)
+          and 1 / (x.lowest >= 0)::int = 1`,
+      values,
+    });
+    // Touched lists: the base's surviving documents merged with the added ones, in document order.
     await client.query({
       text: `insert into ${tables.postings} (term, field, document_frequency, docs, frequencies, contributions)
         select l.term, l.field, cardinality(l.docs), l.docs, l.frequencies,
-          array(select ($2::float8[])[l.field * $3 + cardinality(l.docs) + 1]
-                       * ((x.f * $4::float8) / (x.f + ($5::float8[])[l.field * $6 + x.d + 1]))
+          array(select ${contribution("l", "cardinality(l.docs)", "x.f", "x.d")}
                 from unnest(l.docs, l.frequencies) with ordinality as x(d, f, o) order by x.o)
         from (
-          select coalesce(p.term, a.term) as term, coalesce(p.field, a.field) as field, m.docs, m.frequencies
-          from ${base.postings} p full join pg_temp.lexground_added a on a.term = p.term and a.field = p.field
+          select t.term, t.field, m.docs, m.frequencies
+          from pg_temp.lexground_touched t
+          left join ${base.postings} p on p.term = t.term and p.field = t.field
+          left join pg_temp.lexground_added a on a.term = t.term and a.field = t.field
           cross join lateral (
             select array_agg(x.d order by x.d) as docs, array_agg(x.f order by x.d) as frequencies
             from (
@@ -772,16 +820,9 @@ export class PostgresBackend implements KnowledgeIndexBackend {
           ) m
         ) l
         where l.docs is not null`,
-      values: [
-        int4Array(data.map),
-        float8Array(data.weightedIdf),
-        data.idfStride,
-        data.saturation,
-        float8Array(data.lengthNormalizations),
-        data.documentCount,
-      ],
+      values,
     });
-    await client.query({ text: "drop table pg_temp.lexground_added" });
+    await client.query({ text: "drop table pg_temp.lexground_added, pg_temp.lexground_touched" });
     batch.start(tables.phrases, ["key", "exact", "alias"], ["", "::int4[]", "::int4[]"]);
     for (const [key, ids] of data.phrases) {
       await batch.add([encodeKey(key), int4Array(ids.exact), int4Array(ids.alias)], key.length + 64);

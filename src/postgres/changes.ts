@@ -44,6 +44,11 @@ export type DerivedGenerationData = {
   added: { doc: number; entry: NormalizedKnowledgeEntry; relations: number[]; fieldLengths: number[] }[];
   /** Their postings, per scored field and term. */
   addedPostings: AddedPostings[];
+  /**
+   * Every list that changes besides its contributions: lists of the added entries, and lists of the removed or
+   * replaced entries (their previous versions). The others keep their documents (renumbered) and frequencies.
+   */
+  touched: { term: string; field: number }[];
   /** Relations of every new dense id, flat (ids of related entries, then the parent), and where each ends. */
   relations: Int32Array;
   relationEnds: Int32Array;
@@ -75,6 +80,7 @@ export function computeDerivedGeneration(
   base: BaseGeneration,
   input: readonly NormalizedKnowledgeEntry[],
   changed: ReadonlySet<string>,
+  previous: readonly NormalizedKnowledgeEntry[],
   parameters: PostgresIndexParameters,
 ): DerivedGenerationData {
   const entries = input.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
@@ -188,6 +194,18 @@ export function computeDerivedGeneration(
   for (let field = 0; field < FIELD_COUNT; field++) {
     if (scored[field]) addedPostings.push(...addedByField[field]!.values());
   }
+  const touchedByField = addedByField.map((byTerm) => new Set(byTerm.keys()));
+  for (const entry of previous) {
+    const document = buildDocument(entry);
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!];
+      for (const token of analyzer ? analyzer(raw) : raw) touchedByField[field]!.add(token);
+    }
+  }
+  const touched: { term: string; field: number }[] = [];
+  touchedByField.forEach((terms, field) => {
+    for (const term of terms) touched.push({ term, field });
+  });
   // A list's document frequency after the update is at most its base one plus the added entries.
   const maxDocumentFrequency = Math.min(documentCount, base.maxDocumentFrequency + added.length);
   const idfStride = maxDocumentFrequency + 1;
@@ -205,6 +223,7 @@ export function computeDerivedGeneration(
     map,
     added,
     addedPostings,
+    touched,
     relations: Int32Array.from(relations),
     relationEnds,
     lengthNormalizations,

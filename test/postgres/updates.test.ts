@@ -350,4 +350,48 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
     });
     expect(comparable(await engine.ground({ query: "refund a payout" }))).toEqual(before);
   }, 60_000);
+
+  it("updates a registry large enough that field × entry count exceeds a smallint (9,000 entries)", async () => {
+    const entries = Array.from({ length: 9_000 }, (_, index) => ({
+      id: `entry.${index.toString().padStart(5, "0")}`,
+      title: `Entry ${index % 97}`,
+      summary: `word${index % 13} common`,
+      keywords: [`k${index % 7}`],
+      // Body is field 4: 4 × 8,999 entries > 32,767.
+      body: `body${index % 5} text`,
+      domain: "bulk",
+      integrations: [],
+    }));
+    const engine = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "bulk", version: "1", entries }],
+      backend: backend("bulk_updated"),
+      logger: null,
+    });
+    await engine.ready();
+    const change = {
+      upsert: [{ ...entries[4_500]!, summary: "word3 common rare" }],
+      remove: [entries[10]!.id],
+    };
+    const updated = await engine.update(change);
+    expect(updated.live, engine.getStatus().lastError ?? "").toBe(true);
+    const final = entries
+      .filter((_, index) => index !== 10)
+      .map((entry, index) => (index === 4_499 ? change.upsert[0]! : entry));
+    const full = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "bulk", version: "1", entries: final }],
+      backend: backend("bulk_full"),
+      logger: null,
+    });
+    await full.ready();
+    const [changed, published] = await Promise.all([
+      generationContent("bulk_updated"),
+      generationContent("bulk_full"),
+    ]);
+    expect(changed.derived).toBe(true);
+    expect(changed.summary).toEqual(published.summary);
+    expect(changed.postings).toEqual(published.postings);
+    expect(changed.entries).toEqual(published.entries);
+  }, 180_000);
 });
