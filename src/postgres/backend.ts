@@ -26,6 +26,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { computeDerivedGeneration, type DerivedGenerationData } from "./changes.js";
+import { type CopyEncoder, copyIn } from "./copy.js";
 import {
   createPool,
   loadPostgresDriver,
@@ -35,8 +36,10 @@ import {
   type PostgresQueryResult,
 } from "./driver.js";
 import {
+  COMBINED_FIELD,
   computeGenerationData,
   type GenerationData,
+  ImpactCollector,
   type PostgresIndexParameters,
   resolveIndexParameters,
 } from "./indexData.js";
@@ -45,17 +48,24 @@ import {
   createGenerationStatements,
   dropGenerationStatement,
   encodeKey,
+  FORWARD_KEY_STRIDE,
   float8Array,
+  forwardStatement,
+  GENERATION_LAYOUT,
   type GenerationTables,
   generationTables,
+  IMPACT_BLOCK_ENDS,
+  impactBlocksStatement,
   indexGenerationStatements,
   int4Array,
   migrationStatements,
+  prunedHeadsStatement,
   quoteIdentifier,
   SCHEMA_VERSION,
   SCOPE_DOMAIN,
   SCOPE_INTEGRATION,
   SCOPE_RESTRICTED,
+  scopesStatement,
   selectionEntriesStatement,
 } from "./sql.js";
 
@@ -84,7 +94,7 @@ export type PostgresBackendOptions = {
   generationCheckMs?: number;
   /** Published generations kept (the serving one included); older ones are dropped. Default 2. */
   keepGenerations?: number;
-  /** Approximate bytes per bulk-insert statement while publishing. Default 8 MiB. */
+  /** Approximate bytes per bulk-insert statement of an incremental update (publications use `COPY`). Default 8 MiB. */
   batchBytes?: number;
   /**
    * After an incremental update (`engine.upsert/remove/update`), how long without another update before the
@@ -154,6 +164,8 @@ type GenerationRow = {
   contentKey: string;
   parameters: ReturnType<typeof resolveIndexParameters>;
   maxPhraseWords: number;
+  /** The generation's table layout (`GENERATION_LAYOUT`; 1 without the pruning tables). */
+  layout: number;
 };
 
 /**
@@ -169,6 +181,12 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   readonly name = "postgres";
   /** The schema holding the tables. */
   readonly schema: string;
+  /**
+   * How this backend's turns found their lexical top K: `pruned` (proven from the impact blocks), `full` (every
+   * posting of the query's terms summed). For benchmarks and tests.
+   * @internal
+   */
+  readonly turnPaths = { pruned: 0, full: 0 };
   private readonly options: PostgresBackendOptions;
   private readonly statementTimeoutMs: number;
   private readonly connectionTimeoutMs: number;
@@ -413,7 +431,9 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     try {
       result = await pool.query({
         name: `lexground:${this.schema}:serving`,
-        text: `select sv.version, g.generation, g.entry_count, g.content_key, g.parameters, g.statistics
+        // The layout through to_jsonb: a replica may not have replayed the version-2 migration yet.
+        text: `select sv.version, g.generation, g.entry_count, g.content_key, g.parameters, g.statistics,
+            to_jsonb(g) ->> 'layout' as layout
           from ${s}.schema_version sv
           left join (${s}.serving v join ${s}.generations g on g.generation = v.generation) on true`,
       });
@@ -448,6 +468,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       contentKey: String(row.content_key),
       parameters: JSON.parse(String(row.parameters)),
       maxPhraseWords: statistics.maxPhraseWords,
+      layout: Number(row.layout ?? 1),
     };
     const index: KnowledgeBackendIndex = {
       generation,
@@ -873,30 +894,36 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
     const generation = Number(numbered.rows[0]!.generation);
     const tables = generationTables(this.schema, generation);
-    await client.query({
-      text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics)
-        values ($1, 'building', $2, $3, $4, $5)`,
-      values: [
-        generation,
-        contentKey,
-        data.documentCount,
-        JSON.stringify(data.parameters),
-        JSON.stringify({
-          maxPhraseWords: data.maxPhraseWords,
-          documentCount: data.documentCount,
-          averageLengths: data.averageLengths,
-        }),
-      ],
+    const statistics = JSON.stringify({
+      maxPhraseWords: data.maxPhraseWords,
+      documentCount: data.documentCount,
+      averageLengths: data.averageLengths,
     });
+    // One transaction: the tables are created, loaded (COPY, frozen: no later rewrite of hint bits), indexed and
+    // switched to together, so a failure at any step leaves nothing behind and the previous generation serving.
     try {
-      for (const text of createGenerationStatements(tables)) await client.query({ text });
-      await this.loadGeneration(client, tables, data);
-      for (const text of indexGenerationStatements(tables, generation)) await client.query({ text });
-      // The switch: one transaction, so readers see the old generation or the new one, never a mix.
       await client.query({ text: "begin" });
       await client.query({
-        text: `update ${s}.generations set state = 'ready', published_at = now() where generation = $1`,
-        values: [generation],
+        text: `insert into ${s}.generations
+          (generation, state, content_key, entry_count, parameters, statistics, layout)
+          values ($1, 'building', $2, $3, $4, $5, $6)`,
+        values: [
+          generation,
+          contentKey,
+          data.documentCount,
+          JSON.stringify(data.parameters),
+          statistics,
+          GENERATION_LAYOUT,
+        ],
+      });
+      for (const text of createGenerationStatements(tables)) await client.query({ text });
+      const prunable = await loadGeneration(client, tables, data);
+      for (const text of indexGenerationStatements(tables, generation)) await client.query({ text });
+      // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
+      await client.query({
+        text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2
+          where generation = $1`,
+        values: [generation, prunable ? GENERATION_LAYOUT : 1],
       });
       await client.query({
         text: `insert into ${s}.serving (generation) values ($1)
@@ -907,69 +934,25 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       return generation;
     } catch (error) {
       await client.query({ text: "rollback" }).catch(() => {});
-      await client.query({ text: dropGenerationStatement(tables) }).catch(() => {});
       await client
         .query({
-          text: `update ${s}.generations set state = 'failed', error = $2 where generation = $1`,
-          values: [generation, error instanceof Error ? error.message : String(error)],
+          text: `insert into ${s}.generations
+            (generation, state, content_key, entry_count, parameters, statistics, layout, error)
+            values ($1, 'failed', $2, $3, $4, $5, $6, $7)
+            on conflict (generation) do update set state = 'failed', error = excluded.error`,
+          values: [
+            generation,
+            contentKey,
+            data.documentCount,
+            JSON.stringify(data.parameters),
+            statistics,
+            GENERATION_LAYOUT,
+            error instanceof Error ? error.message : String(error),
+          ],
         })
         .catch(() => {});
       throw error;
     }
-  }
-
-  /** Bulk-loads a generation: multi-row inserts of at most `batchBytes`, arrays as binary parameters. */
-  private async loadGeneration(
-    client: PostgresPoolClient,
-    tables: GenerationTables,
-    data: GenerationData,
-  ): Promise<void> {
-    const batch = new BatchInsert(client, this.batchBytes);
-    batch.start(
-      tables.entries,
-      ["doc", "id", "entry", "relations", "field_lengths"],
-      ["", "", "", "::int4[]", "::int4[]"],
-    );
-    for (const row of data.entries) {
-      const id = JSON.stringify(row.entry.id);
-      const entry = JSON.stringify(row.entry);
-      await batch.add(
-        [row.doc, id, entry, int4Array(row.relations), int4Array(row.fieldLengths)],
-        id.length + entry.length + 4 * (row.relations.length + 16),
-      );
-    }
-    await batch.flush();
-    batch.start(
-      tables.postings,
-      ["term", "field", "document_frequency", "docs", "frequencies", "contributions"],
-      ["", "", "", "::int4[]", "::int4[]", "::float8[]"],
-    );
-    for (const posting of data.postings()) {
-      await batch.add(
-        [
-          encodeKey(posting.term),
-          posting.field,
-          posting.documentFrequency,
-          int4Array(posting.docs),
-          int4Array(posting.frequencies),
-          float8Array(posting.contributions),
-        ],
-        posting.term.length + 64 + posting.docs.length * 24,
-      );
-    }
-    await batch.flush();
-    batch.start(tables.phrases, ["key", "exact", "alias"], ["", "::int4[]", "::int4[]"]);
-    for (const [key, ids] of data.phrases) {
-      await batch.add([encodeKey(key), int4Array(ids.exact), int4Array(ids.alias)], key.length + 64);
-    }
-    await batch.flush();
-    batch.start(tables.scopes, ["kind", "key", "docs"], ["", "", "::int4[]"]);
-    await batch.add([SCOPE_RESTRICTED, "", int4Array(data.restricted)], data.restricted.length * 8);
-    for (const [key, docs] of data.byIntegration)
-      await batch.add([SCOPE_INTEGRATION, encodeKey(key), int4Array(docs)], key.length + docs.length * 8);
-    for (const [key, docs] of data.byDomain)
-      await batch.add([SCOPE_DOMAIN, encodeKey(key), int4Array(docs)], key.length + docs.length * 8);
-    await batch.flush();
   }
 
   /** Drops all but the newest `keepGenerations` published generations (and leftovers of failed builds). */
@@ -992,6 +975,92 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       });
     }
   }
+}
+
+/**
+ * Loads a generation's tables with binary COPY, in the transaction that created them (`freeze`: the rows are
+ * written as already visible, so no later pass rewrites them). The forward rows feed the impact blocks, which
+ * are loaded last. Resolves with whether every impact is finite and non-negative (what pruning relies on).
+ */
+async function loadGeneration(
+  client: PostgresPoolClient,
+  tables: GenerationTables,
+  data: GenerationData,
+): Promise<boolean> {
+  const copy = (table: string, columns: string[], produce: (encoder: CopyEncoder) => Promise<void>) =>
+    copyIn(client, table, columns, produce, { freeze: true });
+  await copy(tables.entries, ["doc", "id", "entry", "relations", "field_lengths"], async (encoder) => {
+    for (const row of data.entries) {
+      await encoder.row(5);
+      encoder.int4(row.doc);
+      encoder.text(JSON.stringify(row.entry.id));
+      encoder.text(JSON.stringify(row.entry));
+      encoder.int4Array(row.relations);
+      encoder.int4Array(row.fieldLengths);
+    }
+  });
+  await copy(
+    tables.postings,
+    ["term", "field", "document_frequency", "docs", "frequencies", "contributions"],
+    async (encoder) => {
+      for (const posting of data.postings()) {
+        await encoder.row(6);
+        encoder.text(encodeKey(posting.term));
+        encoder.int2(posting.field);
+        encoder.int4(posting.documentFrequency);
+        encoder.int4Array(posting.docs);
+        encoder.int4Array(posting.frequencies);
+        encoder.float8Array(posting.contributions);
+      }
+    },
+  );
+  await copy(tables.phrases, ["key", "exact", "alias"], async (encoder) => {
+    for (const [key, ids] of data.phrases) {
+      await encoder.row(3);
+      encoder.text(encodeKey(key));
+      encoder.int4Array(ids.exact);
+      encoder.int4Array(ids.alias);
+    }
+  });
+  await copy(tables.scopes, ["kind", "key", "docs"], async (encoder) => {
+    const scope = async (kind: number, key: string, docs: readonly number[]) => {
+      await encoder.row(3);
+      encoder.int2(kind);
+      encoder.text(encodeKey(key));
+      encoder.int4Array(docs);
+    };
+    await scope(SCOPE_RESTRICTED, "", data.restricted);
+    for (const [key, docs] of data.byIntegration) await scope(SCOPE_INTEGRATION, key, docs);
+    for (const [key, docs] of data.byDomain) await scope(SCOPE_DOMAIN, key, docs);
+  });
+  const impacts = new ImpactCollector(data.terms);
+  await copy(tables.forward, ["doc", "id", "keys", "contributions"], async (encoder) => {
+    for (const row of data.documents()) {
+      impacts.add(row);
+      await encoder.row(4);
+      encoder.int4(row.doc);
+      encoder.text(JSON.stringify(data.entries[row.doc]!.entry.id));
+      encoder.int4Array(row.keys);
+      encoder.float8Array(row.contributions);
+    }
+  });
+  await copy(
+    tables.impacts,
+    ["term", "block", "term_id", "document_frequency", "docs", "impacts", "next_impact"],
+    async (encoder) => {
+      for (const row of impacts.rows()) {
+        await encoder.row(7);
+        encoder.text(encodeKey(row.term));
+        encoder.int2(row.block);
+        encoder.int4(row.termId);
+        encoder.int4(row.documentFrequency);
+        encoder.int4Array(row.docs);
+        encoder.float8Array(row.impacts);
+        encoder.float8(row.nextImpact);
+      }
+    },
+  );
+  return impacts.bounded;
 }
 
 /** Accumulates rows into multi-row `insert` statements of a bounded size. */
@@ -1080,24 +1149,76 @@ class GenerationFallbackSearcher implements KnowledgeSearchBackend {
 }
 
 const FIELD_NAMES: readonly KnowledgeFieldName[] = ["title", "aliases", "keywords", "summary", "body"];
+const FIELD_COUNT = FIELD_NAMES.length;
 
 /** The dense ids of a query's candidates, kept for its `selectionEntries` call. */
 const candidateDocs = new WeakMap<KnowledgeCandidateQuery, Map<string, number>>();
+
+/** Queries with more distinct terms than this take the full path (their bounds rarely prove anything). */
+const PRUNE_MAX_TERMS = 24;
+/** Most documents scored exactly (from their forward rows) by a pruned turn; more take the full path. */
+const PRUNE_MAX_EXACT = 1_024;
+/**
+ * Relative slack of the pruning bounds. A document's score is a sum of non-negative contributions, added in
+ * another order than its bounds are (at most 1,024 terms × 6 parts: a relative rounding error below 1e-12), so a
+ * document is only ruled out when its bound, raised by this slack, stays below the k-th score lowered by it.
+ */
+const BOUND_SLACK = 1e-9;
+/** Eligibility masks kept per generation (one per scope). */
+const MASK_CACHE_SIZE = 16;
+
+/** One query term's impact-ordered postings read so far. */
+type TermHead = {
+  /** Position of the term among the query's terms. */
+  position: number;
+  term: string;
+  termId: number;
+  documentFrequency: number;
+  /** Blocks read (0, 1, …). */
+  blocks: number;
+  /** Postings read. */
+  read: number;
+  /** Largest impact of the postings not read yet (0 when all were read). */
+  cut: number;
+};
+
+/** The scope lists of a generation (read once), as the in-memory engine's precomputed lists. */
+type ScopeLists = {
+  restricted: readonly number[];
+  byIntegration: Map<string, readonly number[]>;
+  byDomain: Map<string, readonly number[]>;
+};
 
 /** A turn's searches against one generation. */
 class PostgresSearcher implements KnowledgeSearchBackend {
   private readonly candidatesText: string;
   private readonly entriesText: string;
+  private readonly headsText: string;
+  private readonly blocksText: string;
+  private readonly forwardText: string;
+  private readonly scopesText: string;
   private readonly analyzer: ReturnType<typeof getAnalyzer>;
+  private readonly bm25f: boolean;
+  private scopes: Promise<ScopeLists> | null = null;
+  private readonly masks = new Map<string, Uint8Array>();
 
   constructor(
     private readonly backend: PostgresBackend,
     private readonly generation: GenerationRow,
     tables: GenerationTables,
   ) {
-    this.candidatesText = candidatesStatement(tables, generation.parameters.scoring === "bm25f");
+    this.bm25f = generation.parameters.scoring === "bm25f";
+    this.candidatesText = candidatesStatement(tables, this.bm25f);
     this.entriesText = selectionEntriesStatement(tables);
+    this.headsText = prunedHeadsStatement(tables);
+    this.blocksText = impactBlocksStatement(tables);
+    this.forwardText = forwardStatement(tables);
+    this.scopesText = scopesStatement(tables);
     this.analyzer = getAnalyzer(generation.parameters.analyzer);
+  }
+
+  private statementName(kind: string): string {
+    return `lexground:${this.backend.schema}:g${this.generation.generation}:${kind}`;
   }
 
   /** The query's analyzed terms, distinct, in first-occurrence order, at most `MAX_QUERY_TOKENS` (as in memory). */
@@ -1125,19 +1246,54 @@ class PostgresSearcher implements KnowledgeSearchBackend {
     return seen === undefined || seen === ord ? phrase : null;
   }
 
+  /** Phrase hits in phrase generation order, ids of one phrase in dense-id order (the in-memory sets' order). */
+  private static phraseHits(
+    tokens: readonly string[],
+    hits: { kind: number; ord: number; doc: number; id: string }[],
+  ): { exact: Map<string, string[]>; alias: Map<string, string[]> } {
+    const exact = new Map<string, string[]>();
+    const alias = new Map<string, string[]>();
+    hits.sort((left, right) => left.ord - right.ord || left.doc - right.doc);
+    const first = new Map<string, number>();
+    for (const hit of hits) {
+      const target = hit.kind === 1 ? exact : alias;
+      const phrase = PostgresSearcher.phraseOf(tokens, hit.ord, first);
+      if (phrase === null) continue;
+      const list = target.get(hit.id);
+      if (list) list.push(phrase);
+      else target.set(hit.id, [phrase]);
+    }
+    return { exact, alias };
+  }
+
   async candidates(query: KnowledgeCandidateQuery): Promise<KnowledgeCandidateEvidence> {
     const topK = query.topK > 0 ? Math.min(Math.ceil(query.topK), 2_147_483_647) : 0;
     const terms = topK > 0 ? this.terms(query.lexicalTokens) : [];
-    const tokens = query.phraseTokens;
-    const exact = new Map<string, string[]>();
-    const alias = new Map<string, string[]>();
-    const matches: KnowledgeLexicalMatch[] = [];
     const docs = new Map<string, number>();
     candidateDocs.set(query, docs);
-    if (terms.length === 0 && (tokens.length === 0 || this.generation.maxPhraseWords === 0))
-      return { exact, alias, matches };
+    if (terms.length === 0 && (query.phraseTokens.length === 0 || this.generation.maxPhraseWords === 0))
+      return { exact: new Map(), alias: new Map(), matches: [] };
+    if (this.generation.layout >= 2 && terms.length > 0 && terms.length <= PRUNE_MAX_TERMS) {
+      const pruned = await this.prunedCandidates(query, terms, topK, docs);
+      if (pruned) {
+        this.backend.turnPaths.pruned++;
+        return pruned;
+      }
+    }
+    this.backend.turnPaths.full++;
+    return this.fullCandidates(query, terms, topK, docs);
+  }
+
+  /** Every posting of the query's terms summed in the database (one statement, with the phrase hits). */
+  private async fullCandidates(
+    query: KnowledgeCandidateQuery,
+    terms: readonly string[],
+    topK: number,
+    docs: Map<string, number>,
+  ): Promise<KnowledgeCandidateEvidence> {
+    const tokens = query.phraseTokens;
     const result = await this.backend.read({
-      name: `lexground:${this.backend.schema}:g${this.generation.generation}:candidates`,
+      name: this.statementName("candidates"),
       text: this.candidatesText,
       values: [
         terms.map(encodeKey),
@@ -1168,19 +1324,269 @@ class PostgresSearcher implements KnowledgeSearchBackend {
     }
     // Rank order as in memory: score descending, then dense id (code-unit order of ids).
     lexical.sort((left, right) => right.match.score - left.match.score || left.doc - right.doc);
-    for (const { match } of lexical) matches.push(match);
-    // Phrase hits in phrase generation order, ids of one phrase in dense-id order (the in-memory sets' order).
-    hits.sort((left, right) => left.ord - right.ord || left.doc - right.doc);
-    const first = new Map<string, number>();
-    for (const hit of hits) {
-      const target = hit.kind === 1 ? exact : alias;
-      const phrase = PostgresSearcher.phraseOf(tokens, hit.ord, first);
-      if (phrase === null) continue;
-      const list = target.get(hit.id);
-      if (list) list.push(phrase);
-      else target.set(hit.id, [phrase]);
+    return { ...PostgresSearcher.phraseHits(tokens, hits), matches: lexical.map((item) => item.match) };
+  }
+
+  // Pruned path ----------------------------------------------------------------------------------------------------
+
+  /** The scope lists of this generation, read on first use. */
+  private scopeLists(): Promise<ScopeLists> {
+    if (!this.scopes) {
+      this.scopes = this.backend
+        .read({ name: this.statementName("scopes"), text: this.scopesText })
+        .then((result) => {
+          const lists: ScopeLists = { restricted: [], byIntegration: new Map(), byDomain: new Map() };
+          for (const row of result.rows) {
+            const docs = (row.docs as unknown[]).map(Number);
+            const kind = Number(row.kind);
+            if (kind === SCOPE_RESTRICTED) lists.restricted = docs;
+            else if (kind === SCOPE_INTEGRATION) lists.byIntegration.set(String(row.key), docs);
+            else if (kind === SCOPE_DOMAIN) lists.byDomain.set(String(row.key), docs);
+          }
+          return lists;
+        });
+      this.scopes.catch(() => {
+        this.scopes = null;
+      });
     }
-    return { exact, alias, matches };
+    return this.scopes;
+  }
+
+  /**
+   * Eligibility by dense id (1 = eligible), as the full path's SQL condition: restricted entries are out unless
+   * active and bound to an enabled integration; entries of blocked domains are out. Cached per scope.
+   */
+  private async eligibility(query: KnowledgeCandidateQuery): Promise<Uint8Array> {
+    const enabled = [...query.enabledIntegrations].map(encodeKey).sort();
+    const blocked = [...query.blockedDomains].map(encodeKey).sort();
+    const key = JSON.stringify([enabled, blocked]);
+    const cached = this.masks.get(key);
+    if (cached) {
+      this.masks.delete(key);
+      this.masks.set(key, cached);
+      return cached;
+    }
+    const lists = await this.scopeLists();
+    const mask = new Uint8Array(this.generation.entryCount).fill(1);
+    for (const doc of lists.restricted) mask[doc] = 0;
+    for (const integration of enabled)
+      for (const doc of lists.byIntegration.get(integration) ?? []) mask[doc] = 1;
+    for (const domain of blocked) for (const doc of lists.byDomain.get(domain) ?? []) mask[doc] = 0;
+    this.masks.set(key, mask);
+    if (this.masks.size > MASK_CACHE_SIZE) this.masks.delete(this.masks.keys().next().value!);
+    return mask;
+  }
+
+  /**
+   * The exact top K from each term's best postings (threshold algorithm without random access, then exact
+   * scores): after reading the first impact blocks of every term, a document never read can score at most the sum
+   * of the terms' cuts (the largest impact not read), and a document read at most its impacts read plus the cuts
+   * of the terms it was not read in. When that sum is below the K-th best lower bound among eligible documents
+   * read, the top K is among the read documents whose upper bound reaches that K-th lower bound: those are scored
+   * exactly from their forward rows, adding contributions in the in-memory order. Otherwise deeper blocks are
+   * read; when they run out (or too many documents remain), null: the caller takes the full path.
+   */
+  private async prunedCandidates(
+    query: KnowledgeCandidateQuery,
+    terms: readonly string[],
+    topK: number,
+    docs: Map<string, number>,
+  ): Promise<KnowledgeCandidateEvidence | null> {
+    const tokens = query.phraseTokens;
+    const [mask, result] = await Promise.all([
+      this.eligibility(query),
+      this.backend.read({
+        name: this.statementName("heads"),
+        text: this.headsText,
+        values: [terms.map(encodeKey), tokens, Math.min(this.generation.maxPhraseWords, tokens.length)],
+      }),
+    ]);
+    const hits: { kind: number; ord: number; doc: number; id: string }[] = [];
+    const heads: TermHead[] = [];
+    // Per document read: the impacts read, by term position.
+    const read = new Map<number, Map<number, number>>();
+    const addBlock = (head: TermHead, blockDocs: unknown[], impacts: unknown[], next: unknown) => {
+      for (let index = 0; index < blockDocs.length; index++) {
+        const doc = Number(blockDocs[index]);
+        let impactsRead = read.get(doc);
+        if (!impactsRead) {
+          impactsRead = new Map();
+          read.set(doc, impactsRead);
+        }
+        impactsRead.set(head.position, Number(impacts[index]));
+      }
+      head.blocks++;
+      head.read += blockDocs.length;
+      head.cut = head.read >= head.documentFrequency ? 0 : Number(next);
+    };
+    for (const row of result.rows) {
+      const kind = Number(row.kind);
+      if (kind === 3) {
+        const position = Number(row.ord) - 1;
+        const head: TermHead = {
+          position,
+          term: terms[position]!,
+          termId: Number(row.term_id),
+          documentFrequency: Number(row.document_frequency),
+          blocks: 0,
+          read: 0,
+          cut: 0,
+        };
+        heads.push(head);
+        addBlock(head, row.docs as unknown[], row.impacts as unknown[], row.next_impact);
+      } else {
+        const doc = Number(row.doc);
+        if (mask[doc] !== 1) continue;
+        const id = JSON.parse(String(row.id)) as string;
+        docs.set(id, doc);
+        hits.push({ kind, ord: Number(row.ord), doc, id });
+      }
+    }
+    heads.sort((left, right) => left.position - right.position);
+    const phrases = PostgresSearcher.phraseHits(tokens, hits);
+    if (heads.length === 0) return { ...phrases, matches: [] };
+    const deepest = IMPACT_BLOCK_ENDS.length;
+    for (;;) {
+      const chosen = PostgresSearcher.boundedCandidates(heads, read, mask, topK);
+      if (chosen !== null && chosen.length <= PRUNE_MAX_EXACT) {
+        const matches = await this.exactMatches(heads, chosen, topK, docs);
+        return { ...phrases, matches };
+      }
+      const deeper = heads.filter(
+        (head) => head.cut > 0 && head.blocks < deepest && head.read < head.documentFrequency,
+      );
+      if (deeper.length === 0) return null;
+      const blocks = await this.backend.read({
+        name: this.statementName("blocks"),
+        text: this.blocksText,
+        values: [deeper.map((head) => encodeKey(head.term)), deeper.map((head) => head.blocks)],
+      });
+      const byTerm = new Map(deeper.map((head) => [encodeKey(head.term), head]));
+      let progressed = false;
+      for (const row of blocks.rows) {
+        const head = byTerm.get(String(row.term));
+        if (head && Number(row.block) === head.blocks) {
+          addBlock(head, row.docs as unknown[], row.impacts as unknown[], row.next_impact);
+          progressed = true;
+        }
+      }
+      // Blocks that should exist but did not come back: no progress is possible.
+      if (!progressed) return null;
+    }
+  }
+
+  /**
+   * The eligible documents read that may be in the top K, or null when the bounds prove nothing yet. See
+   * {@link prunedCandidates}; every comparison keeps {@link BOUND_SLACK} on the safe side.
+   */
+  private static boundedCandidates(
+    heads: readonly TermHead[],
+    read: Map<number, Map<number, number>>,
+    mask: Uint8Array,
+    topK: number,
+  ): number[] | null {
+    let unseen = 0;
+    for (const head of heads) unseen += head.cut;
+    const lowers: number[] = [];
+    const bounds: { doc: number; upper: number }[] = [];
+    for (const [doc, impacts] of read) {
+      if (mask[doc] !== 1) continue;
+      let lower = 0;
+      let cutsRead = 0;
+      for (const head of heads) {
+        const impact = impacts.get(head.position);
+        if (impact === undefined) continue;
+        lower += impact;
+        cutsRead += head.cut;
+      }
+      lowers.push(lower);
+      bounds.push({ doc, upper: lower + Math.max(0, unseen - cutsRead) });
+    }
+    if (unseen === 0) return bounds.map((bound) => bound.doc);
+    if (lowers.length < topK) return null;
+    lowers.sort((left, right) => right - left);
+    const threshold = lowers[topK - 1]! * (1 - BOUND_SLACK);
+    if (!(threshold > 0) || unseen * (1 + BOUND_SLACK) >= threshold) return null;
+    const chosen: number[] = [];
+    for (const bound of bounds) if (bound.upper * (1 + BOUND_SLACK) >= threshold) chosen.push(bound.doc);
+    return chosen;
+  }
+
+  /**
+   * Exact scores of `chosen` from their forward rows, added as the in-memory index adds them (sum: field by
+   * field, terms in query order; BM25F: terms in query order, field shares likewise), then the best `topK` by
+   * score descending and dense id.
+   */
+  private async exactMatches(
+    heads: readonly TermHead[],
+    chosen: readonly number[],
+    topK: number,
+    docs: Map<string, number>,
+  ): Promise<KnowledgeLexicalMatch[]> {
+    if (chosen.length === 0) return [];
+    const result = await this.backend.read({
+      name: this.statementName("forward"),
+      text: this.forwardText,
+      values: [int4Array(chosen), int4Array(heads.map((head) => head.termId))],
+    });
+    const postings = new Map<number, { id: string; values: Map<number, number> }>();
+    for (const row of result.rows) {
+      const doc = Number(row.doc);
+      let posting = postings.get(doc);
+      if (!posting) {
+        posting = { id: String(row.id), values: new Map() };
+        postings.set(doc, posting);
+      }
+      posting.values.set(Number(row.key), Number(row.contribution));
+    }
+    const scored: {
+      doc: number;
+      id: string;
+      score: number;
+      fieldScores: KnowledgeLexicalMatch["fieldScores"];
+    }[] = [];
+    for (const [doc, posting] of postings) {
+      const values = posting.values;
+      const parts = new Float64Array(FIELD_COUNT);
+      let total = 0;
+      let fieldBits = 0;
+      if (this.bm25f) {
+        for (const head of heads) {
+          const key = head.termId * FORWARD_KEY_STRIDE;
+          const score = values.get(key + COMBINED_FIELD);
+          if (score === undefined) continue;
+          total += score;
+          for (let field = 0; field < FIELD_COUNT; field++) {
+            const share = values.get(key + field);
+            if (share !== undefined && share > 0) {
+              parts[field]! += share;
+              fieldBits |= 1 << field;
+            }
+          }
+        }
+      } else {
+        for (let field = 0; field < FIELD_COUNT; field++) {
+          for (const head of heads) {
+            const contribution = values.get(head.termId * FORWARD_KEY_STRIDE + field);
+            if (contribution === undefined) continue;
+            total += contribution;
+            parts[field]! += contribution;
+            fieldBits |= 1 << field;
+          }
+        }
+      }
+      const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
+      for (let field = 0; field < FIELD_COUNT; field++)
+        if (fieldBits & (1 << field)) fieldScores[FIELD_NAMES[field]!] = parts[field]!;
+      scored.push({ doc, id: JSON.parse(posting.id) as string, score: total, fieldScores });
+    }
+    scored.sort((left, right) => right.score - left.score || left.doc - right.doc);
+    const matches: KnowledgeLexicalMatch[] = [];
+    for (const item of scored.slice(0, topK)) {
+      docs.set(item.id, item.doc);
+      matches.push({ id: item.id, score: item.score, fieldScores: item.fieldScores });
+    }
+    return matches;
   }
 
   async selectionEntries(

@@ -5,7 +5,15 @@
  */
 
 /** The schema version this code reads and writes (the `schema_version` table holds the database's). */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+
+/**
+ * The table layout of the generations this code publishes (stored in `generations.layout`). Layout 1: entries,
+ * postings, phrases, scopes. Layout 2 adds the impact-ordered heads of each term's postings (`impacts`) and each
+ * document's postings (`forward`), which the pruned turn reads; a layout-1 generation (published by an older
+ * lexground) is still served, by the full path.
+ */
+export const GENERATION_LAYOUT = 2;
 
 /** A quoted SQL identifier (`"name"`, inner quotes doubled). */
 export function quoteIdentifier(name: string): string {
@@ -62,7 +70,7 @@ export function float8Array(values: ArrayLike<number>): Buffer {
   return binaryArray(values, FLOAT8_OID, 8);
 }
 
-/** The shared tables, created by migration 1 (in the backend's schema). */
+/** The shared tables: migration N is entry N - 1 (in the backend's schema). */
 export function migrationStatements(schema: string): string[][] {
   const s = quoteIdentifier(schema);
   return [
@@ -86,6 +94,8 @@ export function migrationStatements(schema: string): string[][] {
         switched_at timestamptz not null default now()
       )`,
     ],
+    // Version 2: generations record their table layout (1 for those published before).
+    [`alter table ${s}.generations add column if not exists layout integer not null default 1`],
   ];
 }
 
@@ -95,7 +105,21 @@ export type GenerationTables = {
   postings: string;
   phrases: string;
   scopes: string;
+  /** Layout 2: per term, its postings in impact order, in blocks (see {@link IMPACT_BLOCK_ENDS}). */
+  impacts: string;
+  /** Layout 2: per document, its postings (term id × 8 + field, contribution). */
+  forward: string;
 };
+
+/**
+ * Where the impact blocks of a term end (positions in its impact order): block 0 holds its best 256 postings,
+ * block 1 the next 768, block 2 the next 3,072. Deeper postings are never read by the pruned turn (a query that
+ * needs them takes the full path), so they are not stored there.
+ */
+export const IMPACT_BLOCK_ENDS: readonly number[] = [256, 1024, 4096];
+
+/** Forward keys are `term id × FORWARD_KEY_STRIDE + field` (fields 0 to 4, and 5 for BM25F's combined score). */
+export const FORWARD_KEY_STRIDE = 8;
 
 /** The quoted, schema-qualified table names of generation `generation` (an integer, so the names are safe). */
 export function generationTables(schema: string, generation: number): GenerationTables {
@@ -107,6 +131,8 @@ export function generationTables(schema: string, generation: number): Generation
     postings: `${s}.g${generation}_postings`,
     phrases: `${s}.g${generation}_phrases`,
     scopes: `${s}.g${generation}_scopes`,
+    impacts: `${s}.g${generation}_impacts`,
+    forward: `${s}.g${generation}_forward`,
   };
 }
 
@@ -141,6 +167,23 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
     `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
     `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
     `alter table ${tables.scopes} alter column docs set storage external`,
+    `create table ${tables.impacts} (
+      term text not null,
+      block smallint not null,
+      term_id integer not null,
+      document_frequency integer not null,
+      docs integer[] not null,
+      impacts double precision[] not null,
+      next_impact double precision not null
+    )`,
+    `alter table ${tables.impacts} alter column docs set storage external,
+      alter column impacts set storage external`,
+    `create table ${tables.forward} (
+      doc integer not null,
+      id text not null,
+      keys integer[] not null,
+      contributions double precision[] not null
+    )`,
   ];
 }
 
@@ -151,15 +194,15 @@ export function indexGenerationStatements(tables: GenerationTables, generation: 
     `alter table ${tables.postings} add constraint g${generation}_postings_key primary key (term, field)`,
     `alter table ${tables.phrases} add constraint g${generation}_phrases_key primary key (key)`,
     `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
-    `analyze ${tables.entries}`,
-    `analyze ${tables.postings}`,
-    `analyze ${tables.phrases}`,
-    `analyze ${tables.scopes}`,
+    `alter table ${tables.impacts} add constraint g${generation}_impacts_key primary key (term, block)`,
+    `alter table ${tables.forward} add constraint g${generation}_forward_key primary key (doc)`,
+    ...Object.values(tables).map((table) => `analyze ${table}`),
   ];
 }
 
+/** Drops a generation's tables (of either layout). */
 export function dropGenerationStatement(tables: GenerationTables): string {
-  return `drop table if exists ${tables.entries}, ${tables.postings}, ${tables.phrases}, ${tables.scopes}`;
+  return `drop table if exists ${Object.values(tables).join(", ")}`;
 }
 
 /**
@@ -229,4 +272,54 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
   union all
   select e.doc, e.id, e.entry, null from ${tables.entries} e
   where e.doc in (select unnest(relations) from primaries) and not (e.doc = any($1::int4[]))`;
+}
+
+/**
+ * Round one of a pruned turn: the query's phrase hits (kind 1 exact, 2 alias: doc, id, ord as in
+ * {@link candidatesStatement}, eligibility left to the caller) and, per query term found, its best postings
+ * (kind 3: ord is the term's position in $1, then term_id, document_frequency, docs and impacts of block 0,
+ * next_impact). Parameters: $1 the distinct analyzed terms (encoded), $2 the query's tokens, $3 the longest
+ * phrase key's word count (see {@link candidatesStatement}).
+ */
+export function prunedHeadsStatement(tables: GenerationTables): string {
+  return `with
+  phrase_grams as (
+    select s.size * (cardinality($2::text[]) + 1) + g.start - 1 as ord,
+      array_to_string(($2::text[])[g.start : g.start + s.size - 1], ' ') as key
+    from generate_series(1, least($3::integer, cardinality($2::text[]))) as s(size)
+    cross join lateral generate_series(1, cardinality($2::text[]) - s.size + 1) as g(start)),
+  phrase_hits as (
+    select k.ord, p.exact, p.alias from phrase_grams k join ${tables.phrases} p on p.key = k.key),
+  hit_docs as (
+    select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
+    union all
+    select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))
+  select h.kind, h.doc, e.id, h.ord, null::integer as term_id, null::integer as document_frequency,
+    null::integer[] as docs, null::double precision[] as impacts, null::double precision as next_impact
+  from hit_docs h join ${tables.entries} e on e.doc = h.doc
+  union all
+  select 3, null, null, q.ord, i.term_id, i.document_frequency, i.docs, i.impacts, i.next_impact
+  from unnest($1::text[]) with ordinality as q(term, ord) join ${tables.impacts} i on i.term = q.term and i.block = 0`;
+}
+
+/** Deeper impact blocks: $1 terms (encoded) and $2 their block numbers, pairwise. Rows: term, block, docs, impacts, next_impact. */
+export function impactBlocksStatement(tables: GenerationTables): string {
+  return `select q.term, q.block, i.docs, i.impacts, i.next_impact
+  from unnest($1::text[], $2::smallint[]) as q(term, block)
+  join ${tables.impacts} i on i.term = q.term and i.block = q.block`;
+}
+
+/**
+ * The postings of documents $1 (dense ids) for the terms $2 (term ids): rows doc, id, key (term id ×
+ * {@link FORWARD_KEY_STRIDE} + field), contribution. The caller adds them up in the in-memory order.
+ */
+export function forwardStatement(tables: GenerationTables): string {
+  return `select f.doc, f.id, u.key, u.contribution
+  from ${tables.forward} f cross join lateral unnest(f.keys, f.contributions) as u(key, contribution)
+  where f.doc = any($1::int4[]) and u.key / ${FORWARD_KEY_STRIDE} in (select unnest($2::int4[]))`;
+}
+
+/** The scope lists (kind, key, docs) of a generation, read once per generation by the pruned path. */
+export function scopesStatement(tables: GenerationTables): string {
+  return `select kind, key, docs from ${tables.scopes}`;
 }

@@ -137,7 +137,7 @@ describePostgres("a fleet on one PostgreSQL index", () => {
     const writes = primary.seen.length;
     replica.seen.length = 0;
     expect((await engine.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
-    expect(replica.seen.some((text) => text.includes("_postings"))).toBe(true);
+    expect(replica.seen.some((text) => /_(postings|impacts)\b/.test(text))).toBe(true);
     expect(primary.seen.length).toBe(writes);
     expect(primary.seen.some((text) => text.startsWith("insert into"))).toBe(true);
   });
@@ -207,7 +207,8 @@ describePostgres("faults: turns fail open, the status says degraded, recovery ne
     const locker = newPool({ max: 1 });
     const client = await locker.connect();
     await client.query({ text: "begin" });
-    await client.query({ text: `lock table slow.g${generation}_postings in access exclusive mode` });
+    // Every turn's statements read the entries table (the pruned path never reads the postings).
+    await client.query({ text: `lock table slow.g${generation}_entries in access exclusive mode` });
     try {
       const slow = await engine.ground(QUERY);
       expect(slow.metadata.failureReason).toMatch(/statement timeout/);
@@ -327,7 +328,7 @@ describePostgres("faults: turns fail open, the status says degraded, recovery ne
       text: "select table_name from information_schema.tables where table_schema = 'failed_build' and table_name ~ '^g[0-9]+_' order by 1",
     });
     expect(tables.rows.map((row) => row.table_name)).toEqual(
-      ["entries", "phrases", "postings", "scopes"].map((name) => `g${serving}_${name}`),
+      ["entries", "forward", "impacts", "phrases", "postings", "scopes"].map((name) => `g${serving}_${name}`),
     );
     const states = await inspect.query({
       text: "select generation, state, error from failed_build.generations order by generation",

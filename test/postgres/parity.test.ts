@@ -33,6 +33,7 @@ import {
 } from "../property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
 import { POSTGRES_REQUIRED, type PostgresCluster, startPostgresCluster } from "../support/postgresCluster.js";
+import { expectSameCandidates } from "../support/sameCandidates.js";
 
 const externalUrl = process.env.LEXGROUND_POSTGRES_URL;
 let cluster: PostgresCluster | null = null;
@@ -61,25 +62,11 @@ afterAll(async () => {
   await cluster?.dispose();
 });
 
-function closeTo(actual: number, expected: number): boolean {
-  if (actual === expected) return true;
-  return Math.abs(actual - expected) <= 1e-9 * Math.max(Math.abs(actual), Math.abs(expected));
-}
-
+/** The shared comparison, plus the adaptive cut-off each candidate carries. */
 function sameCandidates(actual: KnowledgeScoredCandidate[], expected: KnowledgeScoredCandidate[]): void {
-  expect(actual.map((candidate) => candidate.id)).toEqual(expected.map((candidate) => candidate.id));
+  expectSameCandidates(actual, expected);
   actual.forEach((candidate, index) => {
-    const other = expected[index]!;
-    expect(candidate.exact).toBe(other.exact);
-    expect(candidate.alias).toBe(other.alias);
-    expect(candidate.matchedPhrases).toEqual(other.matchedPhrases);
-    expect(closeTo(candidate.score, other.score), `score ${candidate.score} vs ${other.score}`).toBe(true);
-    expect(closeTo(candidate.lexical, other.lexical)).toBe(true);
-    expect(Object.keys(candidate.fieldScores).sort()).toEqual(Object.keys(other.fieldScores).sort());
-    for (const [field, value] of Object.entries(candidate.fieldScores)) {
-      expect(closeTo(value, other.fieldScores[field as keyof typeof other.fieldScores]!)).toBe(true);
-    }
-    expect(candidate.cut).toEqual(other.cut);
+    expect(candidate.cut).toEqual(expected[index]!.cut);
   });
 }
 
@@ -141,6 +128,86 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
       ),
       { seed, numRuns: propertyRuns(25) },
     );
+  }, 120_000);
+
+  it("prunes exactly: ties at the K-th place, frequent terms, scopes that exclude the best impacts, history", async () => {
+    // Deterministic registry large enough that terms have more postings than the first impact blocks hold: a
+    // few very frequent words, 600 entries sharing one text (exact ties of every score), and the documents with
+    // the highest impacts of some words in a domain the scopes block or bound to integrations they disable.
+    let state = 0x2545f491;
+    const random = () => {
+      state = (state + 0x6d2b79f5) >>> 0;
+      let value = state;
+      value = Math.imul(value ^ (value >>> 15), value | 1);
+      value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+      return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
+    };
+    const vocabulary = Array.from({ length: 400 }, (_, index) => `w${index.toString(36)}`);
+    const word = () => vocabulary[Math.floor(vocabulary.length * random() ** 3)]!;
+    const words = (count: number) => Array.from({ length: count }, word).join(" ");
+    const entries = Array.from({ length: 2_400 }, (_, index) => {
+      const tied = index % 4 === 0;
+      const top = index % 97 === 0;
+      return {
+        id: `e${(index * 7919) % 2_400}`,
+        title: tied ? "Shared tied title" : `${words(3)}${top ? " w0 w0 w1" : ""}`,
+        summary: tied ? "tied summary w0 w1 w2" : words(8),
+        body: tied ? "tied body w0 w3 w5 w8" : `${words(20)}${top ? " w0 w0 w0 w1 w1" : ""}`,
+        domain: top ? "hidden" : `d${index % 5}`,
+        integrations: index % 13 === 0 ? ["Gated"] : [],
+        status: index % 31 === 0 ? ("deprecated" as const) : ("active" as const),
+        keywords: tied ? ["tied"] : [word()],
+      };
+    });
+    const { entries: normalized, validation } = normalizeAndValidate(
+      [{ id: "pruning", version: "1", entries }],
+      { manifestVersion: "0" },
+    );
+    expect(validation.ok).toBe(true);
+    const queries = [
+      "w0",
+      "w0 w1",
+      "tied",
+      "shared tied title",
+      "w0 w3 w5 w8",
+      "w2 w7 w1c",
+      "summary w0",
+      `${vocabulary[150]} ${vocabulary[3]}`,
+    ];
+    const history = [{ role: "user" as const, text: "w4 w6 w9 tied" }];
+    for (const scoring of ["sum", "bm25f"] as const) {
+      const pg = backend(`parity_pruning_${scoring}`);
+      const options = { scoring };
+      const snapshot = buildIndexSnapshot(normalized, options);
+      await pg.publish(normalized, { indexOptions: options, contentKey: `pruning-${scoring}` });
+      const index = await pg.current();
+      const before = { ...pg.turnPaths };
+      for (const candidateLimit of [1, 3, 24]) {
+        const resolved = {
+          ...resolveRetrieval(undefined),
+          candidateLimit,
+          resultLimit: candidateLimit,
+          scoring,
+        };
+        for (const query of queries) {
+          for (const [enabledIntegrations, blocked] of [
+            [[], []],
+            [["gated"], ["hidden"]],
+            [[], ["hidden", "d1"]],
+          ] as [string[], string[]][]) {
+            for (const recentTurns of [[], history]) {
+              const request = { query, recentTurns, enabledIntegrations };
+              sameSelection(
+                await retrieveFrom(index!.searcher, request, resolved, blocked),
+                retrieve(snapshot, request, resolved, blocked),
+              );
+            }
+          }
+        }
+      }
+      // Most of these turns were answered from the impact blocks (the rest took the full path).
+      expect(pg.turnPaths.pruned - before.pruned).toBeGreaterThan(pg.turnPaths.full - before.full);
+    }
   }, 120_000);
 
   it("with hostile ids, domains and integrations (NUL, unpaired surrogates, astral vs U+E000–U+FFFF)", async () => {

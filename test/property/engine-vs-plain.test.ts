@@ -8,42 +8,21 @@ import { describe, expect, it } from "vitest";
 import {
   assembleKnowledgeContext,
   buildIndexSnapshot,
-  type KnowledgeScoredCandidate,
   type KnowledgeSelection,
   normalizeAndValidate,
   retrieve,
 } from "../../src/index.js";
 import { buildPlainSnapshot, plainRetrieve } from "../plain/plainGrounding.js";
+import { expectSameCandidates } from "../support/sameCandidates.js";
 import { blockedArbitrary, registryArbitrary, requestArbitrary, resolvedArbitrary } from "./arbitraries.js";
 import { propertyRuns, propertySeed } from "./seed.js";
-
-function closeTo(actual: number, expected: number): boolean {
-  if (actual === expected) return true;
-  return Math.abs(actual - expected) <= 1e-9 * Math.max(Math.abs(actual), Math.abs(expected));
-}
-
-function sameCandidates(actual: KnowledgeScoredCandidate[], expected: KnowledgeScoredCandidate[]): void {
-  expect(actual.map((candidate) => candidate.id)).toEqual(expected.map((candidate) => candidate.id));
-  actual.forEach((candidate, index) => {
-    const other = expected[index]!;
-    expect(candidate.exact).toBe(other.exact);
-    expect(candidate.alias).toBe(other.alias);
-    expect(candidate.matchedPhrases).toEqual(other.matchedPhrases);
-    expect(closeTo(candidate.score, other.score), `score ${candidate.score} vs ${other.score}`).toBe(true);
-    expect(closeTo(candidate.lexical, other.lexical)).toBe(true);
-    expect(Object.keys(candidate.fieldScores).sort()).toEqual(Object.keys(other.fieldScores).sort());
-    for (const [field, value] of Object.entries(candidate.fieldScores)) {
-      expect(closeTo(value, other.fieldScores[field as keyof typeof other.fieldScores]!)).toBe(true);
-    }
-  });
-}
 
 function sameSelection(actual: KnowledgeSelection, expected: KnowledgeSelection): void {
   expect(actual.primary.map((entry) => entry.id)).toEqual(expected.primary.map((entry) => entry.id));
   expect(actual.expanded.map((entry) => entry.id)).toEqual(expected.expanded.map((entry) => entry.id));
   expect(actual.candidateCount).toBe(expected.candidateCount);
   expect(actual.confidence).toBe(expected.confidence);
-  sameCandidates(actual.candidates, expected.candidates);
+  expectSameCandidates(actual.candidates, expected.candidates);
 }
 
 describe("engine equals the plain implementation", () => {
