@@ -732,7 +732,11 @@ async function main(): Promise<void> {
           (selections.firstDifference ? `; first difference: ${selections.firstDifference}` : ""),
       );
       notes.push(
-        `lexground:postgres build = publishing a generation (postings computed in JS, loaded with multi-row inserts, ` +
+        `lexground:postgres turns: ${backends.map((backend) => `${backend.turnPaths.pruned} pruned / ${backend.turnPaths.full} full`).join(", ")} ` +
+          `(top K proven from impact blocks / every posting summed; per backend: publisher, reader)`,
+      );
+      notes.push(
+        `lexground:postgres build = publishing a generation (postings computed in JS, loaded with binary COPY, ` +
           `indexed, switched): ${milliseconds(postgresResult.build.medianMilliseconds)} ms vs lexground's in-memory build ` +
           `${milliseconds(ours.build.medianMilliseconds)} ms (×${(postgresResult.build.medianMilliseconds / ours.build.medianMilliseconds).toFixed(1)}); ` +
           `reader engine heap (turn preparation): ${megabytes(postgresResult.turnPreparation.retainedBytes)} MB`,

@@ -7,6 +7,14 @@
  * engine's tie-break and the database can order ties by an integer.
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
+import {
+  bm25fFieldFrequency,
+  bm25fTermScore,
+  bm25Idf,
+  bm25LengthNormalization,
+  bm25LengthRatio,
+  bm25TermScore,
+} from "../knowledge/bm25.js";
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import {
   buildDocument,
@@ -305,12 +313,12 @@ function fieldDocumentFrequencies(termCount: number, terms: IntList): Int32Array
   return frequencies;
 }
 
-// The BM25 expressions of the in-memory index (`fieldPostings`, `finalizeBm25f`), written once here so the
-// posting lists and the forward rows hold the same bits.
+// The BM25 operations of the in-memory index (`fieldPostings`, `bm25fPostings`), through `bm25.ts`'s functions
+// as it calls them, so the posting lists and the forward rows hold its bits.
 
 /** Sum mode: a field's weight times the term's idf in that field. */
 function weightedIdf(weight: number, documentCount: number, documentFrequency: number): number {
-  return weight * Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+  return weight * bm25Idf(documentCount, documentFrequency);
 }
 
 /** Sum mode: one posting's contribution. */
@@ -322,8 +330,12 @@ function sumContribution(
   averageLength: number,
 ): number {
   const { k1, b } = parameters;
-  const lengthNormalization = k1 * (1 - b + (b * fieldLength) / averageLength);
-  return (termWeightedIdf * (frequency * (k1 + 1))) / (frequency + lengthNormalization);
+  return bm25TermScore(
+    termWeightedIdf,
+    frequency,
+    k1,
+    bm25LengthNormalization(k1, b, fieldLength, averageLength),
+  );
 }
 
 /** BM25F: a field's weighted, length-normalized term frequency. */
@@ -334,23 +346,22 @@ function bm25fPart(
   fieldLength: number,
   averageLength: number,
 ): number {
-  const { b } = parameters;
-  return (weight * frequency) / (1 - b + (b * fieldLength) / averageLength);
+  return bm25fFieldFrequency(weight, frequency, bm25LengthRatio(parameters.b, fieldLength, averageLength));
 }
 
 /** BM25F: a term's idf over the documents holding it in any scored field. */
 function bm25fIdf(documentCount: number, documentFrequency: number): number {
-  return Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+  return bm25Idf(documentCount, documentFrequency);
 }
 
-/** BM25F: the term score of a document and each field's share of it (only positive shares count). */
+/** BM25F: the term score of a document from its fields' parts (summed in field order). */
 function bm25fScore(parameters: PostgresIndexParameters, idf: number, parts: Float64Array): number {
-  const { k1 } = parameters;
   let pseudoFrequency = 0;
   for (let field = 0; field < FIELD_COUNT; field++) pseudoFrequency += parts[field]!;
-  return (idf * (pseudoFrequency * (k1 + 1))) / (pseudoFrequency + k1);
+  return bm25fTermScore(idf, pseudoFrequency, parameters.k1);
 }
 
+/** BM25F: a field's share of the term score (only positive shares are stored). */
 function bm25fShare(score: number, part: number, parts: Float64Array): number {
   let pseudoFrequency = 0;
   for (let field = 0; field < FIELD_COUNT; field++) pseudoFrequency += parts[field]!;

@@ -197,9 +197,12 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
           ] as [string[], string[]][]) {
             for (const recentTurns of [[], history]) {
               const request = { query, recentTurns, enabledIntegrations };
-              sameSelection(
-                await retrieveFrom(index!.searcher, request, resolved, blocked),
-                retrieve(snapshot, request, resolved, blocked),
+              const database = await retrieveFrom(index!.searcher, request, resolved, blocked);
+              const memory = retrieve(snapshot, request, resolved, blocked);
+              sameSelection(database, memory);
+              // Bit for bit: the same operations in the same order.
+              expect(database.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores])).toEqual(
+                memory.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]),
               );
             }
           }
