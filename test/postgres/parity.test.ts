@@ -201,9 +201,9 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
               const memory = retrieve(snapshot, request, resolved, blocked);
               sameSelection(database, memory);
               // Bit for bit: the same operations in the same order.
-              expect(database.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores])).toEqual(
-                memory.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]),
-              );
+              expect(
+                database.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]),
+              ).toEqual(memory.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]));
             }
           }
         }
