@@ -26,7 +26,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { computeDerivedGeneration, type DerivedGenerationData } from "./changes.js";
-import { type CopyEncoder, copyIn } from "./copy.js";
+import { type CopyEncoder, copyIn, NO_READ_TIMEOUT } from "./copy.js";
 import {
   createPool,
   loadPostgresDriver,
@@ -918,7 +918,8 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       });
       for (const text of createGenerationStatements(tables)) await client.query({ text });
       const prunable = await loadGeneration(client, tables, data);
-      for (const text of indexGenerationStatements(tables, generation)) await client.query({ text });
+      for (const text of indexGenerationStatements(tables, generation))
+        await client.query({ text, query_timeout: NO_READ_TIMEOUT });
       // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
       await client.query({
         text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2

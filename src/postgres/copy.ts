@@ -10,6 +10,13 @@ import type { PostgresPoolClient } from "./driver.js";
 const INT4_OID = 23;
 const FLOAT8_OID = 701;
 
+/**
+ * A client-side read timeout that never fires in practice (about 23 days, under Node's timer limit), for the
+ * statements of a publication: loading and indexing a large generation may take long, and its session has no
+ * statement timeout.
+ */
+export const NO_READ_TIMEOUT = 2_000_000_000;
+
 /** Bytes sent to the server at a time. */
 const CHUNK_BYTES = 1 << 20;
 
@@ -147,7 +154,7 @@ class CopyInQuery {
   /** Set by the driver (pg wraps it with its read timeout). */
   callback: ((error: Error | null) => void) | undefined;
   /** No client-side read timeout: a large COPY may run long (the server's statement_timeout still applies). */
-  readonly query_timeout = 2_000_000_000;
+  readonly query_timeout = NO_READ_TIMEOUT;
   private error: Error | null = null;
   private finished = false;
 

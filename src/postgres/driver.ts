@@ -8,8 +8,11 @@ import {
   PEER_DEPENDENCY_RANGES,
 } from "../peerDependency.js";
 
-/** A statement: text, parameters, and a name when it should be prepared once per connection. */
-export type PostgresQueryConfig = { text: string; values?: unknown[]; name?: string };
+/**
+ * A statement: text, parameters, a name when it should be prepared once per connection, and `query_timeout` (ms)
+ * to replace the pool's client-side read timeout for this statement.
+ */
+export type PostgresQueryConfig = { text: string; values?: unknown[]; name?: string; query_timeout?: number };
 
 /** What a query resolves with (the fields lexground reads). */
 export type PostgresQueryResult = { rows: Record<string, unknown>[]; rowCount: number | null };
