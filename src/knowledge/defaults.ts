@@ -154,6 +154,7 @@ export const INDEX_BUILD_OPTION_NAMES = Object.freeze([
   "b",
   "analyzer",
   "scoring",
+  "threads",
 ] as const);
 
 /**

@@ -47,7 +47,8 @@ export function entryFieldTexts(entry: NormalizedKnowledgeEntry): readonly (read
   return [[entry.title], entry.aliases, entry.keywords, [entry.summary], [entry.body]];
 }
 
-function tokenizeList(values: readonly string[]): string[] {
+/** The tokens of a list of texts, in order (a field's tokens). */
+export function tokenizeList(values: readonly string[]): string[] {
   if (values.length === 0) return [];
   if (values.length === 1) return tokenize(values[0]);
   const tokens: string[] = [];

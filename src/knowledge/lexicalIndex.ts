@@ -209,6 +209,47 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     else this.addDocument(entry.id, entryFieldTexts(entry), undefined);
   }
 
+  /**
+   * Adds a document whose fields were tokenized and counted by a build worker: from `offset`, `counts` holds per
+   * field its length in tokens, its number of distinct terms, then (term, frequency) pairs in order of first
+   * occurrence, with the worker's term ids, which `termIds` maps to this index's (see {@link internTerms}). The
+   * same buffers as {@link addEntry} would fill. Returns the offset after the document.
+   * @internal
+   */
+  addCountedDocument(id: string, counts: Int32Array, offset: number, termIds: Int32Array): number {
+    const builders = this.builders;
+    if (!builders || !this.counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
+    if (this.denseIds.has(id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
+    this.denseIds.set(id, this.ids.length);
+    this.ids.push(id);
+    let position = offset;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const builder = builders[field]!;
+      const length = counts[position++]!;
+      const distinct = counts[position++]!;
+      builder.lengths.push(length);
+      builder.total += length;
+      const terms = builder.terms;
+      const frequencies = builder.frequencies;
+      for (let index = 0; index < distinct; index++) {
+        terms.push(termIds[counts[position++]!]!);
+        frequencies.push(counts[position++]!);
+      }
+      builder.ends.push(terms.length);
+    }
+    return position;
+  }
+
+  /**
+   * The ids of `terms` in this index's dictionary, in order, each added when new: where a build worker's new terms
+   * get their ids, in the order a single-threaded build would have met them.
+   * @internal
+   */
+  internTerms(terms: readonly string[]): number[] {
+    return terms.map((term) => this.dictionary.intern(term));
+  }
+
   private addDocument(
     id: string,
     rawTexts: readonly (readonly string[])[] | undefined,

@@ -1,0 +1,131 @@
+/**
+ * A build worker: the entry point of a worker thread that tokenizes and counts parts of a registry for a parallel
+ * build (see `parallelBuild.ts`). It keeps a term dictionary of its own; each reply carries the counted fields of
+ * a part with the worker's term ids, plus the terms it met for the first time in that part, so the main thread
+ * can map them to its own ids in the order a single-threaded build would have given them.
+ *
+ * Loaded only by URL into a worker thread (never imported by the engine), and only in Node: the thread facilities
+ * are looked up at run time, so this module imports no `node:` specifier either.
+ */
+import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
+import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
+import { tokenizeList } from "./document.js";
+import { IntBuffer } from "./postings.js";
+import { nodeBuiltin } from "./runtime.js";
+import { TermCounter } from "./termCounter.js";
+import { TermDictionary } from "./termDictionary.js";
+
+/** Marks the `workerData` of a build worker. */
+export const BUILD_WORKER_MARKER = "lexground.buildWorker";
+
+/** What a build worker is started with. */
+export type BuildWorkerData = {
+  marker: typeof BUILD_WORKER_MARKER;
+  analyzer: KnowledgeAnalyzerName;
+  /** Incremented (and notified) after every reply, so the main thread can sleep until one arrives. */
+  signal: Int32Array;
+  port: BuildWorkerPort;
+  /** The URL of this module (what a worker started from the TypeScript sources imports). */
+  entry: string;
+};
+
+/** A part to count: its entries' field texts, flattened, with the number of texts of each (entry, field). */
+export type BuildWorkerTask = { part: number; texts: string[]; textCounts: Int32Array };
+
+/**
+ * A counted part. `counts` holds, per entry and field in order: the field's length in tokens, its number of
+ * distinct terms, then (term, frequency) pairs in order of first occurrence, terms as the worker's ids. `newTerms`
+ * are the terms whose ids the worker gave while counting this part, in id order.
+ */
+export type BuildWorkerReply =
+  | { kind: "ready" }
+  | { kind: "counted"; part: number; counts: Int32Array; newTerms: string[]; milliseconds: number }
+  | { kind: "failed"; part: number; message: string };
+
+/** The message port of a build worker (the part of Node's `MessagePort` used here). */
+export type BuildWorkerPort = {
+  postMessage(message: unknown, transfer?: ArrayBuffer[]): void;
+  on(event: "message", listener: (message: BuildWorkerTask) => void): void;
+  close(): void;
+};
+
+/** Tokenizes and counts parts with one dictionary for the worker's lifetime. */
+export class PartCounter {
+  private readonly dictionary = new TermDictionary();
+  private readonly counter = new TermCounter(this.dictionary);
+  private readonly analyzer: TokenAnalyzer | null;
+  private marker = 0;
+  private reportedTerms = 0;
+
+  constructor(analyzer: KnowledgeAnalyzerName) {
+    this.analyzer = getAnalyzer(analyzer);
+  }
+
+  /** Counts one part; see {@link BuildWorkerReply}. */
+  count(task: BuildWorkerTask): { counts: Int32Array; newTerms: string[] } {
+    const { texts, textCounts } = task;
+    const counter = this.counter;
+    const out = new IntBuffer();
+    out.reserve(texts.length * 64);
+    let text = 0;
+    for (let index = 0; index < textCounts.length; index++) {
+      const fieldTexts = texts.slice(text, text + textCounts[index]!);
+      text += textCounts[index]!;
+      const marker = ++this.marker;
+      // The same calls as KnowledgeLexicalIndex.addDocument makes for an entry's field.
+      const length = this.analyzer
+        ? counter.countTokens(this.analyzer(tokenizeList(fieldTexts)), marker)
+        : counter.countTexts(fieldTexts, marker);
+      out.push(length);
+      out.push(counter.fieldTerms.length);
+      for (const termId of counter.fieldTerms) {
+        out.push(termId);
+        out.push(counter.frequency(termId));
+      }
+      counter.clearField();
+    }
+    const newTerms: string[] = [];
+    for (let id = this.reportedTerms; id < this.dictionary.size; id++)
+      newTerms.push(this.dictionary.term(id));
+    this.reportedTerms = this.dictionary.size;
+    return { counts: out.data.slice(0, out.length), newTerms };
+  }
+}
+
+type WorkerThreads = { isMainThread: boolean; workerData: unknown };
+
+function isBuildWorkerData(data: unknown): data is BuildWorkerData {
+  return (
+    typeof data === "object" && data !== null && (data as BuildWorkerData).marker === BUILD_WORKER_MARKER
+  );
+}
+
+/** Serves tasks on the port given in `workerData` (when this module runs as a build worker's entry point). */
+function serve(data: BuildWorkerData): void {
+  const parts = new PartCounter(data.analyzer);
+  const reply = (message: BuildWorkerReply, transfer?: ArrayBuffer[]): void => {
+    data.port.postMessage(message, transfer);
+    Atomics.add(data.signal, 0, 1);
+    Atomics.notify(data.signal, 0);
+  };
+  data.port.on("message", (task) => {
+    const started = performance.now();
+    try {
+      const { counts, newTerms } = parts.count(task);
+      reply(
+        { kind: "counted", part: task.part, counts, newTerms, milliseconds: performance.now() - started },
+        [counts.buffer as ArrayBuffer],
+      );
+    } catch (caught) {
+      reply({
+        kind: "failed",
+        part: task.part,
+        message: caught instanceof Error ? caught.message : String(caught),
+      });
+    }
+  });
+  reply({ kind: "ready" });
+}
+
+const threads = nodeBuiltin<WorkerThreads>("node:worker_threads");
+if (threads && !threads.isMainThread && isBuildWorkerData(threads.workerData)) serve(threads.workerData);

@@ -1,0 +1,476 @@
+/**
+ * Parallel builds: worker threads tokenize and count parts of the registry while the main thread indexes the rest,
+ * with the same index as one thread, bit for bit.
+ *
+ * The registry (in dense order) is cut into rounds; a round is a part the main thread indexes itself, then one
+ * part per worker. Workers get their parts ahead of time and count them with term dictionaries of their own. The
+ * main thread goes through the entries in order: its own parts straight into the index, a worker's part by
+ * mapping the worker's term ids to its own. A worker reports with each part the terms it met first in that part,
+ * in order; the main thread adds them to its dictionary when it reaches that part, which gives every new term the
+ * id a single-threaded build gives it (terms get ids in order of first occurrence, and every term that is new to
+ * the whole build at that part is new to the worker too). Every other buffer is filled in entry order exactly as
+ * one thread fills it. Part sizes follow the measured speeds so that neither side waits for the other.
+ *
+ * Only in Node (worker threads, found at run time so that the root export imports no `node:` module), only for
+ * large registries unless asked, and never needed for the result: a worker that fails, stalls or cannot start
+ * hands its parts back to the main thread, which indexes them itself.
+ */
+import type { KnowledgeAnalyzerName, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import {
+  BUILD_WORKER_MARKER,
+  type BuildWorkerData,
+  type BuildWorkerReply,
+  type BuildWorkerTask,
+} from "./buildWorker.js";
+import { entryFieldTexts } from "./document.js";
+import { nodeBuiltin } from "./runtime.js";
+
+/** With automatic threads, registries smaller than this are indexed by one thread (starting a worker costs more). */
+export const PARALLEL_MIN_ENTRIES = 16_384;
+/** With automatic threads, at most this many workers (the main thread's own share bounds what more would add). */
+const MAX_AUTOMATIC_WORKERS = 3;
+/** Entries per part, before the parts of a round are sized by the measured speeds. */
+const DEFAULT_PART_ENTRIES = 1024;
+/** A worker silent this long while the main thread waits for it is given up (its parts go to the main thread). */
+const STALL_MILLISECONDS = 60_000;
+/** Weight of the latest measurement in a smoothed speed. */
+const SMOOTHING = 0.3;
+
+type NodePort = {
+  postMessage(message: unknown, transfer?: readonly unknown[]): void;
+  close(): void;
+};
+type NodeWorker = {
+  on(event: "error" | "exit" | "messageerror", listener: (value: unknown) => void): void;
+  unref(): void;
+  terminate(): Promise<number>;
+};
+type WorkerThreads = {
+  Worker: new (
+    filename: URL | string,
+    options: { workerData: unknown; transferList: readonly unknown[]; eval?: boolean },
+  ) => NodeWorker;
+  MessageChannel: new () => { port1: NodePort; port2: NodePort };
+  receiveMessageOnPort(port: NodePort): { message: BuildWorkerReply } | undefined;
+};
+type NodeOs = { availableParallelism?: () => number; cpus(): readonly unknown[] };
+type NodeProcess = { versions: Record<string, string | undefined> };
+
+/** The worker's script when the engine runs from its TypeScript sources: tsx's loader, then the worker module. */
+const SOURCE_WORKER = `const { workerData } = process.getBuiltinModule("node:worker_threads");
+import("tsx/esm/api").then((api) => { api.register(); return import(workerData.entry); });`;
+
+type Counted = Extract<BuildWorkerReply, { kind: "counted" }>;
+
+/** A worker thread and what the main thread knows of it. */
+type Helper = {
+  worker: NodeWorker;
+  port: NodePort;
+  ready: boolean;
+  failed: boolean;
+  /** The worker's term ids → the index's (filled part by part, in order). */
+  termIds: Int32Array;
+  mappedTerms: number;
+  /** Smoothed milliseconds per entry the worker takes, or 0 before the first part. */
+  millisecondsPerEntry: number;
+  replies: Map<number, Counted>;
+  /** Parts sent and not answered. */
+  outstanding: number;
+  lastHeard: number;
+};
+
+/** A range of entries, indexed by the main thread (`helper` -1) or counted by a worker. */
+export type BuildSegment = {
+  start: number;
+  end: number;
+  helper: number;
+  part: number;
+  /** A worker's counts, once they arrived and its new terms were mapped. */
+  counts: Int32Array | null;
+  termIds: Int32Array | null;
+  /** Where the next entry's counts start in {@link counts}. */
+  offset: number;
+};
+
+/** Options of a parallel build. */
+export type ParallelBuildOptions = {
+  analyzer: KnowledgeAnalyzerName;
+  /** Threads in all (the main thread included); undefined: automatic (see {@link parallelIndexing}). */
+  threads: number | undefined;
+  /** Entries per part, and wait for the workers to start before the first part (tests: many parts at any size). */
+  partEntries?: number;
+};
+
+/** What the last parallel build of this thread did (for benchmarks and tests). */
+export type ParallelBuildStats = {
+  /** Worker threads that started. */
+  workers: number;
+  /** Entries counted by workers (the rest the main thread indexed itself). */
+  countedEntries: number;
+  /** Milliseconds the main thread waited for a worker. */
+  waitedMilliseconds: number;
+};
+
+let lastStats: ParallelBuildStats | null = null;
+
+/** What the last parallel build did, or null when none ran. @internal */
+export function lastParallelBuildStats(): ParallelBuildStats | null {
+  return lastStats;
+}
+
+/**
+ * The workers of a parallel build over `entries` (in dense order), or null when the build runs on one thread: not
+ * Node, one thread asked for or available, a small registry with automatic threads, or no worker could start.
+ * Automatic: one thread per available core, at most {@link MAX_AUTOMATIC_WORKERS} workers besides the main thread,
+ * from {@link PARALLEL_MIN_ENTRIES} entries.
+ */
+export function parallelIndexing(
+  entries: readonly NormalizedKnowledgeEntry[],
+  options: ParallelBuildOptions,
+): ParallelIndexing | null {
+  const process = (globalThis as { process?: NodeProcess }).process;
+  // Other runtimes with a `process` (Bun, Deno) differ in worker details: they keep the single-threaded build.
+  if (!process?.versions?.node || process.versions.bun || process.versions.deno) return null;
+  let workers: number;
+  if (options.threads !== undefined) workers = Math.floor(options.threads) - 1;
+  else {
+    if (entries.length < PARALLEL_MIN_ENTRIES) return null;
+    const os = nodeBuiltin<NodeOs>("node:os");
+    const cores = os ? (os.availableParallelism?.() ?? os.cpus().length) : 1;
+    workers = Math.min(cores - 1, MAX_AUTOMATIC_WORKERS);
+  }
+  if (!(workers >= 1) || entries.length === 0) return null;
+  const threads = nodeBuiltin<WorkerThreads>("node:worker_threads");
+  if (!threads) return null;
+  const parallel = new ParallelIndexing(entries, options.partEntries ?? DEFAULT_PART_ENTRIES);
+  for (let index = 0; index < workers; index++) parallel.startHelper(threads, options.analyzer);
+  if (parallel.helperCount === 0) return null;
+  if (options.partEntries !== undefined) parallel.waitForWorkers();
+  lastStats = parallel.stats;
+  return parallel;
+}
+
+/** The state of a parallel build: its workers, the planned segments and the measured speeds. */
+export class ParallelIndexing {
+  private readonly entries: readonly NormalizedKnowledgeEntry[];
+  private readonly partEntries: number;
+  private readonly helpers: Helper[] = [];
+  private threads: WorkerThreads | null = null;
+  /** Incremented by every worker reply. */
+  private readonly signal = new Int32Array(new SharedArrayBuffer(4));
+  /** Planned segments not yet passed by the main thread, in entry order. */
+  private readonly segments: BuildSegment[] = [];
+  private plannedEnd = 0;
+  /** Where the last planned round starts: reaching it plans the next one. */
+  private lastRoundStart = 0;
+  private nextPart = 0;
+  /** Entries of each part sent and not answered. */
+  private readonly partLengths = new Map<number, number>();
+  /** Smoothed milliseconds per entry: the main thread indexing an entry itself, and merging a counted one. */
+  private indexing = 0;
+  private merging = 0;
+  private closed = false;
+  /** @internal */
+  readonly stats: ParallelBuildStats = { workers: 0, countedEntries: 0, waitedMilliseconds: 0 };
+
+  constructor(entries: readonly NormalizedKnowledgeEntry[], partEntries: number) {
+    this.entries = entries;
+    this.partEntries = Math.max(1, Math.floor(partEntries));
+  }
+
+  /** Workers that started. */
+  get helperCount(): number {
+    return this.helpers.length;
+  }
+
+  /** Starts one worker (ignored when it cannot start). @internal */
+  startHelper(threads: WorkerThreads, analyzer: KnowledgeAnalyzerName): void {
+    try {
+      const channel = new threads.MessageChannel();
+      // A file name in a variable: bundlers leave this `new URL` alone (the worker only ever runs in Node).
+      const here = import.meta.url;
+      const file = here.endsWith(".ts") ? "./buildWorker.ts" : "./buildWorker.js";
+      const entry = new URL(file, here);
+      const data: BuildWorkerData = {
+        marker: BUILD_WORKER_MARKER,
+        analyzer,
+        signal: this.signal,
+        port: channel.port2 as unknown as BuildWorkerData["port"],
+        entry: entry.href,
+      };
+      const options = { workerData: data, transferList: [channel.port2] };
+      // From the TypeScript sources (development, tests), the worker registers tsx's loader before loading them.
+      const worker = entry.pathname.endsWith(".ts")
+        ? new threads.Worker(SOURCE_WORKER, { ...options, eval: true })
+        : new threads.Worker(entry, options);
+      const helper: Helper = {
+        worker,
+        port: channel.port1,
+        ready: false,
+        failed: false,
+        termIds: new Int32Array(1024),
+        mappedTerms: 0,
+        millisecondsPerEntry: 0,
+        replies: new Map(),
+        outstanding: 0,
+        lastHeard: performance.now(),
+      };
+      // Errors reach the main thread as events; the build notices a failed worker by its silence or its reply.
+      worker.on("error", () => {
+        helper.failed = true;
+      });
+      worker.on("messageerror", () => {
+        helper.failed = true;
+      });
+      worker.unref();
+      this.threads = threads;
+      this.helpers.push(helper);
+      this.stats.workers++;
+    } catch {
+      // No worker: the main thread does its share.
+    }
+  }
+
+  /** The segment holding entry `position` (the next one the main thread indexes); plans rounds ahead as needed. */
+  segmentAt(position: number): BuildSegment {
+    while (this.segments.length > 0 && this.segments[0]!.end <= position) this.segments.shift();
+    this.receive();
+    // Two rounds ahead, so a worker always has its next part when it finishes one.
+    while (
+      this.plannedEnd < this.entries.length &&
+      (this.plannedEnd <= position || position >= this.lastRoundStart)
+    )
+      this.planRound();
+    return this.segments.find((segment) => segment.start <= position && position < segment.end)!;
+  }
+
+  /**
+   * Waits until a worker's segment can be merged (true), or until `deadline` (false: call again). A failed or
+   * stalled worker's segments become the main thread's (check `helper` again after a true).
+   */
+  await(
+    segment: BuildSegment,
+    deadline: number,
+    internTerms: (terms: readonly string[]) => number[],
+  ): boolean {
+    for (;;) {
+      if (segment.helper < 0 || segment.counts) return true;
+      const helper = this.helpers[segment.helper]!;
+      this.receive();
+      const reply = helper.replies.get(segment.part);
+      if (reply) {
+        helper.replies.delete(segment.part);
+        this.mapTerms(helper, internTerms(reply.newTerms));
+        segment.counts = reply.counts;
+        this.stats.countedEntries += segment.end - segment.start;
+        segment.termIds = helper.termIds;
+        segment.offset = 0;
+        return true;
+      }
+      if (helper.failed || performance.now() - helper.lastHeard > STALL_MILLISECONDS) {
+        this.giveUp(segment.helper);
+        continue;
+      }
+      const now = performance.now();
+      if (now >= deadline) return false;
+      const observed = Atomics.load(this.signal, 0);
+      if (this.receive()) continue;
+      Atomics.wait(this.signal, 0, observed, Math.min(deadline - now, 1000));
+      this.stats.waitedMilliseconds += performance.now() - now;
+    }
+  }
+
+  /** Blocks until every worker started (or failed, or a stall's time passed). @internal */
+  waitForWorkers(): void {
+    const started = performance.now();
+    while (this.helpers.some((helper) => !helper.ready && !helper.failed)) {
+      if (performance.now() - started > STALL_MILLISECONDS) return;
+      const observed = Atomics.load(this.signal, 0);
+      if (this.receive()) continue;
+      Atomics.wait(this.signal, 0, observed, 100);
+    }
+  }
+
+  /** Records the main thread's speed indexing `count` entries itself (`merged`: merging counted ones). */
+  record(count: number, milliseconds: number, merged: boolean): void {
+    if (count <= 0) return;
+    const perEntry = milliseconds / count;
+    if (merged)
+      this.merging = this.merging === 0 ? perEntry : this.merging + SMOOTHING * (perEntry - this.merging);
+    else
+      this.indexing = this.indexing === 0 ? perEntry : this.indexing + SMOOTHING * (perEntry - this.indexing);
+  }
+
+  /** Stops the workers (idempotent). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const helper of this.helpers) {
+      helper.failed = true;
+      try {
+        helper.port.close();
+        void helper.worker.terminate().catch(() => undefined);
+      } catch {
+        // Already gone.
+      }
+    }
+    this.segments.length = 0;
+  }
+
+  /** Reads every reply that arrived; true when there was any. */
+  private receive(): boolean {
+    const threads = this.threads;
+    if (!threads) return false;
+    let any = false;
+    for (const helper of this.helpers) {
+      if (helper.failed) continue;
+      for (;;) {
+        const received = threads.receiveMessageOnPort(helper.port);
+        if (!received) break;
+        any = true;
+        const reply = received.message;
+        helper.lastHeard = performance.now();
+        if (reply.kind === "ready") helper.ready = true;
+        else if (reply.kind === "failed") helper.failed = true;
+        else {
+          helper.outstanding--;
+          helper.replies.set(reply.part, reply);
+          const perEntry = reply.milliseconds / Math.max(1, this.partLength(reply.part));
+          helper.millisecondsPerEntry =
+            helper.millisecondsPerEntry === 0
+              ? perEntry
+              : helper.millisecondsPerEntry + SMOOTHING * (perEntry - helper.millisecondsPerEntry);
+        }
+      }
+    }
+    return any;
+  }
+
+  private partLength(part: number): number {
+    const length = this.partLengths.get(part) ?? this.partEntries;
+    this.partLengths.delete(part);
+    return length;
+  }
+
+  /** Appends the index's ids of a worker's new terms (in the worker's id order) to its map. */
+  private mapTerms(helper: Helper, ids: readonly number[]): void {
+    let termIds = helper.termIds;
+    if (helper.mappedTerms + ids.length > termIds.length) {
+      let length = termIds.length * 2;
+      while (length < helper.mappedTerms + ids.length) length *= 2;
+      const grown = new Int32Array(length);
+      grown.set(termIds);
+      termIds = grown;
+      helper.termIds = termIds;
+    }
+    termIds.set(ids, helper.mappedTerms);
+    helper.mappedTerms += ids.length;
+  }
+
+  /** A worker is given up: its planned parts that have not been merged become the main thread's. */
+  private giveUp(index: number): void {
+    const helper = this.helpers[index]!;
+    helper.failed = true;
+    helper.replies.clear();
+    for (const segment of this.segments)
+      if (segment.helper === index && !segment.counts) {
+        segment.helper = -1;
+        segment.part = -1;
+      }
+    try {
+      void helper.worker.terminate().catch(() => undefined);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  /**
+   * Plans the next round: the main thread's part, then one part per ready worker, sized so that all take about as
+   * long (from the measured speeds; equal shares before any was measured); sends the workers their parts.
+   */
+  private planRound(): void {
+    const start = this.plannedEnd;
+    const ready = this.helpers
+      .map((helper, index) => ({ helper, index }))
+      .filter((each) => each.helper.ready && !each.helper.failed);
+    const roundEntries = this.partEntries * (1 + ready.length);
+    const remaining = this.entries.length - start;
+    const total = Math.min(roundEntries, remaining);
+    const shares = this.shares(
+      ready.map((each) => each.helper),
+      total,
+    );
+    let cursor = start;
+    this.lastRoundStart = start;
+    const own = total - shares.reduce((sum, share) => sum + share, 0);
+    if (own > 0) {
+      this.segments.push({
+        start: cursor,
+        end: cursor + own,
+        helper: -1,
+        part: -1,
+        counts: null,
+        termIds: null,
+        offset: 0,
+      });
+      cursor += own;
+    }
+    ready.forEach(({ helper, index }, position) => {
+      const share = shares[position]!;
+      if (share <= 0) return;
+      const part = this.nextPart++;
+      const segment: BuildSegment = {
+        start: cursor,
+        end: cursor + share,
+        helper: index,
+        part,
+        counts: null,
+        termIds: null,
+        offset: 0,
+      };
+      cursor += share;
+      this.segments.push(segment);
+      try {
+        helper.port.postMessage(this.task(part, segment.start, segment.end));
+        helper.outstanding++;
+        this.partLengths.set(part, share);
+      } catch {
+        this.giveUp(index);
+      }
+    });
+    this.plannedEnd = cursor;
+  }
+
+  /**
+   * Shares of `total` entries for the ready workers (the rest is the main thread's): with speeds r (ms per entry)
+   * for the main thread indexing (m) and merging (g) and each worker (w_j), a round takes T on every side when
+   * worker j counts T / w_j entries and the main thread indexes (T − g · Σ T / w_j) / m itself.
+   */
+  private shares(ready: readonly Helper[], total: number): number[] {
+    if (ready.length === 0) return [];
+    const indexing = this.indexing > 0 ? this.indexing : 1;
+    const merging = this.merging > 0 ? this.merging : indexing * 0.25;
+    const speeds = ready.map((helper) =>
+      helper.millisecondsPerEntry > 0 ? helper.millisecondsPerEntry : indexing,
+    );
+    const inverse = speeds.reduce((sum, speed) => sum + 1 / speed, 0);
+    const mergeLoad = speeds.reduce((sum, speed) => sum + merging / speed, 0);
+    const mainShare = Math.max(0, (1 - mergeLoad) / indexing);
+    const time = total / (mainShare + inverse);
+    return speeds.map((speed) => Math.min(total, Math.floor(time / speed)));
+  }
+
+  /** The texts of entries `[start, end)` for a worker, flattened. */
+  private task(part: number, start: number, end: number): BuildWorkerTask {
+    const texts: string[] = [];
+    const textCounts = new Int32Array((end - start) * 5);
+    let index = 0;
+    for (let position = start; position < end; position++) {
+      for (const fieldTexts of entryFieldTexts(this.entries[position]!)) {
+        textCounts[index++] = fieldTexts.length;
+        for (const text of fieldTexts) texts.push(text);
+      }
+    }
+    return { part, texts, textCounts };
+  }
+}
