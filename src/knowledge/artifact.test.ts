@@ -201,6 +201,37 @@ describe("index artifact round trip", () => {
     }
   });
 
+  it("crafted sections with valid checksums are refused when they disagree: ids out of their ranks' order, ranks that are no permutation", () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const bytes = serializeIndexSnapshot(
+      buildIndexSnapshot(normalized.entries),
+      buildKnowledgeIndexCacheKey(normalized.groups),
+    );
+    expect(deserializeIndexSnapshot(withSection(bytes, "lexical.ranks", () => {})).snapshot.entryCount).toBe(
+      3,
+    );
+    const withRanks = (change: (ranks: Int32Array) => void) =>
+      withSection(bytes, "lexical.ranks", (section) => {
+        const values = new Int32Array(section.slice().buffer);
+        change(values);
+        section.set(new Uint8Array(values.buffer));
+      });
+    const crafted = [
+      // Two ranks swapped: the ids are then out of their ranks' order.
+      withRanks((values) => {
+        [values[0], values[1]] = [values[1]!, values[0]!];
+      }),
+      // A rank repeated, and one out of range.
+      withRanks((values) => {
+        values[1] = values[0]!;
+      }),
+      withRanks((values) => {
+        values[2] = 7;
+      }),
+    ];
+    for (const artifact of crafted) expectArtifactError(() => deserializeIndexSnapshot(artifact), "corrupt");
+  });
+
   it("a truncated or extended artifact is corrupt at every length (sampled)", () => {
     const normalized = normalizeSources(sources, { manifestVersion: "0" });
     const bytes = serializeIndexSnapshot(
@@ -282,6 +313,19 @@ describe("index artifact round trip", () => {
     }
   });
 });
+
+/** The artifact with the bytes of section `name` changed by `change` (and a matching section checksum): a crafted file. */
+function withSection(bytes: Uint8Array, name: string, change: (section: Uint8Array) => void): Uint8Array {
+  const header = readIndexArtifactHeader(bytes);
+  const section = header.sections[name]!;
+  const changed = bytes.slice();
+  const start = bytes.length - header.payloadLength + section.offset;
+  const content = changed.subarray(start, start + section.length);
+  change(content);
+  return withHeader(changed, (crafted) => {
+    (crafted.sections as Record<string, { checksum: number }>)[name]!.checksum = checksum32(content);
+  });
+}
 
 /** Whether `position` is alignment padding after a section or the header (bytes no checksum covers). */
 function isPadding(bytes: Uint8Array, position: number): boolean {

@@ -19,6 +19,11 @@ export type KnowledgeLexicalIndexParts = {
   analyzer: KnowledgeAnalyzerName;
   scoring: KnowledgeScoringMode;
   ids: readonly string[];
+  /**
+   * Entry id → dense id, when the caller has one (an artifact's lookup over `ids` in `ranks` order, checked to be
+   * strictly ascending, so ids are distinct): used as is instead of hashing every id into a new map.
+   */
+  denseIds?: ReadonlyMap<string, number>;
   /** Number of terms (term ids are 0 to termCount - 1). */
   termCount: number;
   /** The terms by id: needed only without {@link dictionary} (they are interned again then). */
@@ -165,13 +170,19 @@ export function partsOfState(
 /** The finished state of exported parts, checked for consistency (throws a RangeError otherwise). */
 export function stateFromParts(parts: KnowledgeLexicalIndexParts): FinishedLexicalState {
   assertPartsConsistent(parts);
-  const ids: string[] = [];
-  const denseIds = new Map<string, number>();
-  for (const id of parts.ids) {
-    if (denseIds.has(id))
-      throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
-    denseIds.set(id, ids.length);
-    ids.push(id);
+  let ids: string[] = [];
+  let denseIds = new Map<string, number>();
+  if (parts.denseIds) {
+    // The caller's lookup (read-only from here on: a finished index never adds ids to its own map).
+    ids = parts.ids as string[];
+    denseIds = parts.denseIds as Map<string, number>;
+  } else {
+    for (const id of parts.ids) {
+      if (denseIds.has(id))
+        throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
+      denseIds.set(id, ids.length);
+      ids.push(id);
+    }
   }
   let dictionary = parts.dictionary;
   if (!dictionary) {
