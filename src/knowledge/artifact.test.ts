@@ -608,6 +608,28 @@ describe("engine from a self-contained artifact alone", () => {
     ).toBe(true);
   });
 
+  it("phrase keys are read and checked a block at a time when a lookup first needs them: a damaged block is a typed error", async () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const built = buildIndexSnapshot(normalized.entries);
+    const key = buildKnowledgeIndexCacheKey(normalized.groups);
+    const bytes = serializeIndexSnapshot(built, key);
+    const header = readIndexArtifactHeader(bytes);
+    expect(header.sections["phrases.keys"]!.lazy).toBe(true);
+    const damaged = bytes.slice();
+    damaged[bytes.length - header.payloadLength + header.sections["phrases.keys"]!.offset]! ^= 0x5a;
+    // Loads (the keys are not read), and the first lookup that needs a key of the damaged block is refused.
+    const { snapshot } = deserializeIndexSnapshot(damaged, key);
+    const phrase = [...built.exactIndex.keys()][0]!;
+    expectArtifactError(() => snapshot.exactIndex.get(phrase), "corrupt");
+    const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: damaged });
+    const outcome = await engine.ground({ query: phrase });
+    expect(outcome.ephemeralContext).toBeNull();
+    expect(outcome.metadata.failureReason).toMatch(/damaged: block 0 of section phrases\.keys/);
+    // Intact, every key reads back.
+    const intact = deserializeIndexSnapshot(bytes, key).snapshot;
+    for (const [phraseKey, ids] of built.exactIndex) expect(intact.exactIndex.get(phraseKey)).toEqual(ids);
+  });
+
   it("the content key's sources are parsed back", () => {
     const key = buildKnowledgeIndexCacheKey(normalizeSources(sources, { manifestVersion: "0" }).groups);
     expect(contentKeySources(key)).toEqual([

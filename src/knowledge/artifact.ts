@@ -215,6 +215,21 @@ function entryRecord(entry: NormalizedKnowledgeEntry): string {
   ]);
 }
 
+/** Phrase keys per checked block of the lazy `phrases.keys` section. */
+const KEYS_PER_BLOCK = 1024;
+
+/** Per block of {@link KEYS_PER_BLOCK} keys, the checksum of their bytes in `blob` (`offsets`: each key's start). */
+function keyBlockChecksums(blob: Uint8Array, offsets: Float64Array): Uint32Array {
+  const keyCount = offsets.length - 1;
+  const checksums = new Uint32Array(Math.ceil(keyCount / KEYS_PER_BLOCK));
+  for (let block = 0; block < checksums.length; block++) {
+    const start = offsets[block * KEYS_PER_BLOCK]!;
+    const end = offsets[Math.min(keyCount, (block + 1) * KEYS_PER_BLOCK)]!;
+    checksums[block] = checksum32(blob.subarray(start, end));
+  }
+  return checksums;
+}
+
 /** The sources of a content key: its `id:version:count:sha256` parts, decoded. */
 export function contentKeySources(cacheKey: string): KnowledgeArtifactSource[] {
   const sources: KnowledgeArtifactSource[] = [];
@@ -344,7 +359,9 @@ export function serializeIndexSnapshotChunks(
 
   const listed: Section[] = [
     ...lexical.sections,
-    { name: "phrases.keys", bytes: keys.blob },
+    // The keys are read when a lookup first needs one (a few per turn), a block of keys at a time.
+    { name: "phrases.keys", bytes: keys.blob, lazy: true },
+    { name: "phrases.keys.checksums", bytes: bytesOf(keyBlockChecksums(keys.blob, keys.offsets)) },
     { name: "phrases.keyOffsets", bytes: bytesOf(keys.offsets) },
     { name: "phrases.nodePrefixLength", bytes: bytesOf(trie.nodePrefixLength) },
     { name: "phrases.nodeKey", bytes: bytesOf(trie.nodeKey) },
@@ -917,17 +934,38 @@ function assembleLoaded(
   );
 
   const keyOffsets = read.float64("phrases.keyOffsets");
-  const keyBlob = read.bytes("phrases.keys");
+  const keySection = read.lazy("phrases.keys");
+  const keyChecksums = read.uint32("phrases.keys.checksums");
   const keyCount = header.phraseKeyCount;
   if (
     keyOffsets.length !== keyCount + 1 ||
     keyOffsets[0] !== 0 ||
-    keyOffsets[keyCount] !== keyBlob.byteLength
+    keyOffsets[keyCount] !== keySection.byteLength ||
+    keyChecksums.length !== Math.ceil(keyCount / KEYS_PER_BLOCK)
   )
     throw corrupt("the phrase key table does not match its keys");
   for (let index = 0; index < keyCount; index++)
     if (!(keyOffsets[index + 1]! >= keyOffsets[index]!))
       throw corrupt("the phrase key table is out of order");
+  // Filled a block of keys at a time, each checked against its checksum before any key of it is decoded.
+  const keyBytes = new Uint8Array(keySection.byteLength);
+  const keyBlockFilled = new Uint8Array(keyChecksums.length);
+  const decodeKey = (index: number): string => {
+    const block = Math.floor(index / KEYS_PER_BLOCK);
+    if (keyBlockFilled[block] === 0) {
+      const start = keyOffsets[block * KEYS_PER_BLOCK]!;
+      const target = keyBytes.subarray(start, keyOffsets[Math.min(keyCount, (block + 1) * KEYS_PER_BLOCK)]!);
+      keySection.readInto(start, target);
+      if (checksum32(target) !== keyChecksums[block])
+        throw corrupt(`block ${block} of section phrases.keys does not match its checksum`);
+      keyBlockFilled[block] = 1;
+    }
+    try {
+      return decoder.decode(keyBytes.subarray(keyOffsets[index]!, keyOffsets[index + 1]!));
+    } catch {
+      throw corrupt(`phrase key ${index} is not valid UTF-8`);
+    }
+  };
   const trie = PhraseTrie.fromParts(
     {
       nodePrefixLength: read.int32("phrases.nodePrefixLength"),
@@ -937,7 +975,7 @@ function assembleLoaded(
       edgeCount: header.phraseEdgeCount,
     },
     keyCount,
-    (index) => decoder.decode(keyBlob.subarray(keyOffsets[index]!, keyOffsets[index + 1]!)),
+    decodeKey,
   );
   const phraseLists = (name: "exact" | "alias") => {
     const offsets = read.int32(`phrases.${name}Offsets`);
