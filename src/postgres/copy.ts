@@ -28,7 +28,11 @@ type CopyConnection = {
   sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
   sendCopyFail(message: string): void;
-  stream: { writableNeedDrain?: boolean; once(event: "drain" | "close", listener: () => void): unknown };
+  stream: {
+    writableNeedDrain?: boolean;
+    once(event: "drain" | "close", listener: () => void): unknown;
+    off(event: "close", listener: () => void): unknown;
+  };
 };
 
 /**
@@ -176,11 +180,15 @@ class CopyInQuery {
       connection.sendCopyFromChunk(chunk);
       if (connection.stream.writableNeedDrain) {
         await new Promise<void>((resolve) => {
-          connection.stream.once("drain", resolve);
-          connection.stream.once("close", () => {
+          const onClose = () => {
             closed = true;
             resolve();
+          };
+          connection.stream.once("drain", () => {
+            connection.stream.off("close", onClose);
+            resolve();
           });
+          connection.stream.once("close", onClose);
         });
       }
     });

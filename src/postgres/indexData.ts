@@ -16,6 +16,7 @@ import {
   bm25TermScore,
 } from "../knowledge/bm25.js";
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
+import { entryFieldTexts } from "../knowledge/document.js";
 import {
   buildDocument,
   compareCodeUnits,
@@ -23,6 +24,8 @@ import {
   resolveFieldWeights,
 } from "../knowledge/knowledgeIndex.js";
 import { normalizePhrases, phraseKey, phraseWordCount } from "../knowledge/normalize.js";
+import { TermCounter } from "../knowledge/termCounter.js";
+import { TermDictionary } from "../knowledge/termDictionary.js";
 import type {
   KnowledgeAnalyzerName,
   KnowledgeFieldWeights,
@@ -157,8 +160,10 @@ export function computeGenerationData(
   entries.forEach((entry, doc) => {
     denseIds.set(entry.id, doc);
   });
-  const termIds = new Map<string, number>();
-  const terms: string[] = [];
+  // Tokenized and counted as the in-memory build does (its term counter and dictionary), so terms, frequencies and
+  // lengths are the same, at the same speed.
+  const dictionary = new TermDictionary();
+  const counter = new TermCounter(dictionary);
   // Per field: (term, frequency) pairs document by document, and where each document's pairs end.
   const fieldTerms = Array.from({ length: FIELD_COUNT }, () => new IntList());
   const fieldFrequencies = Array.from({ length: FIELD_COUNT }, () => new IntList());
@@ -182,32 +187,25 @@ export function computeGenerationData(
   const byIntegration = new Map<string, number[]>();
   const byDomain = new Map<string, number[]>();
   const rows: EntryRow[] = new Array(documentCount);
-  const counts = new Map<number, number>();
   for (let doc = 0; doc < documentCount; doc++) {
     const entry = entries[doc]!;
-    const document = buildDocument(entry);
     const fieldLengths: number[] = [];
+    const texts = analyzer ? null : entryFieldTexts(entry);
+    const document = analyzer ? buildDocument(entry) : null;
     for (let field = 0; field < FIELD_COUNT; field++) {
-      const raw = document.fields[KNOWLEDGE_FIELD_NAMES[field]!];
-      const tokens = analyzer ? analyzer(raw) : raw;
-      counts.clear();
-      for (const token of tokens) {
-        let termId = termIds.get(token);
-        if (termId === undefined) {
-          termId = terms.length;
-          terms.push(token);
-          termIds.set(token, termId);
-        }
-        counts.set(termId, (counts.get(termId) ?? 0) + 1);
-      }
-      for (const [termId, count] of counts) {
+      const marker = doc * FIELD_COUNT + field + 1;
+      const length = texts
+        ? counter.countTexts(texts[field]!, marker)
+        : counter.countTokens(analyzer!(document!.fields[KNOWLEDGE_FIELD_NAMES[field]!]), marker);
+      for (const termId of counter.fieldTerms) {
         fieldTerms[field]!.push(termId);
-        fieldFrequencies[field]!.push(count);
+        fieldFrequencies[field]!.push(counter.frequency(termId));
       }
+      counter.clearField();
       fieldEnds[field]![doc] = fieldTerms[field]!.length;
-      lengths[field]![doc] = tokens.length;
-      totals[field]! += tokens.length;
-      fieldLengths.push(tokens.length);
+      lengths[field]![doc] = length;
+      totals[field]! += length;
+      fieldLengths.push(length);
     }
     for (const key of normalizePhrases([entry.id, entry.title])) addPhrase(key, doc, "exact");
     for (const alias of entry.aliases) addPhrase(phraseKey(alias), doc, "alias");
@@ -233,6 +231,8 @@ export function computeGenerationData(
       }
     }
   }
+  counter.release();
+  const terms = dictionary.allTerms();
   const averageLengths = totals.map((total) => (documentCount > 0 ? total / documentCount : 0));
   const pairs: FieldPairs = { terms, fieldTerms, fieldFrequencies, fieldEnds, lengths, averageLengths };
   const postings = (): Generator<PostingRow> =>

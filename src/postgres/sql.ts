@@ -154,6 +154,8 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       relations integer[] not null,
       field_lengths integer[] not null
     )`,
+    // Entries are read a few at a time: compressing them (pglz, on every load) costs more than it saves.
+    `alter table ${tables.entries} alter column entry set storage external`,
     `create table ${tables.postings} (
       term text not null,
       field smallint not null,
@@ -184,6 +186,8 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       keys integer[] not null,
       contributions double precision[] not null
     )`,
+    `alter table ${tables.forward} alter column keys set storage external,
+      alter column contributions set storage external`,
   ];
 }
 
@@ -196,7 +200,13 @@ export function indexGenerationStatements(tables: GenerationTables, generation: 
     `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
     `alter table ${tables.impacts} add constraint g${generation}_impacts_key primary key (term, block)`,
     `alter table ${tables.forward} add constraint g${generation}_forward_key primary key (doc)`,
-    ...Object.values(tables).map((table) => `analyze ${table}`),
+    // Statistics of the key columns only: sampling the large array columns costs seconds and no plan uses them.
+    `analyze ${tables.entries} (doc)`,
+    `analyze ${tables.postings} (term, field)`,
+    `analyze ${tables.phrases} (key)`,
+    `analyze ${tables.scopes} (kind, key)`,
+    `analyze ${tables.impacts} (term, block)`,
+    `analyze ${tables.forward} (doc)`,
   ];
 }
 
