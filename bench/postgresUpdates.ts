@@ -103,8 +103,7 @@ try {
     }
     started = performance.now();
     const result = await writer.upsert(replaced);
-    if (!result.live)
-      throw new Error(`update refused: ${result.reason}: ${writer.getStatus().lastError}`);
+    if (!result.live) throw new Error(`update refused: ${result.reason}: ${writer.getStatus().lastError}`);
     live.push(performance.now() - started);
     const generation = writerBackend.status().generation;
     // The reader serves it once its pool (the replica, with --replica) has it.
