@@ -643,7 +643,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
 
   /** Writes the next generation from the serving one `baseGeneration` (see {@link update}); returns its number. */
   private async writeDerivedGeneration(
-    client: PostgresPoolClient,
+    pooled: PostgresPoolClient,
     baseGeneration: number,
     entries: readonly NormalizedKnowledgeEntry[],
     options: {
@@ -653,6 +653,11 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     },
     parameters: PostgresIndexParameters,
   ): Promise<number> {
+    // Statements that rewrite a whole generation may take longer than the pool's client-side read timeout.
+    const client: PostgresPoolClient = {
+      query: (config) => pooled.query({ ...config, query_timeout: NO_READ_TIMEOUT }),
+      release: (destroy) => pooled.release(destroy),
+    };
     const s = quoteIdentifier(this.schema);
     const base = generationTables(this.schema, baseGeneration);
     const baseRows = await client.query({
@@ -679,27 +684,32 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
     const generation = Number(numbered.rows[0]!.generation);
     const tables = generationTables(this.schema, generation);
-    await client.query({
-      text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics)
-        values ($1, 'building', $2, $3, $4, $5)`,
-      values: [
-        generation,
-        options.contentKey,
-        data.documentCount,
-        JSON.stringify(parameters),
-        JSON.stringify({
-          maxPhraseWords: data.maxPhraseWords,
-          documentCount: data.documentCount,
-          averageLengths: data.averageLengths,
-          derivedFrom: baseGeneration,
-        }),
-      ],
-    });
+    const row = [
+      generation,
+      options.contentKey,
+      data.documentCount,
+      JSON.stringify(parameters),
+      JSON.stringify({
+        maxPhraseWords: data.maxPhraseWords,
+        documentCount: data.documentCount,
+        averageLengths: data.averageLengths,
+        derivedFrom: baseGeneration,
+      }),
+    ];
+    // One transaction, as a publication: the tables are created, filled, indexed and switched to together (a
+    // replica replays all of it or none), and a failure leaves nothing behind. Layout 1 (the column's default):
+    // the pruning tables stay empty, turns take the full path until the compaction.
     try {
+      await client.query({ text: "begin" });
+      await client.query({
+        text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics)
+          values ($1, 'building', $2, $3, $4, $5)`,
+        values: row,
+      });
       for (const text of createGenerationStatements(tables)) await client.query({ text });
       await this.loadDerivedGeneration(client, base, tables, data);
-      for (const text of indexGenerationStatements(tables, generation)) await client.query({ text });
-      await client.query({ text: "begin" });
+      for (const text of indexGenerationStatements(tables, generation))
+        await client.query({ text, query_timeout: NO_READ_TIMEOUT });
       await client.query({
         text: `update ${s}.generations set state = 'ready', published_at = now() where generation = $1`,
         values: [generation],
@@ -713,11 +723,12 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       return generation;
     } catch (error) {
       await client.query({ text: "rollback" }).catch(() => {});
-      await client.query({ text: dropGenerationStatement(tables) }).catch(() => {});
       await client
         .query({
-          text: `update ${s}.generations set state = 'failed', error = $2 where generation = $1`,
-          values: [generation, error instanceof Error ? error.message : String(error)],
+          text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics, error)
+            values ($1, 'failed', $2, $3, $4, $5, $6)
+            on conflict (generation) do update set state = 'failed', error = excluded.error`,
+          values: [...row, error instanceof Error ? error.message : String(error)],
         })
         .catch(() => {});
       throw error;
