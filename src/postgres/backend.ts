@@ -46,6 +46,8 @@ import {
 import {
   candidatesStatement,
   createGenerationStatements,
+  decodeFloat64s,
+  decodeInt32s,
   dropGenerationStatement,
   encodeKey,
   FORWARD_KEY_STRIDE,
@@ -1052,8 +1054,8 @@ async function loadGeneration(
       await encoder.row(4);
       encoder.int4(row.doc);
       encoder.text(JSON.stringify(data.entries[row.doc]!.entry.id));
-      encoder.int4Array(row.keys);
-      encoder.float8Array(row.contributions);
+      encoder.int4Bytes(row.keys);
+      encoder.float8Bytes(row.contributions);
     }
   });
   await copy(
@@ -1066,8 +1068,8 @@ async function loadGeneration(
         encoder.int2(row.block);
         encoder.int4(row.termId);
         encoder.int4(row.documentFrequency);
-        encoder.int4Array(row.docs);
-        encoder.float8Array(row.impacts);
+        encoder.int4Bytes(row.docs);
+        encoder.float8Bytes(row.impacts);
         encoder.float8(row.nextImpact);
       }
     },
@@ -1417,15 +1419,17 @@ class PostgresSearcher implements KnowledgeSearchBackend {
     const heads: TermHead[] = [];
     // Per document read: the impacts read, by term position.
     const read = new Map<number, Map<number, number>>();
-    const addBlock = (head: TermHead, blockDocs: unknown[], impacts: unknown[], next: unknown) => {
+    const addBlock = (head: TermHead, docBytes: unknown, impactBytes: unknown, next: unknown) => {
+      const blockDocs = decodeInt32s(docBytes as Uint8Array);
+      const impacts = decodeFloat64s(impactBytes as Uint8Array);
       for (let index = 0; index < blockDocs.length; index++) {
-        const doc = Number(blockDocs[index]);
+        const doc = blockDocs[index]!;
         let impactsRead = read.get(doc);
         if (!impactsRead) {
           impactsRead = new Map();
           read.set(doc, impactsRead);
         }
-        impactsRead.set(head.position, Number(impacts[index]));
+        impactsRead.set(head.position, impacts[index]!);
       }
       head.blocks++;
       head.read += blockDocs.length;
@@ -1445,7 +1449,7 @@ class PostgresSearcher implements KnowledgeSearchBackend {
           cut: 0,
         };
         heads.push(head);
-        addBlock(head, row.docs as unknown[], row.impacts as unknown[], row.next_impact);
+        addBlock(head, row.docs, row.impacts, row.next_impact);
       } else {
         const doc = Number(row.doc);
         if (mask[doc] !== 1) continue;
@@ -1478,7 +1482,7 @@ class PostgresSearcher implements KnowledgeSearchBackend {
       for (const row of blocks.rows) {
         const head = byTerm.get(String(row.term));
         if (head && Number(row.block) === head.blocks) {
-          addBlock(head, row.docs as unknown[], row.impacts as unknown[], row.next_impact);
+          addBlock(head, row.docs, row.impacts, row.next_impact);
           progressed = true;
         }
       }
@@ -1539,17 +1543,19 @@ class PostgresSearcher implements KnowledgeSearchBackend {
     const result = await this.backend.read({
       name: this.statementName("forward"),
       text: this.forwardText,
-      values: [int4Array(chosen), int4Array(heads.map((head) => head.termId))],
+      values: [int4Array(chosen)],
     });
+    const queryTerms = new Set(heads.map((head) => head.termId));
     const postings = new Map<number, { id: string; values: Map<number, number> }>();
     for (const row of result.rows) {
-      const doc = Number(row.doc);
-      let posting = postings.get(doc);
-      if (!posting) {
-        posting = { id: String(row.id), values: new Map() };
-        postings.set(doc, posting);
+      const keys = decodeInt32s(row.keys as Uint8Array);
+      const contributions = decodeFloat64s(row.contributions as Uint8Array);
+      const values = new Map<number, number>();
+      for (let index = 0; index < keys.length; index++) {
+        const key = keys[index]!;
+        if (queryTerms.has(Math.floor(key / FORWARD_KEY_STRIDE))) values.set(key, contributions[index]!);
       }
-      posting.values.set(Number(row.key), Number(row.contribution));
+      postings.set(Number(row.doc), { id: String(row.id), values });
     }
     const scored: {
       doc: number;

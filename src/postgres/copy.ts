@@ -134,6 +134,32 @@ export class CopyEncoder {
     this.offset = offset;
   }
 
+  /** A `bytea` of little-endian int32 values (see `decodeInt32s`). */
+  int4Bytes(values: ArrayLike<number>): void {
+    const count = values.length;
+    this.reserve(4 + count * 4);
+    this.buffer.writeInt32BE(count * 4, this.offset);
+    let offset = this.offset + 4;
+    for (let index = 0; index < count; index++) {
+      this.buffer.writeInt32LE(values[index]!, offset);
+      offset += 4;
+    }
+    this.offset = offset;
+  }
+
+  /** A `bytea` of little-endian float64 values (see `decodeFloat64s`). */
+  float8Bytes(values: ArrayLike<number>): void {
+    const count = values.length;
+    this.reserve(4 + count * 8);
+    this.buffer.writeInt32BE(count * 8, this.offset);
+    let offset = this.offset + 4;
+    for (let index = 0; index < count; index++) {
+      this.buffer.writeDoubleLE(values[index]!, offset);
+      offset += 8;
+    }
+    this.offset = offset;
+  }
+
   private async send(): Promise<void> {
     if (this.offset === 0) return;
     const chunk = Buffer.from(this.buffer.subarray(0, this.offset));

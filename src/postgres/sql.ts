@@ -105,7 +105,11 @@ export type GenerationTables = {
   postings: string;
   phrases: string;
   scopes: string;
-  /** Layout 2: per term, its postings in impact order, in blocks (see {@link IMPACT_BLOCK_ENDS}). */
+  /**
+   * Layout 2: per term, its postings in impact order, in blocks (see {@link IMPACT_BLOCK_ENDS}). Its arrays, and the
+   * forward table's, are `bytea` of little-endian int32 or float64 values (see {@link decodeInt32s}): loaded as a
+   * copy of bytes, not element by element, and read whole by the app, never by SQL.
+   */
   impacts: string;
   /** Layout 2: per document, its postings (term id × 8 + field, contribution). */
   forward: string;
@@ -174,8 +178,8 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       block smallint not null,
       term_id integer not null,
       document_frequency integer not null,
-      docs integer[] not null,
-      impacts double precision[] not null,
+      docs bytea not null,
+      impacts bytea not null,
       next_impact double precision not null
     )`,
     `alter table ${tables.impacts} alter column docs set storage external,
@@ -183,8 +187,8 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
     `create table ${tables.forward} (
       doc integer not null,
       id text not null,
-      keys integer[] not null,
-      contributions double precision[] not null
+      keys bytea not null,
+      contributions bytea not null
     )`,
     `alter table ${tables.forward} alter column keys set storage external,
       alter column contributions set storage external`,
@@ -305,7 +309,7 @@ export function prunedHeadsStatement(tables: GenerationTables): string {
     union all
     select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))
   select h.kind, h.doc, e.id, h.ord, null::integer as term_id, null::integer as document_frequency,
-    null::integer[] as docs, null::double precision[] as impacts, null::double precision as next_impact
+    null::bytea as docs, null::bytea as impacts, null::double precision as next_impact
   from hit_docs h join ${tables.entries} e on e.doc = h.doc
   union all
   select 3, null, null, q.ord, i.term_id, i.document_frequency, i.docs, i.impacts, i.next_impact
@@ -319,17 +323,28 @@ export function impactBlocksStatement(tables: GenerationTables): string {
   join ${tables.impacts} i on i.term = q.term and i.block = q.block`;
 }
 
-/**
- * The postings of documents $1 (dense ids) for the terms $2 (term ids): rows doc, id, key (term id ×
- * {@link FORWARD_KEY_STRIDE} + field), contribution. The caller adds them up in the in-memory order.
- */
+/** The forward rows (doc, id, keys, contributions) of documents $1 (dense ids). */
 export function forwardStatement(tables: GenerationTables): string {
-  return `select f.doc, f.id, u.key, u.contribution
-  from ${tables.forward} f cross join lateral unnest(f.keys, f.contributions) as u(key, contribution)
-  where f.doc = any($1::int4[]) and u.key / ${FORWARD_KEY_STRIDE} in (select unnest($2::int4[]))`;
+  return `select doc, id, keys, contributions from ${tables.forward} where doc = any($1::int4[])`;
 }
 
 /** The scope lists (kind, key, docs) of a generation, read once per generation by the pruned path. */
 export function scopesStatement(tables: GenerationTables): string {
   return `select kind, key, docs from ${tables.scopes}`;
+}
+
+/** The int32 values of a little-endian `bytea` (see {@link GenerationTables.impacts}). */
+export function decodeInt32s(bytes: Uint8Array): Int32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const values = new Int32Array(bytes.byteLength >>> 2);
+  for (let index = 0; index < values.length; index++) values[index] = view.getInt32(index * 4, true);
+  return values;
+}
+
+/** The float64 values of a little-endian `bytea`. */
+export function decodeFloat64s(bytes: Uint8Array): Float64Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const values = new Float64Array(bytes.byteLength >>> 3);
+  for (let index = 0; index < values.length; index++) values[index] = view.getFloat64(index * 8, true);
+  return values;
 }
