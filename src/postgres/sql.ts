@@ -220,6 +220,26 @@ export function dropGenerationStatement(tables: GenerationTables): string {
 }
 
 /**
+ * The common table expressions of a query's phrase hits (`hit_docs`: kind 1 exact, 2 alias, the n-gram's number
+ * `ord`, the dense id), from the tokens in parameter `$tokens` and the longest phrase key's word count in
+ * `$maxWords` (see {@link candidatesStatement}).
+ */
+function phraseHitsCte(tables: GenerationTables, tokens: number, maxWords: number): string {
+  const t = `$${tokens}::text[]`;
+  return `phrase_grams as (
+    select s.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
+      array_to_string((${t})[g.start : g.start + s.size - 1], ' ') as key
+    from generate_series(1, least($${maxWords}::integer, cardinality(${t}))) as s(size)
+    cross join lateral generate_series(1, cardinality(${t}) - s.size + 1) as g(start)),
+  phrase_hits as (
+    select k.ord, p.exact, p.alias from phrase_grams k join ${tables.phrases} p on p.key = k.key),
+  hit_docs as (
+    select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
+    union all
+    select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))`;
+}
+
+/**
  * The candidates of one turn in one statement. Parameters: $1 the query's analyzed, distinct terms (encoded) in
  * first-occurrence order, $2 top K, $3 enabled integrations (lowercased, encoded), $4 blocked domains (encoded),
  * $5 the query's tokens and $6 the longest phrase key's word count: the database builds the n-grams (tokens are
@@ -257,17 +277,7 @@ export function candidatesStatement(tables: GenerationTables, bm25f: boolean): s
   best as (
     select s.* from scores s where not exists (select 1 from excluded x where x.doc = s.doc)
     order by s.score desc, s.doc limit $2),
-  phrase_grams as (
-    select s.size * (cardinality($5::text[]) + 1) + g.start - 1 as ord,
-      array_to_string(($5::text[])[g.start : g.start + s.size - 1], ' ') as key
-    from generate_series(1, least($6::integer, cardinality($5::text[]))) as s(size)
-    cross join lateral generate_series(1, cardinality($5::text[]) - s.size + 1) as g(start)),
-  phrase_hits as (
-    select k.ord, p.exact, p.alias from phrase_grams k join ${tables.phrases} p on p.key = k.key),
-  hit_docs as (
-    select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
-    union all
-    select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))
+  ${phraseHitsCte(tables, 5, 6)}
   select 0 as kind, b.doc, e.id, b.score, b.f0, b.f1, b.f2, b.f3, b.f4, null::bigint as ord
   from best b join ${tables.entries} e on e.doc = b.doc
   union all
@@ -297,17 +307,7 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
  */
 export function prunedHeadsStatement(tables: GenerationTables): string {
   return `with
-  phrase_grams as (
-    select s.size * (cardinality($2::text[]) + 1) + g.start - 1 as ord,
-      array_to_string(($2::text[])[g.start : g.start + s.size - 1], ' ') as key
-    from generate_series(1, least($3::integer, cardinality($2::text[]))) as s(size)
-    cross join lateral generate_series(1, cardinality($2::text[]) - s.size + 1) as g(start)),
-  phrase_hits as (
-    select k.ord, p.exact, p.alias from phrase_grams k join ${tables.phrases} p on p.key = k.key),
-  hit_docs as (
-    select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
-    union all
-    select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))
+  ${phraseHitsCte(tables, 2, 3)}
   select h.kind, h.doc, e.id, h.ord, null::integer as term_id, null::integer as document_frequency,
     null::bytea as docs, null::bytea as impacts, null::double precision as next_impact
   from hit_docs h join ${tables.entries} e on e.doc = h.doc
