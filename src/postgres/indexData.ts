@@ -645,6 +645,11 @@ export class ImpactCollector {
   private readonly docs: (number[] | undefined)[];
   private readonly impacts: (number[] | undefined)[];
   private readonly frequencies: Int32Array;
+  /**
+   * Per term, once its postings were cut: the impact of the last one kept. A later posting (a higher dense id)
+   * with an impact no higher ranks after it, so it can never be kept: it is skipped without being stored.
+   */
+  private readonly floors: Float64Array;
   /** False once an impact was negative or not finite: the blocks then bound nothing. */
   bounded = true;
 
@@ -652,6 +657,7 @@ export class ImpactCollector {
     this.docs = new Array(terms.length);
     this.impacts = new Array(terms.length);
     this.frequencies = new Int32Array(terms.length);
+    this.floors = new Float64Array(terms.length).fill(Number.NEGATIVE_INFINITY);
   }
 
   add(row: ForwardRow): void {
@@ -668,6 +674,7 @@ export class ImpactCollector {
       }
       const impact = row.impacts[index]!;
       if (!(impact >= 0 && impact < Number.POSITIVE_INFINITY)) this.bounded = false;
+      if (impact <= this.floors[term]!) continue;
       docs.push(row.doc);
       impacts.push(impact);
       if (docs.length >= 2 * this.limit + 1) this.cut(term);
@@ -684,6 +691,7 @@ export class ImpactCollector {
     const kept = order.slice(0, this.limit + 1);
     this.docs[term] = kept.map((index) => docs[index]!);
     this.impacts[term] = kept.map((index) => impacts[index]!);
+    if (kept.length === this.limit + 1) this.floors[term] = impacts[kept[this.limit]!]!;
   }
 
   /** The impact rows, term by term. */
