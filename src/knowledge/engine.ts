@@ -40,6 +40,7 @@ import { getOrBuildKnowledgeIndexSnapshot, getOrLoadKnowledgeIndexArtifact } fro
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import {
   commitChange,
+  createArtifactRegistry,
   createRegistry,
   type KnowledgeRegistry,
   type PlannedChange,
@@ -59,7 +60,9 @@ import {
   canChangeSnapshot,
   compactSnapshotSteps,
   hasSnapshotChanges,
+  updatableSnapshotSteps,
 } from "./snapshotChanges.js";
+import { runStepsYielding } from "./steps.js";
 import { isTracer, telemetryAllowed, telemetryTracer, traced } from "./telemetry.js";
 
 const TIMEOUT_ERROR_MARKER = Symbol.for("lexground.KnowledgeGroundingTimeoutError");
@@ -276,6 +279,8 @@ export class KnowledgeGroundingEngine {
   private readonly alternatives: readonly (readonly [string, KnowledgeGroundingEngine])[];
   /** The validated source groups of the serving snapshot's build (the start of the update registry). */
   private servingGroups: readonly NormalizedSourceGroup[] | null = null;
+  /** The sources a self-contained artifact serving alone holds (the start of its update registry), else null. */
+  private servingArtifactSources: readonly { id: string; version: string }[] | null = null;
   /** The serving entries by source, for updates (created by the first update; null after a rebuild). */
   private registry: KnowledgeRegistry | null = null;
   /** Whether {@link sources} lags behind {@link registry} (materialized when a rebuild needs it). */
@@ -476,6 +481,7 @@ export class KnowledgeGroundingEngine {
       this.snapshot = result.snapshot;
       // Updates start again from this build's entries.
       this.servingGroups = result.groups ?? null;
+      this.servingArtifactSources = artifactOnly ? contentKeySources(result.cacheKey) : null;
       this.registry = null;
       this.appliedChanges = [];
       this.snapshotOrigin = result.cacheHit ? "cache" : result.origin;
@@ -536,6 +542,7 @@ export class KnowledgeGroundingEngine {
     this.backendServing = true;
     // Updates start again from this publication's entries.
     this.servingGroups = result.groups;
+    this.servingArtifactSources = null;
     this.registry = null;
     this.backendContentKey = result.cacheKey;
     this.snapshotOrigin = "built";
@@ -781,9 +788,14 @@ export class KnowledgeGroundingEngine {
     if (!this.configValid) return { ...this.getStatus(), live: false, reason: VALIDATION_FAILED, issues: [] };
     await this.latestBuild.catch(() => {});
     if (this.backend) return this.applyBackendUpdate(this.backend, plan);
-    if (!this.snapshot || !this.servingGroups)
-      return { ...this.getStatus(), live: false, reason: INDEX_NOT_READY, issues: [] };
-    this.registry ??= await createRegistry(this.servingGroups);
+    if (!this.snapshot) return { ...this.getStatus(), live: false, reason: INDEX_NOT_READY, issues: [] };
+    if (!this.registry) {
+      if (this.servingGroups) this.registry = await createRegistry(this.servingGroups);
+      else if (this.servingArtifactSources)
+        this.registry = await createArtifactRegistry(this.servingArtifactSources, this.snapshot.entriesById);
+      // A snapshot installed from elsewhere, or an artifact of several sources: nothing says where entries live.
+      if (!this.registry) return { ...this.getStatus(), live: false, reason: INDEX_NOT_READY, issues: [] };
+    }
     const registry = this.registry;
     const change = plan(registry);
     const generation = ++this.buildGeneration;
@@ -799,7 +811,16 @@ export class KnowledgeGroundingEngine {
       this.lastError = null;
       return { ...this.getStatus(), live: true, issues: change.issues };
     }
-    const previous = this.snapshot;
+    let previous = this.snapshot;
+    if (!canChangeSnapshot(previous) && this.servingArtifactSources) {
+      // An artifact alone holds finished contributions, not the term frequencies a change recomputes them from:
+      // its entries are indexed again once (in slices; the artifact keeps serving meanwhile).
+      const updatable = await runStepsYielding(updatableSnapshotSteps(previous), COMPACTION_SLICE_MS);
+      if (updatable && this.snapshot === previous) {
+        this.snapshot = updatable;
+        previous = updatable;
+      }
+    }
     if (!canChangeSnapshot(previous)) {
       // A snapshot loaded without term frequencies: a full build of the changed registry, as rebuild() does.
       commitChange(registry, change);
@@ -933,6 +954,11 @@ export class KnowledgeGroundingEngine {
     this.notes = notes.slice();
     this.lastError = null;
     this.unavailableReason = null;
+    // Nothing says which sources an installed snapshot's entries belong to: updates answer index-not-ready.
+    this.servingGroups = null;
+    this.servingArtifactSources = null;
+    this.registry = null;
+    this.appliedChanges = [];
   }
 
   /** Builds the retrieval request: the query, the last {@link DEFAULT_RECENT_TURNS} turns, the integrations. */

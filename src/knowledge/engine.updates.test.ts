@@ -147,6 +147,20 @@ describe("engine.upsert / engine.remove", () => {
     await engine.ready();
     expect(await engine.upsert([entry("a", "A")])).toMatchObject({ live: false, reason: "index-not-ready" });
   });
+
+  it("reports index-not-ready after a snapshot is installed from elsewhere, instead of changing it with the previous registry", async () => {
+    const engine = await engineWith();
+    await engine.upsert([entry("payouts.schedule", "Payout schedule")]);
+    const other = await engineWith([
+      { id: "other", version: "o1", entries: [entry("other.one", "Other one")] },
+    ]);
+    engine.installSnapshot(other.getSnapshot()!, "artifact");
+    expect(await engine.remove(["payouts.instant"])).toMatchObject({
+      live: false,
+      reason: "index-not-ready",
+    });
+    expect(engine.getSnapshot()!.entryCount).toBe(1);
+  });
 });
 
 describe("atomicity: a turn sees the registry before or after a change, never between", () => {

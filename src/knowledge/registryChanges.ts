@@ -22,8 +22,16 @@ import {
 } from "./resolve.js";
 import { yieldToEventLoop } from "./runtime.js";
 
-/** One source of the registry: its id, version and entries by id, in order (a replaced entry keeps its place). */
-export type RegistrySource = { id: string; version: string; entries: Map<string, NormalizedKnowledgeEntry> };
+/**
+ * One source of the registry: its id, version and entries by id, in order (a replaced entry keeps its place). An
+ * entry given as `undefined` is unchanged since the registry was created from an artifact: it is read from
+ * {@link KnowledgeRegistry.baseEntries} (decoded on demand) when the registry's sources are materialized.
+ */
+export type RegistrySource = {
+  id: string;
+  version: string;
+  entries: Map<string, NormalizedKnowledgeEntry | undefined>;
+};
 
 /** The entries that serve, grouped by source, with an index of where each id lives. */
 export type KnowledgeRegistry = {
@@ -32,6 +40,8 @@ export type KnowledgeRegistry = {
   sourceOf: Map<string, number>;
   /** Unicode-normalized (NFC) id → id, for the ids that are not in NFC themselves (rare). */
   canonicalTwins: Map<string, string>;
+  /** The entries of a registry created from an artifact (what `undefined` entries of its sources stand for). */
+  baseEntries?: ReadonlyMap<string, NormalizedKnowledgeEntry>;
 };
 
 /** A validated change, ready to apply. */
@@ -65,12 +75,49 @@ export async function createRegistry(groups: readonly NormalizedSourceGroup[]): 
   return registry;
 }
 
-/** The registry as sources (what a full build of it reads). */
-export function registrySources(registry: KnowledgeRegistry): KnowledgeSource[] {
+/**
+ * The registry of an engine started from a self-contained artifact alone, which holds one source: every entry id
+ * of the artifact (in `entries`, read lazily: an entry is decoded only when the registry's sources are
+ * materialized) lives in it. An artifact of several sources does not say which source each entry belongs to, so
+ * it gives no registry (null). Yields to the event loop between slices.
+ */
+export async function createArtifactRegistry(
+  sources: readonly { id: string; version: string }[],
+  entries: ReadonlyMap<string, NormalizedKnowledgeEntry>,
+): Promise<KnowledgeRegistry | null> {
+  if (sources.length !== 1) return null;
+  const source: RegistrySource = { id: sources[0]!.id, version: sources[0]!.version, entries: new Map() };
+  const registry: KnowledgeRegistry = {
+    sources: [source],
+    sourceOf: new Map(),
+    canonicalTwins: new Map(),
+    baseEntries: entries,
+  };
+  let handled = 0;
+  for (const id of entries.keys()) {
+    source.entries.set(id, undefined);
+    registry.sourceOf.set(id, 0);
+    const canonical = id.normalize("NFC");
+    if (canonical !== id) registry.canonicalTwins.set(canonical, id);
+    if (++handled % ENTRIES_PER_SLICE === 0) await yieldToEventLoop();
+  }
+  return registry;
+}
+
+/** The registry's entries by source (an artifact's unchanged entries decoded now). */
+export function registryGroups(registry: KnowledgeRegistry): NormalizedSourceGroup[] {
   return registry.sources.map((source) => ({
     id: source.id,
     version: source.version,
-    entries: [...source.entries.values()] as KnowledgeEntryInput[],
+    entries: Array.from(source.entries, ([id, entry]) => entry ?? registry.baseEntries!.get(id)!),
+  }));
+}
+
+/** The registry as sources (what a full build of it reads). */
+export function registrySources(registry: KnowledgeRegistry): KnowledgeSource[] {
+  return registryGroups(registry).map((group) => ({
+    ...group,
+    entries: group.entries as KnowledgeEntryInput[],
   }));
 }
 

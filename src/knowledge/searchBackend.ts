@@ -12,7 +12,12 @@ import type {
 } from "../types/knowledge.js";
 import { buildKnowledgeIndexCacheKeyAsync } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
-import { commitChange, type KnowledgeRegistry, type PlannedChange } from "./registryChanges.js";
+import {
+  commitChange,
+  type KnowledgeRegistry,
+  type PlannedChange,
+  registryGroups,
+} from "./registryChanges.js";
 import { type NormalizedSourceGroup, normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
 
 /** One turn's question to a search backend. Tokens come from the engine's tokenizer (analysis is the index's). */
@@ -200,11 +205,7 @@ export async function publishChangeToBackend(
     canonicalTwins: new Map(registry.canonicalTwins),
   };
   commitChange(next, change);
-  const groups: NormalizedSourceGroup[] = next.sources.map((source) => ({
-    id: source.id,
-    version: source.version,
-    entries: [...source.entries.values()],
-  }));
+  const groups = registryGroups(next);
   const contentKey = await buildKnowledgeIndexCacheKeyAsync(groups, options);
   const entries = groups.flatMap((group) => group.entries);
   const published = backend.update

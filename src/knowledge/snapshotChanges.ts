@@ -10,7 +10,7 @@
  * snapshot derived from one that is not the latest of its chain copies the shared part once (a fork).
  */
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import type { KnowledgeLexicalIndex } from "./lexicalIndex.js";
+import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import type { PhraseTrie } from "./phraseTrie.js";
 import {
@@ -223,6 +223,45 @@ function pushGrowing(lists: Map<string, GrowingList>, key: string, doc: number):
   }
   list.docs[list.length++] = doc;
 }
+
+/**
+ * A snapshot equal to `snapshot` that {@link applySnapshotChanges} can change: `snapshot` itself when it can be,
+ * otherwise (loaded from an artifact, which stores finished contributions but not the term frequencies and field
+ * lengths a change recomputes them from) the same maps and scope lists over a lexical index rebuilt from its
+ * entries, decoded one by one: a full indexing of the text, in slices, once. Null when `snapshot` was not built
+ * by lexground.
+ */
+export function* updatableSnapshotSteps(
+  snapshot: KnowledgeIndexSnapshot,
+): Generator<void, KnowledgeIndexSnapshot | null, void> {
+  const compiled = getCompiledSnapshot(snapshot);
+  if (!compiled) return null;
+  if (compiled.lexical.updatable) return snapshot;
+  const loaded = compiled.lexical;
+  // Dense ids follow the ids' code-unit order in both indexes, so the scope lists and maps stay valid.
+  const lexical = new KnowledgeLexicalIndex(loaded.fieldWeights, {
+    k1: loaded.k1,
+    b: loaded.b,
+    analyzer: loaded.analyzerName,
+    scoring: loaded.scoring,
+  });
+  const count = loaded.capacity;
+  for (let doc = 0; doc < count; doc++) {
+    lexical.addEntry(snapshot.entriesById.get(loaded.idAt(doc))!);
+    if (doc + 1 === RESERVE_AFTER_DOCUMENTS) lexical.reserveFor(count);
+    if ((doc & 63) === 63) yield;
+  }
+  while (!lexical.finalizeStep()) yield;
+  for (let doc = 0; doc < count; doc++)
+    if (lexical.idAt(doc) !== loaded.idAt(doc))
+      throw new Error("the rebuilt index does not match the artifact's");
+  const next: KnowledgeIndexSnapshot = { ...snapshot, lexical };
+  registerCompiledSnapshot(next, { ...compiled, lexical, eligibilityCache: createEligibilityCache(count) });
+  return Object.freeze(next);
+}
+
+/** Documents indexed before the build buffers are sized for the whole registry (as a build does). */
+const RESERVE_AFTER_DOCUMENTS = 1024;
 
 /** Whether {@link applySnapshotChanges} can change this snapshot (built by lexground, with term frequencies). */
 export function canChangeSnapshot(snapshot: KnowledgeIndexSnapshot): boolean {

@@ -10,13 +10,17 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   assembleKnowledgeContext,
+  buildIndexArtifact,
   buildIndexSnapshot,
+  clearKnowledgeIndexCache,
   type KnowledgeEntryInput,
+  KnowledgeGroundingEngine,
   type KnowledgeIndexSnapshot,
   type KnowledgeResolvedRetrieval,
   type NormalizedKnowledgeEntry,
   normalizeAndValidate,
   retrieve,
+  serializeIndexSnapshot,
 } from "../../src/index.js";
 import { drain } from "../../src/knowledge/snapshot.js";
 import { applySnapshotChanges, compactSnapshotSteps } from "../../src/knowledge/snapshotChanges.js";
@@ -227,5 +231,92 @@ describe("incremental updates equal a full build of the final registry", () => {
       ),
       { seed, numRuns: 1 },
     );
+  });
+
+  it("on an engine started from the self-contained artifact alone, equal to the engine built from the final registry", async () => {
+    const seed = propertySeed("updates-artifact-only");
+    const ground = async (engine: KnowledgeGroundingEngine, request: Parameters<typeof retrieve>[1]) => {
+      const outcome = await engine.ground({
+        query: request.query,
+        recentTurns: request.recentTurns,
+        scope: { enabledIntegrations: request.enabledIntegrations },
+      });
+      return {
+        context: outcome.ephemeralContext ?? null,
+        retrieval: { ...outcome.retrieval, durationMs: 0 },
+      };
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        initialArbitrary,
+        operationsArbitrary,
+        fc.array(requestArbitrary, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom("neurolink", "recommended"),
+        async (initial, operations, requests, preset) => {
+          const source = (entries: KnowledgeEntryInput[]) => [{ id: "s", version: "7", entries }];
+          if (!normalize(initial)) return;
+          clearKnowledgeIndexCache();
+          const built = new KnowledgeGroundingEngine({ enabled: true, sources: source(initial), preset });
+          await built.ready();
+          const bytes = serializeIndexSnapshot(built.getSnapshot()!, built.getStatus().content!.key);
+          clearKnowledgeIndexCache();
+          const engine = new KnowledgeGroundingEngine({
+            enabled: true,
+            indexArtifact: bytes,
+            preset,
+            logger: null,
+          });
+          await engine.ready();
+          expect(engine.getStatus().snapshotOrigin).toBe("artifact");
+          let registry = new Map(initial.map((entry) => [entry.id, entry]));
+          for (const operation of operations) {
+            const result =
+              operation.kind === "remove"
+                ? await engine.remove(operation.ids)
+                : await engine.upsert(operation.entries);
+            const next = new Map(registry);
+            if (operation.kind === "remove") for (const id of operation.ids) next.delete(id);
+            else for (const entry of operation.entries) next.set(entry.id, entry);
+            // A change is live exactly when the registry after it is valid.
+            expect(result.live).toBe(normalize([...next.values()]) !== null);
+            if (result.live) registry = next;
+          }
+          clearKnowledgeIndexCache();
+          const full = new KnowledgeGroundingEngine({
+            enabled: true,
+            sources: source([...registry.values()]),
+            preset,
+          });
+          await full.ready();
+          for (const request of requests)
+            expect(await ground(engine, request)).toEqual(await ground(full, request));
+          await engine.compacted();
+          for (const request of requests)
+            expect(await ground(engine, request)).toEqual(await ground(full, request));
+        },
+      ),
+      { seed, numRuns: propertyRuns(40) },
+    );
+  });
+
+  it("an engine started from an artifact of several sources refuses updates (index-not-ready): it cannot tell where entries live", async () => {
+    const sources = [
+      {
+        id: "a",
+        version: "1",
+        entries: [{ id: "x", title: "X", summary: "x", domain: "d1", integrations: [] }],
+      },
+      {
+        id: "b",
+        version: "2",
+        entries: [{ id: "y", title: "Y", summary: "y", domain: "d1", integrations: [] }],
+      },
+    ];
+    clearKnowledgeIndexCache();
+    const bytes = await buildIndexArtifact(sources);
+    clearKnowledgeIndexCache();
+    const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: bytes, logger: null });
+    await engine.ready();
+    expect(await engine.remove(["x"])).toMatchObject({ live: false, reason: "index-not-ready" });
   });
 });
