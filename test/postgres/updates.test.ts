@@ -299,6 +299,34 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
     expect(after.entries.map((row) => row.id)).toEqual([JSON.stringify("payouts.instant")]);
   }, 60_000);
 
+  it("a reader (an engine that published nothing) refuses updates: index-not-ready, nothing written", async () => {
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [
+        {
+          id: "help",
+          version: "1",
+          entries: [{ id: "a.b", title: "Alpha", summary: "First.", domain: "d", integrations: [] }],
+        },
+      ],
+      backend: backend("reader_refuses"),
+      logger: null,
+    });
+    await writer.ready();
+    const readerBackend = backend("reader_refuses");
+    const reader = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [],
+      backend: readerBackend,
+      logger: null,
+    });
+    await reader.ready();
+    const generation = (await readerBackend.current())?.generation;
+    const refused = await reader.remove(["a.b"]);
+    expect(refused).toMatchObject({ live: false, reason: "index-not-ready" });
+    expect((await readerBackend.current())?.generation).toBe(generation);
+  }, 60_000);
+
   it("a compaction publishes the updated registry again as a fresh generation, with the same content and turns", async () => {
     const pgBackend = backend("compaction");
     const engine = new KnowledgeGroundingEngine({
