@@ -705,13 +705,14 @@ export class KnowledgeGroundingEngine {
    * nothing changes. A valid change goes live atomically: a turn sees the registry before it or after it, never
    * between, and its selections, scores, confidence and blocks are those of a full build of the registry after
    * the change. Updates apply one after the other, after any build or rebuild requested before them. Needs a
-   * serving snapshot built by this engine, or with a `backend` a generation this engine published
-   * (`reason: "index-not-ready"` otherwise); with a backend the change is published as the backend's next
-   * generation (`reason: "build-failed"` when that fails, nothing changed). Never rejects.
+   * serving snapshot built by this engine or loaded from a one-source artifact alone, or with a `backend` a
+   * generation this engine published (`reason: "index-not-ready"` otherwise); with a backend the change is
+   * published as the backend's next generation (`reason: "build-failed"` when that fails, nothing changed).
+   * Never rejects.
    *
-   * Cost: validating and tokenizing the changed entries, plus copies of a few per-entry arrays (milliseconds at
-   * 100,000 entries); turns then score the changed snapshot at query time (about twice the CPU of a fresh
-   * snapshot) until a background compaction, which yields to the event loop every few milliseconds, has folded the
+   * Cost: validating and tokenizing the changed entries, plus one copied byte per entry (the first update of an
+   * artifact-only engine also indexes its entries once); turns then score the changed snapshot at query time
+   * (about three times the CPU of a fresh snapshot) until a background compaction, which yields to the event loop every few milliseconds, has folded the
    * changes into a fresh snapshot. See "Incremental updates" in the README.
    */
   upsert(
