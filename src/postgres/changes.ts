@@ -13,12 +13,12 @@
  * its order, so every stored contribution is bit for bit the full build's (and the in-memory index's). Phrases, scopes and relations come from the final entries.
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
+import { bm25Idf, bm25LengthNormalization } from "../knowledge/bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import { buildDocument } from "../knowledge/knowledgeIndex.js";
-import { normalizePhrases, phraseKey, phraseWordCount } from "../knowledge/normalize.js";
 import { compareCodeUnits } from "../knowledge/ranking.js";
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import type { PostgresIndexParameters } from "./indexData.js";
+import { EntryListsCollector, type PostgresIndexParameters } from "./indexData.js";
 
 const FIELD_COUNT = 5;
 
@@ -66,12 +66,6 @@ export type DerivedGenerationData = {
   byDomain: Map<string, number[]>;
 };
 
-function pushTo(map: Map<string, number[]>, key: string, doc: number): void {
-  const list = map.get(key);
-  if (list) list.push(doc);
-  else map.set(key, [doc]);
-}
-
 /**
  * Computes an update of `base` into the generation of `entries` (the complete final registry). Entries whose ids
  * are in `changed` (upserted) or absent from the base are indexed here; the others are taken from the base.
@@ -103,51 +97,15 @@ export function computeDerivedGeneration(
   const added: DerivedGenerationData["added"] = [];
   // Per field: term → its added postings (documents ascending, as they are visited).
   const addedByField = Array.from({ length: FIELD_COUNT }, () => new Map<string, AddedPostings>());
-  const phrases = new Map<string, { exact: number[]; alias: number[] }>();
-  let maxPhraseWords = 0;
-  const addPhrase = (key: string, doc: number, kind: "exact" | "alias"): void => {
-    if (key === "") return;
-    let ids = phrases.get(key);
-    if (!ids) {
-      ids = { exact: [], alias: [] };
-      phrases.set(key, ids);
-      maxPhraseWords = Math.max(maxPhraseWords, phraseWordCount(key));
-    }
-    const list = ids[kind];
-    if (list[list.length - 1] !== doc) list.push(doc);
-  };
-  const restricted: number[] = [];
-  const byIntegration = new Map<string, number[]>();
-  const byDomain = new Map<string, number[]>();
+  const lists = new EntryListsCollector(denseIds);
   const relations: number[] = [];
   const relationEnds = new Int32Array(documentCount);
   const counts = new Map<string, number>();
   for (let doc = 0; doc < documentCount; doc++) {
     const entry = entries[doc]!;
-    const relationIds =
-      entry.parentEntryId !== undefined
-        ? [...entry.relatedEntryIds, entry.parentEntryId]
-        : entry.relatedEntryIds;
-    const entryRelations: number[] = [];
-    for (const id of relationIds) {
-      const related = denseIds.get(id);
-      if (related !== undefined) entryRelations.push(related);
-    }
+    const entryRelations = lists.add(entry, doc);
     relations.push(...entryRelations);
     relationEnds[doc] = relations.length;
-    for (const key of normalizePhrases([entry.id, entry.title])) addPhrase(key, doc, "exact");
-    for (const alias of entry.aliases) addPhrase(phraseKey(alias), doc, "alias");
-    pushTo(byDomain, entry.domain, doc);
-    if (entry.status !== "active" || entry.integrations.length > 0) restricted.push(doc);
-    if (entry.status === "active") {
-      const seen = new Set<string>();
-      for (const integration of entry.integrations) {
-        const key = integration.toLowerCase();
-        if (seen.has(key)) continue;
-        seen.add(key);
-        pushTo(byIntegration, key, doc);
-      }
-    }
     if (fromBase[doc]) continue;
     const document = buildDocument(entry);
     const fieldLengths: number[] = [];
@@ -186,8 +144,12 @@ export function computeDerivedGeneration(
     scored.push(isScored);
     if (!isScored) continue;
     for (let doc = 0; doc < documentCount; doc++) {
-      lengthNormalizations[field * documentCount + doc] =
-        k1 * (1 - b + (b * fieldLengths[doc]!) / averageLength);
+      lengthNormalizations[field * documentCount + doc] = bm25LengthNormalization(
+        k1,
+        b,
+        fieldLengths[doc]!,
+        averageLength,
+      );
     }
   }
   const addedPostings: AddedPostings[] = [];
@@ -214,8 +176,7 @@ export function computeDerivedGeneration(
     if (!scored[field]) continue;
     const weight = parameters.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
     for (let documentFrequency = 1; documentFrequency <= maxDocumentFrequency; documentFrequency++) {
-      weightedIdf[field * idfStride + documentFrequency] =
-        weight * Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+      weightedIdf[field * idfStride + documentFrequency] = weight * bm25Idf(documentCount, documentFrequency);
     }
   }
   return {
@@ -231,10 +192,10 @@ export function computeDerivedGeneration(
     idfStride,
     saturation: k1 + 1,
     averageLengths,
-    phrases,
-    maxPhraseWords,
-    restricted,
-    byIntegration,
-    byDomain,
+    phrases: lists.phrases,
+    maxPhraseWords: lists.maxPhraseWords,
+    restricted: lists.restricted,
+    byIntegration: lists.byIntegration,
+    byDomain: lists.byDomain,
   };
 }
