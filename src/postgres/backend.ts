@@ -660,7 +660,6 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       query: (config) => pooled.query({ ...config, query_timeout: NO_READ_TIMEOUT }),
       release: (destroy) => pooled.release(destroy),
     };
-    const s = quoteIdentifier(this.schema);
     const base = generationTables(this.schema, baseGeneration);
     const baseRows = await client.query({
       text: `select doc, id, field_lengths from ${base.entries} order by doc`,
@@ -683,58 +682,26 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       options.previousEntries,
       parameters,
     );
-    const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
-    const generation = Number(numbered.rows[0]!.generation);
-    const tables = generationTables(this.schema, generation);
-    const row = [
-      generation,
-      options.contentKey,
-      data.documentCount,
-      JSON.stringify(parameters),
-      JSON.stringify({
-        maxPhraseWords: data.maxPhraseWords,
-        documentCount: data.documentCount,
-        averageLengths: data.averageLengths,
-        derivedFrom: baseGeneration,
-      }),
-    ];
-    // One transaction, as a publication: the tables are created, filled, indexed and switched to together (a
-    // replica replays all of it or none), and a failure leaves nothing behind. Layout 1 (the column's default):
-    // the pruning tables stay empty, turns take the full path until the compaction.
-    try {
-      await client.query({ text: "begin" });
-      await client.query({
-        text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics)
-          values ($1, 'building', $2, $3, $4, $5)`,
-        values: row,
-      });
-      for (const text of createGenerationStatements(tables)) await client.query({ text });
-      await this.loadDerivedGeneration(client, base, tables, data);
-      for (const text of indexGenerationStatements(tables, generation))
-        await client.query({ text, query_timeout: NO_READ_TIMEOUT });
-      await client.query({
-        text: `update ${s}.generations set state = 'ready', published_at = now() where generation = $1`,
-        values: [generation],
-      });
-      await client.query({
-        text: `insert into ${s}.serving (generation) values ($1)
-          on conflict (singleton) do update set generation = excluded.generation, switched_at = now()`,
-        values: [generation],
-      });
-      await client.query({ text: "commit" });
-      return generation;
-    } catch (error) {
-      await client.query({ text: "rollback" }).catch(() => {});
-      await client
-        .query({
-          text: `insert into ${s}.generations (generation, state, content_key, entry_count, parameters, statistics, error)
-            values ($1, 'failed', $2, $3, $4, $5, $6)
-            on conflict (generation) do update set state = 'failed', error = excluded.error`,
-          values: [...row, error instanceof Error ? error.message : String(error)],
-        })
-        .catch(() => {});
-      throw error;
-    }
+    // Layout 1 (unpruned): the pruning tables stay empty, turns take the full path until the compaction.
+    return this.publishGeneration(
+      client,
+      {
+        contentKey: options.contentKey,
+        entryCount: data.documentCount,
+        parameters: JSON.stringify(parameters),
+        statistics: JSON.stringify({
+          maxPhraseWords: data.maxPhraseWords,
+          documentCount: data.documentCount,
+          averageLengths: data.averageLengths,
+          derivedFrom: baseGeneration,
+        }),
+        layout: 1,
+      },
+      async (tables) => {
+        await this.loadDerivedGeneration(client, base, tables, data);
+        return 1;
+      },
+    );
   }
 
   /**
@@ -903,41 +870,69 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     data: GenerationData,
     contentKey: string,
   ): Promise<number> {
+    // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
+    return this.publishGeneration(
+      client,
+      {
+        contentKey,
+        entryCount: data.documentCount,
+        parameters: JSON.stringify(data.parameters),
+        statistics: JSON.stringify({
+          maxPhraseWords: data.maxPhraseWords,
+          documentCount: data.documentCount,
+          averageLengths: data.averageLengths,
+        }),
+        layout: GENERATION_LAYOUT,
+      },
+      async (tables) => ((await loadGeneration(client, tables, data)) ? GENERATION_LAYOUT : 1),
+    );
+  }
+
+  /**
+   * Publishes a new generation in one transaction: its row (state `building`), its tables created, filled by
+   * `fill` (which returns the layout turns may use), indexed, marked ready and switched to together, so a replica
+   * replays all of it or none, and a failure at any step leaves nothing behind, the previous generation serving
+   * and the generation recorded as failed with its error.
+   */
+  private async publishGeneration(
+    client: PostgresPoolClient,
+    generationRow: {
+      contentKey: string;
+      entryCount: number;
+      parameters: string;
+      statistics: string;
+      layout: number;
+    },
+    fill: (tables: GenerationTables) => Promise<number>,
+  ): Promise<number> {
     const s = quoteIdentifier(this.schema);
     const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
     const generation = Number(numbered.rows[0]!.generation);
     const tables = generationTables(this.schema, generation);
-    const statistics = JSON.stringify({
-      maxPhraseWords: data.maxPhraseWords,
-      documentCount: data.documentCount,
-      averageLengths: data.averageLengths,
-    });
-    // One transaction: the tables are created, loaded (COPY, frozen: no later rewrite of hint bits), indexed and
-    // switched to together, so a failure at any step leaves nothing behind and the previous generation serving.
+    const row = [
+      generation,
+      generationRow.contentKey,
+      generationRow.entryCount,
+      generationRow.parameters,
+      generationRow.statistics,
+      generationRow.layout,
+    ];
     try {
       await client.query({ text: "begin" });
       await client.query({
         text: `insert into ${s}.generations
           (generation, state, content_key, entry_count, parameters, statistics, layout)
           values ($1, 'building', $2, $3, $4, $5, $6)`,
-        values: [
-          generation,
-          contentKey,
-          data.documentCount,
-          JSON.stringify(data.parameters),
-          statistics,
-          GENERATION_LAYOUT,
-        ],
+        values: row,
       });
       for (const text of createGenerationStatements(tables)) await client.query({ text });
-      const prunable = await loadGeneration(client, tables, data);
+      const layout = await fill(tables);
       for (const text of indexGenerationStatements(tables, generation))
         await client.query({ text, query_timeout: NO_READ_TIMEOUT });
-      // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
       await client.query({
         text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2
           where generation = $1`,
-        values: [generation, prunable ? GENERATION_LAYOUT : 1],
+        values: [generation, layout],
       });
       await client.query({
         text: `insert into ${s}.serving (generation) values ($1)
@@ -954,15 +949,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
             (generation, state, content_key, entry_count, parameters, statistics, layout, error)
             values ($1, 'failed', $2, $3, $4, $5, $6, $7)
             on conflict (generation) do update set state = 'failed', error = excluded.error`,
-          values: [
-            generation,
-            contentKey,
-            data.documentCount,
-            JSON.stringify(data.parameters),
-            statistics,
-            GENERATION_LAYOUT,
-            error instanceof Error ? error.message : String(error),
-          ],
+          values: [...row, error instanceof Error ? error.message : String(error)],
         })
         .catch(() => {});
       throw error;
