@@ -5,7 +5,7 @@
  * precompute a full build's contributions. Each document's contributions are added in the same order (field by
  * field, then query term by query term), so the scores are bit-identical to a full build's.
  */
-import type { KnowledgeFieldName, KnowledgeFieldWeights, KnowledgeLexicalMatch } from "../types/knowledge.js";
+import type { KnowledgeFieldWeights, KnowledgeLexicalMatch } from "../types/knowledge.js";
 import {
   bm25fFieldFrequency,
   bm25fTermScore,
@@ -18,6 +18,7 @@ import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { addedPostingsOf, type IndexBase, type IndexChanges, type LiveScratch } from "./indexChanges.js";
 import { FIELD_COUNT, frequencyAt, LARGE_FREQUENCY } from "./postings.js";
 import { selectTop } from "./ranking.js";
+import { matchesFromAccumulators } from "./scoring.js";
 
 /** Bit of a document's mark that says it was touched by a BM25F term (the field bits are 0 to 4). */
 const TOUCHED_BIT = 1 << FIELD_COUNT;
@@ -204,20 +205,5 @@ export function scoreQueryLive(
   }
 
   const selected = selectTop(touched, touchedCount, topK, totals, changes.rankKeys, idOf);
-  const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
-  for (let rank = 0; rank < selected.length; rank++) {
-    const doc = selected[rank]!;
-    const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      if (marks[doc]! & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = fieldTotals[field]![doc]!;
-    }
-    matches[rank] = { id: idOf(doc), score: totals[doc]!, fieldScores };
-  }
-  for (let position = 0; position < touchedCount; position++) {
-    const doc = touched[position]!;
-    totals[doc] = 0;
-    marks[doc] = 0;
-    for (let field = 0; field < FIELD_COUNT; field++) fieldTotals[field]![doc] = 0;
-  }
-  return matches;
+  return matchesFromAccumulators(selected, idOf, scratch, touchedCount);
 }

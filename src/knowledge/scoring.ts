@@ -509,6 +509,37 @@ export function scoreQueryExhaustive(
   }
 
   const selected = selectTop(touched, touchedCount, topK, totals, index.ranks);
+  return matchesFromAccumulators(
+    selected,
+    (doc) => index.ids[doc]!,
+    { totals, fieldTotals, marks, touched },
+    touchedCount,
+  );
+}
+
+/**
+ * Per-document accumulators of an exhaustive scoring pass (entry-sized): the total, the per-field totals, which
+ * fields matched (bit `1 << field`; other bits are the caller's), and the documents touched, in first-touch order.
+ */
+export type ScoreAccumulators = {
+  totals: Float64Array;
+  fieldTotals: Float64Array[];
+  marks: Uint8Array;
+  touched: Int32Array;
+};
+
+/**
+ * The matches of the `selected` documents (in rank order) read from the accumulators, each with the field scores
+ * of the fields it matched; then the accumulators of the first `touchedCount` touched documents are reset to
+ * zero for the next query.
+ */
+export function matchesFromAccumulators(
+  selected: readonly number[] | Int32Array,
+  idOf: (doc: number) => string,
+  accumulators: ScoreAccumulators,
+  touchedCount: number,
+): KnowledgeLexicalMatch[] {
+  const { totals, fieldTotals, marks, touched } = accumulators;
   const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
   for (let rank = 0; rank < selected.length; rank++) {
     const doc = selected[rank]!;
@@ -516,7 +547,7 @@ export function scoreQueryExhaustive(
     for (let field = 0; field < FIELD_COUNT; field++) {
       if (marks[doc]! & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = fieldTotals[field]![doc]!;
     }
-    matches[rank] = { id: index.ids[doc]!, score: totals[doc]!, fieldScores };
+    matches[rank] = { id: idOf(doc), score: totals[doc]!, fieldScores };
   }
   for (let position = 0; position < touchedCount; position++) {
     const doc = touched[position]!;

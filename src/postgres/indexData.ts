@@ -24,6 +24,7 @@ import {
   resolveFieldWeights,
 } from "../knowledge/knowledgeIndex.js";
 import { normalizePhrases, phraseKey, phraseWordCount } from "../knowledge/normalize.js";
+import { IntBuffer } from "../knowledge/postings.js";
 import { TermCounter } from "../knowledge/termCounter.js";
 import { TermDictionary } from "../knowledge/termDictionary.js";
 import type {
@@ -133,20 +134,6 @@ export type GenerationData = {
   averageLengths: number[];
 };
 
-/** A growable Int32 buffer. */
-class IntList {
-  data = new Int32Array(1024);
-  length = 0;
-  push(value: number): void {
-    if (this.length === this.data.length) {
-      const next = new Int32Array(this.data.length * 2);
-      next.set(this.data);
-      this.data = next;
-    }
-    this.data[this.length++] = value;
-  }
-}
-
 /** Computes a generation's data from validated entries (any order; duplicates are not allowed). */
 export function computeGenerationData(
   input: readonly NormalizedKnowledgeEntry[],
@@ -165,8 +152,8 @@ export function computeGenerationData(
   const dictionary = new TermDictionary();
   const counter = new TermCounter(dictionary);
   // Per field: (term, frequency) pairs document by document, and where each document's pairs end.
-  const fieldTerms = Array.from({ length: FIELD_COUNT }, () => new IntList());
-  const fieldFrequencies = Array.from({ length: FIELD_COUNT }, () => new IntList());
+  const fieldTerms = Array.from({ length: FIELD_COUNT }, () => new IntBuffer());
+  const fieldFrequencies = Array.from({ length: FIELD_COUNT }, () => new IntBuffer());
   const fieldEnds = Array.from({ length: FIELD_COUNT }, () => new Int32Array(documentCount));
   const lengths = Array.from({ length: FIELD_COUNT }, () => new Int32Array(documentCount));
   const totals = new Array<number>(FIELD_COUNT).fill(0);
@@ -291,9 +278,9 @@ function pushTo(map: Map<string, number[]>, key: string, doc: number): void {
 type FieldPairs = {
   terms: readonly string[];
   /** Per field: term ids, document by document. */
-  fieldTerms: IntList[];
+  fieldTerms: IntBuffer[];
   /** Per field: the term frequency of each pair. */
-  fieldFrequencies: IntList[];
+  fieldFrequencies: IntBuffer[];
   /** Per field, per document: where its pairs end. */
   fieldEnds: Int32Array[];
   /** Per field, per document: its token count. */
@@ -310,7 +297,7 @@ function scoredField(parameters: PostgresIndexParameters, averageLengths: readon
 /** Groups a field's (document, term) pairs by term: per term its slice of documents, ascending. */
 function groupByTerm(
   termCount: number,
-  terms: IntList,
+  terms: IntBuffer,
   ends: Int32Array,
 ): { offsets: Int32Array; docs: Int32Array; sources: Int32Array } {
   const offsets = new Int32Array(termCount + 1);
@@ -333,7 +320,7 @@ function groupByTerm(
 }
 
 /** Documents per term id among a field's pairs. */
-function fieldDocumentFrequencies(termCount: number, terms: IntList): Int32Array {
+function fieldDocumentFrequencies(termCount: number, terms: IntBuffer): Int32Array {
   const frequencies = new Int32Array(termCount);
   for (let index = 0; index < terms.length; index++) frequencies[terms.data[index]!]!++;
   return frequencies;
