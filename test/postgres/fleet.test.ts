@@ -8,7 +8,7 @@
  * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { KnowledgeGroundingEngine, type KnowledgeSource } from "../../src/index.js";
+import { KnowledgeGroundingEngine } from "../../src/index.js";
 import {
   createPostgresBackend,
   type PostgresBackend,
@@ -23,6 +23,7 @@ import {
   type PostgresCluster,
   startPostgresCluster,
 } from "../support/postgresCluster.js";
+import { QUERY, sources } from "./fixtures.js";
 
 const started = await startPostgresCluster();
 const cluster: PostgresCluster | null = started.cluster;
@@ -55,34 +56,6 @@ function backend(options: Omit<PostgresBackendOptions, "connectionString"> & { c
   cleanups.push(() => created.close());
   return created;
 }
-
-function sources(version: string, title = "Instant payouts"): KnowledgeSource[] {
-  return [
-    {
-      id: "help",
-      version,
-      entries: [
-        {
-          id: "payouts.instant",
-          title,
-          summary: "Send a payout to a debit card within minutes.",
-          domain: "payouts",
-          integrations: [],
-          relatedEntryIds: ["payouts.schedule"],
-        },
-        {
-          id: "payouts.schedule",
-          title: "Payout schedule",
-          summary: "Payouts run daily, weekly or monthly.",
-          domain: "payouts",
-          integrations: [],
-        },
-      ],
-    },
-  ];
-}
-
-const QUERY = { query: "instant payouts" };
 
 describePostgres("a fleet on one PostgreSQL index", () => {
   it("one writer publishes generations atomically; readers pick them up without a restart", async () => {
