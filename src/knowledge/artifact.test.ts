@@ -129,8 +129,8 @@ describe("index artifact round trip", () => {
       "not-an-index-artifact",
     );
     expectArtifactError(() => deserializeIndexSnapshot(new Uint8Array(3)), "not-an-index-artifact");
-    // Formats 1 and 2 (eagerly read postings) included: they are rebuilt, not read.
-    for (const version of [1, 2, 4, 99]) {
+    // Formats 1 to 3 (eagerly read postings; another checksum) included: they are rebuilt, not read.
+    for (const version of [1, 2, 3, 5, 99]) {
       const otherVersion = bytes.slice();
       new DataView(otherVersion.buffer).setUint32(8, version, true);
       expectArtifactError(() => deserializeIndexSnapshot(otherVersion), "unsupported-format-version");
@@ -230,6 +230,62 @@ describe("index artifact round trip", () => {
       }),
     ];
     for (const artifact of crafted) expectArtifactError(() => deserializeIndexSnapshot(artifact), "corrupt");
+  });
+
+  it("tables checked when first used (posting offsets, phrase keys and lists, the entry table) refuse a crafted disorder then, with a typed error", () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const built = buildIndexSnapshot(normalized.entries);
+    const key = buildKnowledgeIndexCacheKey(normalized.groups);
+    const bytes = serializeIndexSnapshot(built, key);
+    const swapFirstTwo = (name: string, values: "int32" | "float64") =>
+      withSection(bytes, name, (section) => {
+        const typed =
+          values === "int32"
+            ? new Int32Array(section.slice().buffer)
+            : new Float64Array(section.slice().buffer);
+        // The first two offsets after the first that differ, swapped: a list that ends before it starts (the
+        // first and the last offset are checked at load).
+        let at = 1;
+        while (typed[at + 1] === typed[at]) at++;
+        expect(at + 1).toBeLessThan(typed.length - 1);
+        [typed[at], typed[at + 1]] = [typed[at + 1]!, typed[at]!];
+        section.set(new Uint8Array(typed.buffer));
+      });
+    const phrase = [...built.exactIndex.keys()][0]!;
+    const firstId = [...built.entriesById.keys()].sort()[0]!;
+    const crafted: [
+      string,
+      (snapshot: ReturnType<typeof deserializeIndexSnapshot>["snapshot"]) => unknown,
+    ][] = [
+      ["lexical.offsets.4", (snapshot) => serializeIndexSnapshot(snapshot, key)],
+      ["phrases.keyOffsets", (snapshot) => snapshot.exactIndex.get(phrase)],
+      ["phrases.exactOffsets", (snapshot) => [...snapshot.exactIndex.values()]],
+      ["entries.offsets", (snapshot) => [...snapshot.entriesById.values()]],
+    ];
+    for (const [name, use] of crafted) {
+      const artifact = swapFirstTwo(
+        name,
+        name === "entries.offsets" || name === "phrases.keyOffsets" ? "float64" : "int32",
+      );
+      // Loading does not read these tables whole: the disorder is found when the turn that needs it reads them.
+      const { snapshot } = deserializeIndexSnapshot(artifact, key);
+      expectArtifactError(() => use(snapshot), "corrupt");
+    }
+    // An exact list naming an entry that does not exist.
+    const missingEntry = withSection(bytes, "phrases.exactDocs", (section) => {
+      new DataView(section.buffer, section.byteOffset).setInt32(0, 1_000, true);
+    });
+    const { snapshot } = deserializeIndexSnapshot(missingEntry, key);
+    expectArtifactError(() => [...snapshot.exactIndex.values()], "corrupt");
+    // Ids that are not one per entry are refused at load.
+    const fewerIds = withSection(bytes, "lexical.idList", (section) => {
+      section[section.indexOf(0)] = 0x2d;
+    });
+    expectArtifactError(() => deserializeIndexSnapshot(fewerIds, key), "corrupt");
+    // Intact: every entry and list reads back.
+    const intact = deserializeIndexSnapshot(bytes, key).snapshot;
+    expect(intact.entriesById.get(firstId)).toEqual(built.entriesById.get(firstId));
+    for (const [phraseKey, ids] of built.exactIndex) expect(intact.exactIndex.get(phraseKey)).toEqual(ids);
   });
 
   it("a truncated or extended artifact is corrupt at every length (sampled)", () => {
@@ -538,7 +594,7 @@ describe("engine from a self-contained artifact alone", () => {
   });
 
   it("posting blocks are read and checked when a turn first needs them: a damaged block fails that turn open, the others serve", async () => {
-    // Enough body postings for several blocks (a block holds at least 4,096 postings).
+    // Enough body postings for several blocks (a block holds at least 1,024 postings).
     const entries = Array.from({ length: 600 }, (_, index) => ({
       id: `entry-${String(index).padStart(4, "0")}`,
       title: `Entry ${index}`,

@@ -54,7 +54,7 @@ import { openRandomAccessFile } from "./runtime.js";
 export type { ArtifactIndexOptions } from "./artifactLexical.js";
 
 /** Version of the artifact layout; readers refuse other versions. */
-export const INDEX_ARTIFACT_FORMAT_VERSION = 3;
+export const INDEX_ARTIFACT_FORMAT_VERSION = 4;
 const MAGIC = "LXGINDEX";
 const PREFIX_BYTES = 24;
 /** Largest header accepted (a header holds counts and the section table: kilobytes in practice). */
@@ -684,6 +684,7 @@ class EntryRecords {
   constructor(
     private readonly source: ByteSource,
     private readonly start: number,
+    private readonly length: number,
     private readonly offsets: Float64Array,
     private readonly checksums: Uint32Array,
     readonly ids: readonly string[],
@@ -698,7 +699,11 @@ class EntryRecords {
       return cached;
     }
     const from = this.offsets[doc]!;
-    const bytes = this.source.read(this.start + from, this.offsets[doc + 1]! - from);
+    const to = this.offsets[doc + 1]!;
+    // The entry table is checked per record when it is read (not all of it at load).
+    if (!(from >= 0 && to >= from && to <= this.length))
+      throw corrupt(`the entry table places entry ${JSON.stringify(this.ids[doc])} outside the records`);
+    const bytes = this.source.read(this.start + from, to - from);
     if (checksum32(bytes) !== this.checksums[doc])
       throw corrupt(`the record of entry ${JSON.stringify(this.ids[doc])} does not match its checksum`);
     const entry = decodeEntryRecord(bytes, this.ids[doc]!);
@@ -878,6 +883,35 @@ function sectionReader(
   };
 }
 
+/**
+ * The exact or alias lists of a loaded artifact: each key's list is checked (its bounds, and that it names existing
+ * entries) when it is first read, instead of every list at load.
+ */
+class CheckedPhraseListMap extends PhraseListMap {
+  constructor(
+    trie: PhraseTrie,
+    offsets: Int32Array,
+    docs: Int32Array,
+    ids: readonly string[],
+    private readonly name: "exact" | "alias",
+  ) {
+    super(trie, offsets, docs, ids);
+  }
+  override idsAt(index: number): Set<string> | undefined {
+    if (index >= 0 && index + 1 < this.offsets.length) {
+      const start = this.offsets[index]!;
+      const end = this.offsets[index + 1]!;
+      if (!(start >= 0 && end >= start && end <= this.docs.length))
+        throw corrupt(`the ${this.name} phrase lists are out of order`);
+      const count = this.ids.length;
+      for (let position = start; position < end; position++)
+        if (this.docs[position]! >>> 0 >= count)
+          throw corrupt(`an ${this.name} phrase names a missing entry`);
+    }
+    return super.idsAt(index);
+  }
+}
+
 /** Name → dense ids lists of the scope sections, checked to name existing entries. */
 function readLists(
   read: SectionReader,
@@ -896,8 +930,8 @@ function readLists(
     if (start > end || end > docs.length) throw corrupt(`the ${prefix} lists are out of order`);
     map.set(name, docs.subarray(start, end));
   });
-  for (const doc of docs)
-    if (doc < 0 || doc >= count) throw corrupt(`a ${prefix} list names a missing entry`);
+  for (let position = 0; position < docs.length; position++)
+    if (docs[position]! >>> 0 >= count) throw corrupt(`a ${prefix} list names a missing entry`);
   return map;
 }
 
@@ -920,14 +954,12 @@ function assembleLoaded(
   const checksums = read.uint32("entries.checksums");
   if (entryOffsets.length !== count + 1 || checksums.length !== count || entryOffsets[0] !== 0)
     throw corrupt("the entry table does not match the entry count");
-  for (let doc = 0; doc < count; doc++) {
-    if (!(entryOffsets[doc + 1]! >= entryOffsets[doc]!)) throw corrupt("the entry table is out of order");
-  }
   if (entryOffsets[count] !== header.entryRecords.length)
     throw corrupt("the entry table does not cover the records");
   const records = new EntryRecords(
     source,
     payloadStart + header.entryRecords.offset,
+    header.entryRecords.length,
     entryOffsets,
     checksums,
     ids,
@@ -944,17 +976,22 @@ function assembleLoaded(
     keyChecksums.length !== Math.ceil(keyCount / KEYS_PER_BLOCK)
   )
     throw corrupt("the phrase key table does not match its keys");
-  for (let index = 0; index < keyCount; index++)
-    if (!(keyOffsets[index + 1]! >= keyOffsets[index]!))
-      throw corrupt("the phrase key table is out of order");
-  // Filled a block of keys at a time, each checked against its checksum before any key of it is decoded.
+  // Filled a block of keys at a time, each checked against its checksum (and its part of the key table checked to
+  // rise within the section) before any key of it is decoded.
   const keyBytes = new Uint8Array(keySection.byteLength);
   const keyBlockFilled = new Uint8Array(keyChecksums.length);
   const decodeKey = (index: number): string => {
     const block = Math.floor(index / KEYS_PER_BLOCK);
     if (keyBlockFilled[block] === 0) {
-      const start = keyOffsets[block * KEYS_PER_BLOCK]!;
-      const target = keyBytes.subarray(start, keyOffsets[Math.min(keyCount, (block + 1) * KEYS_PER_BLOCK)]!);
+      const firstKey = block * KEYS_PER_BLOCK;
+      const endKey = Math.min(keyCount, firstKey + KEYS_PER_BLOCK);
+      const start = keyOffsets[firstKey]!;
+      const end = keyOffsets[endKey]!;
+      if (!(start >= 0 && end <= keyBytes.length)) throw corrupt("the phrase key table is out of order");
+      for (let key = firstKey; key < endKey; key++)
+        if (!(keyOffsets[key + 1]! >= keyOffsets[key]!))
+          throw corrupt("the phrase key table is out of order");
+      const target = keyBytes.subarray(start, end);
       keySection.readInto(start, target);
       if (checksum32(target) !== keyChecksums[block])
         throw corrupt(`block ${block} of section phrases.keys does not match its checksum`);
@@ -982,11 +1019,7 @@ function assembleLoaded(
     const docs = read.int32(`phrases.${name}Docs`);
     if (offsets.length !== keyCount + 1 || offsets[0] !== 0 || offsets[keyCount] !== docs.length)
       throw corrupt(`the ${name} phrase lists do not match the keys`);
-    for (let index = 0; index < keyCount; index++)
-      if (offsets[index + 1]! < offsets[index]!) throw corrupt(`the ${name} phrase lists are out of order`);
-    for (const doc of docs)
-      if (doc < 0 || doc >= count) throw corrupt(`an ${name} phrase names a missing entry`);
-    return new PhraseListMap(trie, offsets, docs, ids);
+    return new CheckedPhraseListMap(trie, offsets, docs, ids, name);
   };
   const entriesById = new LazyEntryMap(records, lexical);
   const universalMask = read.bytes("scope.universal");

@@ -57,8 +57,12 @@ export type SectionReader = {
 /** A section as written: `lazy` sections are read per block on demand, the others at load. */
 export type WrittenSection = { name: string; bytes: Uint8Array; lazy?: boolean };
 
-/** Postings per block (at least; a block ends at a term boundary): what a first use of a term reads. */
-const BLOCK_POSTINGS = 4096;
+/**
+ * Postings per block (at least; a block ends at a term boundary): what a first use of a term reads. Small, so a
+ * cold turn reads, checks and copies little beyond its own terms' postings (at 4,096 the first turn of the 10k
+ * benchmark read five times its terms' postings); the eager block tables grow by 12 bytes per block.
+ */
+const BLOCK_POSTINGS = 1024;
 
 function bytesOf(array: Int32Array | Uint32Array | Float64Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
@@ -114,6 +118,38 @@ function lazySections(
 }
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** Separates the entry ids of `lexical.idList` (ids holding it are written as JSON in `lexical.ids` instead). */
+const ID_SEPARATOR = "\u0000";
+
+/**
+ * The entry ids: joined by {@link ID_SEPARATOR} (read back by one native `split`, where parsing JSON costs several
+ * times more at load), or as a JSON array when an id holds the separator.
+ */
+function idsSection(ids: readonly string[]): WrittenSection {
+  if (ids.some((id) => id.includes(ID_SEPARATOR)))
+    return { name: "lexical.ids", bytes: encoder.encode(JSON.stringify(ids)) };
+  return { name: "lexical.idList", bytes: encoder.encode(ids.join(ID_SEPARATOR)) };
+}
+
+/** The entry ids of a loaded index, from whichever section {@link idsSection} wrote. */
+function readIds(read: SectionReader, entryCount: number): string[] {
+  if (!read.has("lexical.idList")) {
+    const ids = read.json<unknown>("lexical.ids");
+    if (!isStringArray(ids, entryCount)) throw new RangeError("lexical.ids is not the list of entry ids");
+    return ids;
+  }
+  let text: string;
+  try {
+    text = decoder.decode(read.bytes("lexical.idList"));
+  } catch {
+    throw new RangeError("lexical.idList is not valid UTF-8");
+  }
+  const ids = entryCount === 0 && text === "" ? [] : text.split(ID_SEPARATOR);
+  if (ids.length !== entryCount) throw new RangeError("lexical.idList does not hold one id per entry");
+  return ids;
+}
 
 /** The lexical sections of a finished index, with the header's options and metadata. */
 export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
@@ -129,7 +165,7 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
   // The term dictionary's own tables (they hold the terms): loading them is a copy, where interning every term
   // again means hashing it.
   const sections: WrittenSection[] = [
-    { name: "lexical.ids", bytes: encoder.encode(JSON.stringify(parts.ids)) },
+    idsSection(parts.ids),
     { name: "lexical.averageLengths", bytes: bytesOf(parts.averageLengths) },
     { name: "lexical.ranks", bytes: bytesOf(parts.ranks) },
     { name: "lexical.dictionary.table", bytes: bytesOf(tables.table) },
@@ -314,8 +350,16 @@ class LazyPostings implements PostingLoader {
   }
 
   private fill(list: LazyList, block: number): void {
-    const start = list.offsets[list.bounds[block]!]!;
-    const end = list.offsets[list.bounds[block + 1]!]!;
+    const offsets = list.offsets;
+    const firstTerm = list.bounds[block]!;
+    const endTerm = list.bounds[block + 1]!;
+    const start = offsets[firstTerm]!;
+    const end = offsets[endTerm]!;
+    // The block's terms' offsets rise within the postings (checked here rather than for every term at load).
+    if (!(start >= 0 && end <= list.docs.length))
+      throw this.corrupt("posting offsets are outside the postings");
+    for (let term = firstTerm; term < endTerm; term++)
+      if (!(offsets[term + 1]! >= offsets[term]!)) throw this.corrupt("posting offsets are not ascending");
     for (const array of list.arrays) {
       const target = array.bytes.subarray(start * array.per, end * array.per);
       array.section.readInto(start * array.per, target);
@@ -342,8 +386,7 @@ export function readLexicalSections(
   entryCount: number,
   read: SectionReader,
 ): { lexical: KnowledgeLexicalIndex; ids: readonly string[] } {
-  const ids = read.json<unknown>("lexical.ids");
-  if (!isStringArray(ids, entryCount)) throw new RangeError("lexical.ids is not the list of entry ids");
+  const ids = readIds(read, entryCount);
   const termCount = meta.termCount;
   const averageLengths = read.float64("lexical.averageLengths");
   if (averageLengths.length !== KNOWLEDGE_FIELD_NAMES.length)
@@ -371,11 +414,10 @@ export function readLexicalSections(
     const offsets = read.int32(`lexical.offsets.${index}`);
     const bounds = read.int32(`lexical.blocks.${index}`);
     const postingCount = info.postingCount;
-    // Offsets must rise from 0 to the posting count, or a search would read outside the postings.
+    // Offsets must rise from 0 to the posting count, or a search would read outside the postings: the ends here,
+    // the rise per block when the block is filled (before any search reads its terms).
     if (offsets.length !== termCount + 1 || offsets[0] !== 0 || offsets[termCount] !== postingCount)
       throw new RangeError("posting offsets do not match the term and posting counts");
-    for (let term = 0; term < termCount; term++)
-      if (offsets[term + 1]! < offsets[term]!) throw new RangeError("posting offsets are not ascending");
     // Blocks must cover the terms in order, or a term's block would be missing or probed out of range.
     if (bounds.length < 1 || bounds[0] !== 0 || bounds[bounds.length - 1] !== termCount)
       throw new RangeError("posting blocks do not cover the terms");

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { checksum32 } from "./checksum.js";
+import { checksum32, crc32Portable } from "./checksum.js";
 
 describe("checksum32", () => {
   it("is the same for aligned and unaligned views of the same bytes (pinned values)", () => {
@@ -10,7 +10,17 @@ describe("checksum32", () => {
     unaligned.set(bytes, 1);
     expect(checksum32(unaligned.subarray(1))).toBe(checksum32(bytes));
     expect(checksum32(new Uint8Array(0))).toBe(checksum32(new Uint8Array(0)));
-    expect(checksum32(bytes)).toMatchInlineSnapshot(`3177977538`);
+    expect(checksum32(bytes)).toMatchInlineSnapshot(`2197635637`);
+  });
+
+  it("is CRC-32 (IEEE): the standard check value, and the portable loop equals zlib's at every length", () => {
+    expect(checksum32(new TextEncoder().encode("123456789"))).toBe(0xcbf43926);
+    expect(crc32Portable(new TextEncoder().encode("123456789"))).toBe(0xcbf43926);
+    const bytes = Uint8Array.from({ length: 300 }, (_, index) => (index * 131 + 7) & 0xff);
+    for (let length = 0; length <= bytes.length; length++) {
+      expect(crc32Portable(bytes.subarray(0, length))).toBe(checksum32(bytes.subarray(0, length)));
+      expect(crc32Portable(bytes.subarray(length))).toBe(checksum32(bytes.subarray(length)));
+    }
   });
 
   it("any change of one byte, a truncation or an extension changes the checksum (property)", () => {
