@@ -103,7 +103,7 @@ export function* compactedBuilders(
           if (target < 0) continue;
           const slot = cursor[target]!++;
           terms[slot] = term;
-          frequencies[slot] = frequencyAt(postings, position);
+          frequencies[slot] = frequencyAt(postings, term, position);
         }
         sinceYield += end - postings.offsets[term]!;
         if (sinceYield >= WORK_PER_STEP) {

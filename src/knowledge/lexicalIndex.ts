@@ -98,6 +98,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /** Per field: term-frequency postings, what query-time scoring and compaction read. */
   private termPostings: FrequencyPostings[] = [];
   private averageLengths: Float64Array = new Float64Array(FIELD_COUNT);
+  /** Per field: each document's length in tokens (set when finalizing starts). */
+  private fieldLengths: Int32Array[] = [];
   /** The finished arrays shared with derived indexes; null before finalize, or when loaded without frequencies. */
   private base: IndexBase | null = null;
   /** What this index changes relative to {@link base}; null for a full build (precomputed contributions apply). */
@@ -306,6 +308,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       for (let index = 0; index < FIELD_COUNT; index++) {
         this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
       }
+      this.fieldLengths = builders.map((builder) => builder.lengths.data.slice(0, documentCount));
       this.statisticsReady = true;
       return false;
     }
@@ -321,6 +324,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       // Contributions are precomputed for scored fields in sum mode; BM25F precomputes its own postings below.
       this.pendingField ??= fieldPostings(
         builders[field]!,
+        this.fieldLengths[field]!,
         termCount,
         documentCount,
         this.scoring === "sum" && averageLength > 0
@@ -356,7 +360,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       ranks: this.ranks,
       order: null,
       termPostings: this.termPostings,
-      lengths: builders.map((builder) => builder.lengths.data.slice(0, documentCount)),
+      lengths: this.fieldLengths,
       totalLengths: Float64Array.from(builders, (builder) => builder.total),
       scratch: null,
     };
@@ -582,7 +586,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     for (const postings of this.termPostings) {
       // Shared with the precomputed postings in sum mode (offsets and docs counted once).
       if (this.scoring === "bm25f") bytes += postings.offsets.byteLength + postings.docs.byteLength;
-      bytes += postings.frequencies.byteLength;
+      bytes += postings.frequencies?.byteLength ?? 0;
     }
     return bytes;
   }

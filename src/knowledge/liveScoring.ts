@@ -16,7 +16,7 @@ import {
 } from "./bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { addedPostingsOf, type IndexBase, type IndexChanges, type LiveScratch } from "./indexChanges.js";
-import { FIELD_COUNT, frequencyAt, LARGE_FREQUENCY } from "./postings.js";
+import { FIELD_COUNT, frequencyAt, LARGE_FREQUENCY, termFrequencies } from "./postings.js";
 import { selectTop } from "./ranking.js";
 import { matchesFromAccumulators } from "./scoring.js";
 
@@ -67,7 +67,7 @@ function forEachLivePosting(
     for (let position = postings.offsets[term]!; position < end; position++) {
       const doc = postings.docs[position]!;
       if (live[doc] === 0) continue;
-      visit(doc, frequencyAt(postings, position), lengths[doc]!);
+      visit(doc, frequencyAt(postings, term, position), lengths[doc]!);
     }
   }
   const added = addedPostingsOf(changes, field, term);
@@ -149,7 +149,7 @@ export function scoreQueryLive(
       const fieldTotal = fieldTotals[field]!;
       const bit = 1 << field;
       const postings = index.base.termPostings[field]!;
-      const { offsets, docs, frequencies } = postings;
+      const { offsets, docs } = postings;
       const lengths = index.base.lengths[field]!;
       const live = changes.live;
       const baseCount = index.base.ids.length;
@@ -168,6 +168,7 @@ export function scoreQueryLive(
             if (live[added.docs[position]!] === 1) documentFrequency++;
         if (documentFrequency === 0) continue;
         const weightedIdf = weight * bm25Idf(documentCount, documentFrequency);
+        const frequencies = termFrequencies(postings, term);
         for (let position = start; position < end; position++) {
           const doc = docs[position]!;
           if (live[doc] === 0 || eligible[doc] === 0) continue;
