@@ -14,7 +14,7 @@ import { KnowledgeArtifactError } from "../src/knowledge/artifact.js";
 import { KnowledgeGroundingTimeoutError, KnowledgeRegistryError } from "../src/knowledge/engine.js";
 import { NeuroLinkError, ProviderNotConfiguredError } from "../src/neurolink/errors.js";
 import { MissingPeerDependencyError } from "../src/peerDependency.js";
-import { PostgresBackendOptionsError } from "../src/postgres/backend.js";
+import { PostgresBackendOptionsError } from "../src/postgres/options.js";
 
 const status = {
   state: "failed",

@@ -131,14 +131,20 @@ export type KnowledgeIndexBackend = {
    */
   update?(
     entries: readonly NormalizedKnowledgeEntry[],
-    options: {
-      indexOptions: KnowledgeIndexBuildOptions;
-      contentKey: string;
-      baseContentKey: string;
-      changedIds: readonly string[];
-      previousEntries: readonly NormalizedKnowledgeEntry[];
-    },
+    options: KnowledgeBackendUpdateOptions,
   ): Promise<KnowledgeBackendPublishResult>;
+};
+
+/** What {@link KnowledgeIndexBackend.update} knows about an incremental update besides the final registry. */
+export type KnowledgeBackendUpdateOptions = {
+  indexOptions: KnowledgeIndexBuildOptions;
+  contentKey: string;
+  /** The content key of the generation the update starts from. */
+  baseContentKey: string;
+  /** Ids upserted since that generation. */
+  changedIds: readonly string[];
+  /** Entries of that generation that are gone or replaced, as they were published. */
+  previousEntries: readonly NormalizedKnowledgeEntry[];
 };
 
 /** Whether a value looks like a {@link KnowledgeIndexBackend} (used to validate the engine's `backend` option). */

@@ -18,7 +18,8 @@ import { KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import { buildDocument } from "../knowledge/knowledgeIndex.js";
 import { compareCodeUnits } from "../knowledge/ranking.js";
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import { EntryListsCollector, type PostgresIndexParameters } from "./indexData.js";
+import { EntryListsCollector } from "./entryLists.js";
+import type { PostgresIndexParameters } from "./indexData.js";
 
 const FIELD_COUNT = 5;
 

@@ -13,12 +13,7 @@
  *
  * @module
  */
-export {
-  createPostgresBackend,
-  PostgresBackend,
-  type PostgresBackendOptions,
-  PostgresBackendOptionsError,
-} from "./backend.js";
+export { createPostgresBackend, PostgresBackend } from "./backend.js";
 export {
   loadPostgresDriver,
   MissingPeerDependencyError,
@@ -27,3 +22,4 @@ export {
   type PostgresQueryConfig,
   type PostgresQueryResult,
 } from "./driver.js";
+export { type PostgresBackendOptions, PostgresBackendOptionsError } from "./options.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ForwardRow, ImpactCollector, type ImpactRow } from "./indexData.js";
+import { ImpactCollector } from "./impactBlocks.js";
+import type { ForwardRow, ImpactRow } from "./indexData.js";
 import { IMPACT_BLOCK_ENDS } from "./sql.js";
 
 describe("ImpactCollector", () => {

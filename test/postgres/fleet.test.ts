@@ -7,55 +7,16 @@
  *
  * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { KnowledgeGroundingEngine } from "../../src/index.js";
-import {
-  createPostgresBackend,
-  type PostgresBackend,
-  type PostgresBackendOptions,
-  type PostgresPool,
-} from "../../src/postgres/index.js";
-import {
-  eventually,
-  importPostgresDriver,
-  instrumentedPool,
-  POSTGRES_REQUIRED,
-  type PostgresCluster,
-  startPostgresCluster,
-} from "../support/postgresCluster.js";
+import type { PostgresBackend } from "../../src/postgres/index.js";
+import { eventually, instrumentedPool } from "../support/postgresCluster.js";
+import { startPostgresSuite } from "../support/postgresSuite.js";
 import { QUERY, sources } from "./fixtures.js";
 
-const started = await startPostgresCluster();
-const cluster: PostgresCluster | null = started.cluster;
-if (!cluster && !POSTGRES_REQUIRED) {
-  console.warn(`[lexground] ${started.reason}: PostgreSQL fleet and fault tests are SKIPPED`);
-}
-const describePostgres = cluster ? describe : describe.skip;
-
-const pg = cluster ? await importPostgresDriver() : null;
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-  await cluster?.dispose();
-});
-
-function newPool(options: object = {}): PostgresPool {
-  const pool = new pg!.Pool({ connectionString: cluster!.url, ...options });
-  (pool as unknown as { on(event: string, listener: () => void): void }).on("error", () => {});
-  cleanups.push(() => pool.end());
-  return pool;
-}
-
-function backend(options: Omit<PostgresBackendOptions, "connectionString"> & { connectionString?: string }) {
-  const created = createPostgresBackend({
-    ...(options.pool ? {} : { connectionString: cluster!.url }),
-    generationCheckMs: 0,
-    ...options,
-  } as PostgresBackendOptions);
-  cleanups.push(() => created.close());
-  return created;
-}
+const { cluster, describePostgres, newPool, backend } = await startPostgresSuite(
+  "PostgreSQL fleet and fault tests",
+);
 
 describePostgres("a fleet on one PostgreSQL index", () => {
   it("one writer publishes generations atomically; readers pick them up without a restart", async () => {

@@ -9,7 +9,7 @@
  * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { loadKnowledgeBase } from "../../src/files/index.js";
 import {
   buildIndexSnapshot,
@@ -23,7 +23,7 @@ import {
   retrieve,
   retrieveFrom,
 } from "../../src/index.js";
-import { createPostgresBackend, type PostgresBackend } from "../../src/postgres/index.js";
+import type { PostgresBackend } from "../../src/postgres/index.js";
 import { run } from "../cli/helpers.js";
 import {
   blockedArbitrary,
@@ -32,35 +32,15 @@ import {
   resolvedArbitrary,
 } from "../property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
-import { POSTGRES_REQUIRED, type PostgresCluster, startPostgresCluster } from "../support/postgresCluster.js";
+import { startPostgresSuite } from "../support/postgresSuite.js";
 import { expectSameCandidates } from "../support/sameCandidates.js";
 
-const externalUrl = process.env.LEXGROUND_POSTGRES_URL;
-let cluster: PostgresCluster | null = null;
-let url = externalUrl ?? "";
-let skipReason: string | undefined;
-if (!externalUrl) {
-  const started = await startPostgresCluster();
-  cluster = started.cluster;
-  skipReason = started.reason;
-  if (cluster) url = cluster.url;
-}
-if (!url && !POSTGRES_REQUIRED) {
-  console.warn(`[lexground] ${skipReason}: PostgreSQL backend parity tests are SKIPPED`);
-}
-const describePostgres = url ? describe : describe.skip;
+const suite = await startPostgresSuite("PostgreSQL backend parity tests", { external: true });
+const { url, describePostgres } = suite;
 
-const backends: PostgresBackend[] = [];
 function backend(schema: string): PostgresBackend {
-  const created = createPostgresBackend({ connectionString: url, schema, generationCheckMs: 0 });
-  backends.push(created);
-  return created;
+  return suite.backend({ schema });
 }
-
-afterAll(async () => {
-  await Promise.all(backends.map((created) => created.close()));
-  await cluster?.dispose();
-});
 
 /** The shared comparison, plus the adaptive cut-off each candidate carries. */
 function sameCandidates(actual: KnowledgeScoredCandidate[], expected: KnowledgeScoredCandidate[]): void {

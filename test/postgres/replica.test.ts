@@ -7,58 +7,29 @@
  *
  * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { KnowledgeGroundingEngine } from "../../src/index.js";
-import {
-  createPostgresBackend,
-  type PostgresBackendOptions,
-  type PostgresPool,
-} from "../../src/postgres/index.js";
-import {
-  eventually,
-  importPostgresDriver,
-  instrumentedPool,
-  POSTGRES_REQUIRED,
-  type PostgresCluster,
-  type PostgresReplica,
-  startPostgresCluster,
-} from "../support/postgresCluster.js";
+import type { PostgresBackendOptions, PostgresPool } from "../../src/postgres/index.js";
+import { eventually, instrumentedPool } from "../support/postgresCluster.js";
+import { startPostgresSuite } from "../support/postgresSuite.js";
 import { QUERY, sources } from "./fixtures.js";
 
-const started = await startPostgresCluster();
-const primary: PostgresCluster | null = started.cluster;
-const replica: PostgresReplica | null = primary ? await primary.startReplica() : null;
-if (!primary && !POSTGRES_REQUIRED) {
-  console.warn(`[lexground] ${started.reason}: PostgreSQL read replica tests are SKIPPED`);
-}
-const describePostgres = primary ? describe : describe.skip;
-const pg = primary ? await importPostgresDriver() : null;
+const suite = await startPostgresSuite("PostgreSQL read replica tests", { replica: true });
+const { cluster: primary, replica, describePostgres } = suite;
 
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-  await primary?.dispose();
-});
-
+/** A pool on `url` (the primary's or the replica's), ended after the tests. */
 function newPool(url: string): PostgresPool {
-  const pool = new pg!.Pool({ connectionString: url });
-  (pool as unknown as { on(event: string, listener: () => void): void }).on("error", () => {});
-  cleanups.push(() => pool.end());
-  return pool;
+  return suite.newPool({ connectionString: url });
 }
 
 /** A backend writing to the primary and reading from the replica. */
 function splitBackend(schema: string, options: Partial<PostgresBackendOptions> = {}) {
-  const created = createPostgresBackend({
-    ...(options.pool ? {} : { connectionString: primary!.url }),
+  return suite.backend({
     readConnectionString: replica!.url,
     schema,
-    generationCheckMs: 0,
     connectionTimeoutMs: 1_000,
     ...options,
-  } as PostgresBackendOptions);
-  cleanups.push(() => created.close());
-  return created;
+  });
 }
 
 /** The version cited in a turn's block (`[KB:payouts.instant@<version>]`), or the failure. */

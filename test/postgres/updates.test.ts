@@ -10,7 +10,7 @@
  * PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
  */
 import fc from "fast-check";
-import { afterAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   type KnowledgeEntryInput,
   type KnowledgeGroundingConfig,
@@ -18,12 +18,7 @@ import {
   type KnowledgeGroundingOutcome,
   type KnowledgeSource,
 } from "../../src/index.js";
-import {
-  createPostgresBackend,
-  type PostgresBackend,
-  type PostgresBackendOptions,
-  type PostgresPool,
-} from "../../src/postgres/index.js";
+import type { PostgresBackend, PostgresBackendOptions, PostgresPool } from "../../src/postgres/index.js";
 import {
   entryArbitrary,
   ID_POOL,
@@ -32,48 +27,22 @@ import {
   tiedEntryArbitrary,
 } from "../property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
-import {
-  importPostgresDriver,
-  instrumentedPool,
-  POSTGRES_REQUIRED,
-  type PostgresCluster,
-  startPostgresCluster,
-} from "../support/postgresCluster.js";
+import { instrumentedPool } from "../support/postgresCluster.js";
+import { startPostgresSuite } from "../support/postgresSuite.js";
 
-const started = await startPostgresCluster();
-const cluster: PostgresCluster | null = started.cluster;
-if (!cluster && !POSTGRES_REQUIRED) {
-  console.warn(`[lexground] ${started.reason}: PostgreSQL incremental update tests are SKIPPED`);
-}
-const describePostgres = cluster ? describe : describe.skip;
-const pg = cluster ? await importPostgresDriver() : null;
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-  await cluster?.dispose();
-});
+const suite = await startPostgresSuite("PostgreSQL incremental update tests");
+const { describePostgres } = suite;
 
 let inspector: PostgresPool | null = null;
 function inspect(): PostgresPool {
   if (!inspector) {
-    inspector = new pg!.Pool({ connectionString: cluster!.url, max: 2 });
-    const pool = inspector;
-    cleanups.push(() => pool.end());
+    inspector = suite.newPool({ max: 2 });
   }
   return inspector;
 }
 
 function backend(schema: string, options: Partial<PostgresBackendOptions> = {}): PostgresBackend {
-  const created = createPostgresBackend({
-    ...(options.pool ? {} : { connectionString: cluster!.url }),
-    schema,
-    generationCheckMs: 0,
-    compactionDelayMs: 3_600_000,
-    ...options,
-  } as PostgresBackendOptions);
-  cleanups.push(() => created.close());
-  return created;
+  return suite.backend({ schema, compactionDelayMs: 3_600_000, ...options });
 }
 
 /** A serving generation's tables and statistics, as comparable rows (floats in their exact shortest text). */
@@ -229,10 +198,7 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
   }, 240_000);
 
   it("a refused update changes nothing; a write that fails half-way leaves the previous generation serving and the registry as it was", async () => {
-    const write = instrumentedPool(
-      new pg!.Pool({ connectionString: cluster!.url }) as unknown as PostgresPool,
-    );
-    cleanups.push(() => write.pool.end());
+    const write = instrumentedPool(suite.newPool());
     const pgBackend = backend("update_faults", { pool: write.pool });
     const engine = new KnowledgeGroundingEngine({
       enabled: true,

@@ -1,0 +1,80 @@
+/** Options of the PostgreSQL backend: their type, defaults and validation error. */
+import { hasErrorMarker } from "../knowledge/errors.js";
+import type { PostgresPool } from "./driver.js";
+
+/** Options of `createPostgresBackend`. */
+export type PostgresBackendOptions = {
+  /** Where the primary is (`postgres://user@host:5432/db`). Either this or `pool`. */
+  connectionString?: string;
+  /**
+   * A `pg.Pool` of the host's (lexground does not end it). Its connections should turn off parallel plans and JIT
+   * (`options: "-c max_parallel_workers_per_gather=0 -c jit=off"`), as lexground's own pools do.
+   */
+  pool?: PostgresPool;
+  /** A read replica for turns (`readPool` or `readConnectionString`); default: the primary. */
+  readConnectionString?: string;
+  /** A pool of a read replica for turns (the host's; not ended by lexground). */
+  readPool?: PostgresPool;
+  /** The schema holding lexground's tables (created when missing). Default `"lexground"`. */
+  schema?: string;
+  /** Server-side limit of one turn's statements on pools lexground creates. Default 2000 ms. */
+  statementTimeoutMs?: number;
+  /** How long a turn waits for a free connection (pools lexground creates). Default 2000 ms. */
+  connectionTimeoutMs?: number;
+  /** Connections per pool lexground creates. Default 10. */
+  maxConnections?: number;
+  /** How stale the cached serving generation may get before a turn checks it again. Default 1000 ms. */
+  generationCheckMs?: number;
+  /** Published generations kept (the serving one included); older ones are dropped. Default 2. */
+  keepGenerations?: number;
+  /** Approximate bytes per bulk-insert statement of an incremental update (publications use `COPY`). Default 8 MiB. */
+  batchBytes?: number;
+  /**
+   * After an incremental update (`engine.upsert/remove/update`), how long without another update before the
+   * writer publishes the registry again as a fresh generation (compaction: an updated generation is exact, but
+   * turns on it do not use the pruned layout). Default 60,000 ms.
+   */
+  compactionDelayMs?: number;
+};
+
+export const DEFAULTS = {
+  schema: "lexground",
+  statementTimeoutMs: 2_000,
+  connectionTimeoutMs: 2_000,
+  maxConnections: 10,
+  generationCheckMs: 1_000,
+  keepGenerations: 2,
+  batchBytes: 8 * 1024 * 1024,
+  compactionDelayMs: 60_000,
+} as const;
+
+const OPTIONS_ERROR_MARKER = Symbol.for("lexground.PostgresBackendOptionsError");
+
+/** Raised for bad backend options (at creation, so a misconfiguration is found at start-up). */
+export class PostgresBackendOptionsError extends TypeError {
+  override readonly name = "PostgresBackendOptionsError";
+  /** Stable machine-readable code. */
+  readonly code = "INVALID_BACKEND_OPTIONS";
+  readonly [OPTIONS_ERROR_MARKER] = true;
+
+  /** True for a `PostgresBackendOptionsError` from any copy of the package. */
+  static isInstance(error: unknown): error is PostgresBackendOptionsError {
+    return hasErrorMarker(error, OPTIONS_ERROR_MARKER);
+  }
+}
+
+/** Option `key`, or its default; a {@link PostgresBackendOptionsError} when it is not a number >= `minimum`. */
+export function readOption<K extends keyof typeof DEFAULTS>(
+  options: PostgresBackendOptions,
+  key: K,
+  minimum: number,
+): number {
+  const value = options[key];
+  if (value === undefined) return DEFAULTS[key] as number;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < minimum) {
+    throw new PostgresBackendOptionsError(
+      `createPostgresBackend: ${key} must be a number >= ${minimum}, got ${String(value)}`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,226 @@
+/**
+ * Publishing a generation: its row, tables, rows (binary `COPY`), indexes and the switch to it, in one
+ * transaction; reading which generation serves; retiring old ones.
+ */
+import { type CopyEncoder, copyIn, NO_READ_TIMEOUT } from "./copy.js";
+import type { PostgresPoolClient } from "./driver.js";
+import { ImpactCollector } from "./impactBlocks.js";
+import type { GenerationData } from "./indexData.js";
+import {
+  createGenerationStatements,
+  dropGenerationStatement,
+  encodeKey,
+  GENERATION_LAYOUT,
+  type GenerationTables,
+  generationTables,
+  indexGenerationStatements,
+  quoteIdentifier,
+  SCOPE_DOMAIN,
+  SCOPE_INTEGRATION,
+  SCOPE_RESTRICTED,
+} from "./sql.js";
+
+export async function writeGeneration(
+  schema: string,
+  client: PostgresPoolClient,
+  data: GenerationData,
+  contentKey: string,
+): Promise<number> {
+  // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
+  return publishGeneration(
+    schema,
+    client,
+    {
+      contentKey,
+      entryCount: data.documentCount,
+      parameters: JSON.stringify(data.parameters),
+      statistics: JSON.stringify({
+        maxPhraseWords: data.maxPhraseWords,
+        documentCount: data.documentCount,
+        averageLengths: data.averageLengths,
+      }),
+      layout: GENERATION_LAYOUT,
+    },
+    async (tables) => ((await loadGeneration(client, tables, data)) ? GENERATION_LAYOUT : 1),
+  );
+}
+
+/**
+ * Publishes a new generation in one transaction: its row (state `building`), its tables created, filled by
+ * `fill` (which returns the layout turns may use), indexed, marked ready and switched to together, so a replica
+ * replays all of it or none, and a failure at any step leaves nothing behind, the previous generation serving
+ * and the generation recorded as failed with its error.
+ */
+export async function publishGeneration(
+  schema: string,
+  client: PostgresPoolClient,
+  generationRow: {
+    contentKey: string;
+    entryCount: number;
+    parameters: string;
+    statistics: string;
+    layout: number;
+  },
+  fill: (tables: GenerationTables) => Promise<number>,
+): Promise<number> {
+  const s = quoteIdentifier(schema);
+  const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
+  const generation = Number(numbered.rows[0]!.generation);
+  const tables = generationTables(schema, generation);
+  const row = [
+    generation,
+    generationRow.contentKey,
+    generationRow.entryCount,
+    generationRow.parameters,
+    generationRow.statistics,
+    generationRow.layout,
+  ];
+  try {
+    await client.query({ text: "begin" });
+    await client.query({
+      text: `insert into ${s}.generations
+        (generation, state, content_key, entry_count, parameters, statistics, layout)
+        values ($1, 'building', $2, $3, $4, $5, $6)`,
+      values: row,
+    });
+    for (const text of createGenerationStatements(tables)) await client.query({ text });
+    const layout = await fill(tables);
+    for (const text of indexGenerationStatements(tables, generation))
+      await client.query({ text, query_timeout: NO_READ_TIMEOUT });
+    await client.query({
+      text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2
+        where generation = $1`,
+      values: [generation, layout],
+    });
+    await client.query({
+      text: `insert into ${s}.serving (generation) values ($1)
+        on conflict (singleton) do update set generation = excluded.generation, switched_at = now()`,
+      values: [generation],
+    });
+    await client.query({ text: "commit" });
+    return generation;
+  } catch (error) {
+    await client.query({ text: "rollback" }).catch(() => {});
+    await client
+      .query({
+        text: `insert into ${s}.generations
+          (generation, state, content_key, entry_count, parameters, statistics, layout, error)
+          values ($1, 'failed', $2, $3, $4, $5, $6, $7)
+          on conflict (generation) do update set state = 'failed', error = excluded.error`,
+        values: [...row, error instanceof Error ? error.message : String(error)],
+      })
+      .catch(() => {});
+    throw error;
+  }
+}
+
+/** Drops all but the newest `keepGenerations` published generations (and leftovers of failed builds). */
+export async function retireOldGenerations(
+  schema: string,
+  client: PostgresPoolClient,
+  keepGenerations: number,
+): Promise<void> {
+  const s = quoteIdentifier(schema);
+  const result = await client.query({
+    text: `select generation from ${s}.generations where state in ('ready', 'failed', 'building')
+      and generation not in (select generation from ${s}.generations where state = 'ready'
+        order by generation desc limit $1)
+      and generation not in (select generation from ${s}.serving)`,
+    values: [keepGenerations],
+  });
+  for (const row of result.rows) {
+    const generation = Number(row.generation);
+    await client.query({ text: dropGenerationStatement(generationTables(schema, generation)) });
+    await client.query({
+      text: `update ${s}.generations set state = case when state = 'ready' then 'retired' else state end
+        where generation = $1`,
+      values: [generation],
+    });
+  }
+}
+
+/**
+ * Loads a generation's tables with binary COPY, in the transaction that created them (`freeze`: the rows are
+ * written as already visible, so no later pass rewrites them). The forward rows feed the impact blocks, which
+ * are loaded last. Resolves with whether every impact is finite and non-negative (what pruning relies on).
+ */
+async function loadGeneration(
+  client: PostgresPoolClient,
+  tables: GenerationTables,
+  data: GenerationData,
+): Promise<boolean> {
+  const copy = (table: string, columns: string[], produce: (encoder: CopyEncoder) => Promise<void>) =>
+    copyIn(client, table, columns, produce, { freeze: true });
+  await copy(tables.entries, ["doc", "id", "entry", "relations", "field_lengths"], async (encoder) => {
+    for (const row of data.entries) {
+      await encoder.row(5);
+      encoder.int4(row.doc);
+      encoder.text(JSON.stringify(row.entry.id));
+      encoder.text(JSON.stringify(row.entry));
+      encoder.int4Array(row.relations);
+      encoder.int4Array(row.fieldLengths);
+    }
+  });
+  await copy(
+    tables.postings,
+    ["term", "field", "document_frequency", "docs", "frequencies", "contributions"],
+    async (encoder) => {
+      for (const posting of data.postings()) {
+        await encoder.row(6);
+        encoder.text(encodeKey(posting.term));
+        encoder.int2(posting.field);
+        encoder.int4(posting.documentFrequency);
+        encoder.int4Array(posting.docs);
+        encoder.int4Array(posting.frequencies);
+        encoder.float8Array(posting.contributions);
+      }
+    },
+  );
+  await copy(tables.phrases, ["key", "exact", "alias"], async (encoder) => {
+    for (const [key, ids] of data.phrases) {
+      await encoder.row(3);
+      encoder.text(encodeKey(key));
+      encoder.int4Array(ids.exact);
+      encoder.int4Array(ids.alias);
+    }
+  });
+  await copy(tables.scopes, ["kind", "key", "docs"], async (encoder) => {
+    const scope = async (kind: number, key: string, docs: readonly number[]) => {
+      await encoder.row(3);
+      encoder.int2(kind);
+      encoder.text(encodeKey(key));
+      encoder.int4Array(docs);
+    };
+    await scope(SCOPE_RESTRICTED, "", data.restricted);
+    for (const [key, docs] of data.byIntegration) await scope(SCOPE_INTEGRATION, key, docs);
+    for (const [key, docs] of data.byDomain) await scope(SCOPE_DOMAIN, key, docs);
+  });
+  const impacts = new ImpactCollector(data.terms);
+  await copy(tables.forward, ["doc", "id", "keys", "contributions"], async (encoder) => {
+    for (const row of data.documents()) {
+      impacts.add(row);
+      await encoder.row(4);
+      encoder.int4(row.doc);
+      encoder.text(JSON.stringify(data.entries[row.doc]!.entry.id));
+      encoder.int4Bytes(row.keys);
+      encoder.float8Bytes(row.contributions);
+    }
+  });
+  await copy(
+    tables.impacts,
+    ["term", "block", "term_id", "document_frequency", "docs", "impacts", "next_impact"],
+    async (encoder) => {
+      for (const row of impacts.rows()) {
+        await encoder.row(7);
+        encoder.text(encodeKey(row.term));
+        encoder.int2(row.block);
+        encoder.int4(row.termId);
+        encoder.int4(row.documentFrequency);
+        encoder.int4Bytes(row.docs);
+        encoder.float8Bytes(row.impacts);
+        encoder.float8(row.nextImpact);
+      }
+    },
+  );
+  return impacts.bounded;
+}

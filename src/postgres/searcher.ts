@@ -1,0 +1,168 @@
+/**
+ * A turn's searches against one generation: the candidates (the pruned path when the generation's impact blocks
+ * prove the top K, otherwise every posting of the query's terms summed in one statement, with the phrase hits),
+ * then the selected entries with their relations' targets.
+ */
+import { getAnalyzer } from "../knowledge/analyzer.js";
+import { MAX_QUERY_TOKENS } from "../knowledge/defaults.js";
+import type {
+  KnowledgeCandidateEvidence,
+  KnowledgeCandidateQuery,
+  KnowledgeSearchBackend,
+  KnowledgeSelectionEntries,
+} from "../knowledge/searchBackend.js";
+import type { KnowledgeLexicalMatch, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import type { PostgresBackend } from "./backend.js";
+import { PRUNE_MAX_TERMS, PrunedSearch } from "./prunedSearch.js";
+import type { GenerationRow } from "./serving.js";
+import {
+  candidatesStatement,
+  encodeKey,
+  type GenerationTables,
+  int4Array,
+  selectionEntriesStatement,
+} from "./sql.js";
+import { FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
+
+/** The dense ids of a query's candidates, kept for its `selectionEntries` call. */
+const candidateDocs = new WeakMap<KnowledgeCandidateQuery, Map<string, number>>();
+
+/** A turn's searches against one generation. */
+export class PostgresSearcher implements KnowledgeSearchBackend {
+  private readonly candidatesText: string;
+  private readonly entriesText: string;
+  private readonly analyzer: ReturnType<typeof getAnalyzer>;
+  private readonly bm25f: boolean;
+  private readonly pruned: PrunedSearch;
+
+  constructor(
+    private readonly backend: PostgresBackend,
+    private readonly generation: GenerationRow,
+    tables: GenerationTables,
+  ) {
+    this.bm25f = generation.parameters.scoring === "bm25f";
+    this.candidatesText = candidatesStatement(tables, this.bm25f);
+    this.entriesText = selectionEntriesStatement(tables);
+    this.pruned = new PrunedSearch(backend, generation, tables, this.bm25f, (kind) =>
+      this.statementName(kind),
+    );
+    this.analyzer = getAnalyzer(generation.parameters.analyzer);
+  }
+
+  private statementName(kind: string): string {
+    return `lexground:${this.backend.schema}:g${this.generation.generation}:${kind}`;
+  }
+
+  /** The query's analyzed terms, distinct, in first-occurrence order, at most `MAX_QUERY_TOKENS` (as in memory). */
+  private terms(tokens: readonly string[]): string[] {
+    const analyzed = this.analyzer ? this.analyzer(tokens) : tokens;
+    const seen = new Set<string>();
+    for (const token of analyzed) {
+      if (seen.has(token)) continue;
+      if (seen.size >= MAX_QUERY_TOKENS) break;
+      seen.add(token);
+    }
+    return [...seen];
+  }
+
+  async candidates(query: KnowledgeCandidateQuery): Promise<KnowledgeCandidateEvidence> {
+    const topK = query.topK > 0 ? Math.min(Math.ceil(query.topK), 2_147_483_647) : 0;
+    const terms = topK > 0 ? this.terms(query.lexicalTokens) : [];
+    const docs = new Map<string, number>();
+    candidateDocs.set(query, docs);
+    if (terms.length === 0 && (query.phraseTokens.length === 0 || this.generation.maxPhraseWords === 0))
+      return { exact: new Map(), alias: new Map(), matches: [] };
+    if (this.generation.layout >= 2 && terms.length > 0 && terms.length <= PRUNE_MAX_TERMS) {
+      const pruned = await this.pruned.prunedCandidates(query, terms, topK, docs);
+      if (pruned) {
+        this.backend.turnPaths.pruned++;
+        return pruned;
+      }
+    }
+    this.backend.turnPaths.full++;
+    return this.fullCandidates(query, terms, topK, docs);
+  }
+
+  /** Every posting of the query's terms summed in the database (one statement, with the phrase hits). */
+  private async fullCandidates(
+    query: KnowledgeCandidateQuery,
+    terms: readonly string[],
+    topK: number,
+    docs: Map<string, number>,
+  ): Promise<KnowledgeCandidateEvidence> {
+    const tokens = query.phraseTokens;
+    const result = await this.backend.read({
+      name: this.statementName("candidates"),
+      text: this.candidatesText,
+      values: [
+        terms.map(encodeKey),
+        topK,
+        [...query.enabledIntegrations].map(encodeKey),
+        [...query.blockedDomains].map(encodeKey),
+        tokens,
+        Math.min(this.generation.maxPhraseWords, tokens.length),
+      ],
+    });
+    const lexical: { doc: number; match: KnowledgeLexicalMatch }[] = [];
+    const hits: PhraseHitRow[] = [];
+    for (const row of result.rows) {
+      const doc = Number(row.doc);
+      const id = JSON.parse(String(row.id)) as string;
+      docs.set(id, doc);
+      const kind = Number(row.kind);
+      if (kind === 0) {
+        const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
+        FIELD_NAMES.forEach((field, index) => {
+          const value = row[`f${index}`];
+          if (value !== null && value !== undefined) fieldScores[field] = Number(value);
+        });
+        lexical.push({ doc, match: { id, score: Number(row.score), fieldScores } });
+      } else {
+        hits.push({ kind, ord: Number(row.ord), doc, id });
+      }
+    }
+    // Rank order as in memory: score descending, then dense id (code-unit order of ids).
+    lexical.sort((left, right) => right.match.score - left.match.score || left.doc - right.doc);
+    return { ...phraseHits(tokens, hits), matches: lexical.map((item) => item.match) };
+  }
+
+  async selectionEntries(
+    ids: readonly string[],
+    query: KnowledgeCandidateQuery,
+  ): Promise<KnowledgeSelectionEntries> {
+    const known = candidateDocs.get(query);
+    const docs: number[] = [];
+    for (const id of ids) {
+      const doc = known?.get(id);
+      if (doc === undefined) throw new Error(`${JSON.stringify(id)} is not a candidate of this query`);
+      docs.push(doc);
+    }
+    const result = await this.backend.read({
+      name: `lexground:${this.backend.schema}:g${this.generation.generation}:entries`,
+      text: this.entriesText,
+      values: [int4Array(docs)],
+    });
+    const byDoc = new Map<number, NormalizedKnowledgeEntry>();
+    const relationDocs = new Map<string, number[]>();
+    for (const row of result.rows) {
+      const entry = JSON.parse(String(row.entry)) as NormalizedKnowledgeEntry;
+      byDoc.set(Number(row.doc), entry);
+      if (Array.isArray(row.relations)) relationDocs.set(entry.id, row.relations.map(Number));
+    }
+    const byId = new Map<string, NormalizedKnowledgeEntry>();
+    for (const entry of byDoc.values()) byId.set(entry.id, entry);
+    return {
+      entry: (id) => byId.get(id),
+      relations: (id) => {
+        const related = relationDocs.get(id);
+        if (!related) return undefined;
+        const relatedIds: string[] = [];
+        for (const doc of related) {
+          const entry = byDoc.get(doc);
+          if (entry) relatedIds.push(entry.id);
+        }
+        return relatedIds;
+      },
+    };
+  }
+}
