@@ -20,6 +20,7 @@ import {
   createPool,
   loadPostgresDriver,
   type PostgresPool,
+  type PostgresPoolClient,
   type PostgresQueryConfig,
   type PostgresQueryResult,
 } from "./driver.js";
@@ -305,11 +306,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       if (before && before.contentKey === options.contentKey && !before.derived)
         return { generation: before.generation, entryCount: before.entryCount, reused: true };
       const data = computeGenerationData(entries, options.indexOptions);
-      const pool = await this.primary();
-      const client = await pool.connect();
-      try {
-        await client.query({ text: "set statement_timeout = 0" });
-        await client.query({ text: "select pg_advisory_lock($1, 2)", values: [LOCK_NAMESPACE] });
+      return this.whilePublishing(async (client) => {
         // Another process may have published the same content while this one waited for the lock.
         const latest = await servingRow(this.schema, client);
         if (latest && latest.contentKey === options.contentKey && !latest.derived)
@@ -318,13 +315,27 @@ export class PostgresBackend implements KnowledgeIndexBackend {
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;
         return { generation, entryCount: data.documentCount, reused: false };
-      } finally {
-        client.release(true);
-      }
+      });
     });
     // Status reports the generation now serving (readers learn it within generationCheckMs).
     await this.current().catch(() => {});
     return published;
+  }
+
+  /**
+   * Runs `write` on a connection of the primary holding the publishing lock (one writer at a time, across
+   * processes), without a statement timeout. The connection is destroyed afterwards: its session holds the lock.
+   */
+  private async whilePublishing<T>(write: (client: PostgresPoolClient) => Promise<T>): Promise<T> {
+    const pool = await this.primary();
+    const client = await pool.connect();
+    try {
+      await client.query({ text: "set statement_timeout = 0" });
+      await client.query({ text: "select pg_advisory_lock($1, 2)", values: [LOCK_NAMESPACE] });
+      return await write(client);
+    } finally {
+      client.release(true);
+    }
   }
 
   // Incremental updates ----------------------------------------------------------------------------------------
@@ -347,11 +358,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     const published = await this.tracked(async () => {
       await this.ensureSchema();
       const parameters = resolveIndexParameters(options.indexOptions);
-      const pool = await this.primary();
-      const client = await pool.connect();
-      try {
-        await client.query({ text: "set statement_timeout = 0" });
-        await client.query({ text: "select pg_advisory_lock($1, 2)", values: [LOCK_NAMESPACE] });
+      return this.whilePublishing(async (client) => {
         const base = await servingRow(this.schema, client);
         if (base && base.contentKey === options.contentKey)
           return { generation: base.generation, entryCount: base.entryCount, reused: true };
@@ -379,9 +386,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;
         return { generation, entryCount: entries.length, reused: false };
-      } finally {
-        client.release(true);
-      }
+      });
     });
     if (!published.reused) this.compactions.schedule(entries, options.indexOptions, options.contentKey);
     await this.current().catch(() => {});
