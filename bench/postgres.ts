@@ -19,7 +19,7 @@ import {
   type TurnRunner,
 } from "./implementations.js";
 
-const SERVER_SETTINGS = [
+export const SERVER_SETTINGS = [
   "shared_buffers=512MB",
   "work_mem=64MB",
   "max_wal_size=4GB",

@@ -60,6 +60,8 @@ export type PostgresCluster = {
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication). */
   url: string;
   port: number;
+  /** Its temporary folder (the data in `data/`, the log in `log`). */
+  folder: string;
   /** Stops the server at once (`-m immediate`: connections are cut, as in a crash). */
   stop(): Promise<void>;
   /** Starts it again on the same port and data. */
@@ -204,6 +206,7 @@ async function startReplicaOf(
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
+    folder,
     start: control.start,
     stop: control.stop,
     async dispose() {
@@ -287,6 +290,7 @@ export async function startPostgresCluster(
     cluster: {
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       port,
+      folder,
       start,
       stop,
       async dispose() {

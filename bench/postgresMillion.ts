@@ -1,0 +1,179 @@
+/**
+ * The PostgreSQL backend at a million entries (issue 15): one synthetic registry of `--size` entries (default
+ * 1,000,000; seed 20260714, as `bench/million.ts`, so its in-memory figures are of the same registry and turns),
+ * published into PostgreSQL (timed: wall and CPU), optionally built in memory in the same process for the ratio
+ * (`--memory-build`), then turns measured by a reader in a separate process (`bench/postgresReader.ts`: a fresh
+ * `node` holding no registry and no index, as a replica of the fleet), with its heap while it serves.
+ *
+ * `flock /tmp/lexground-big.lock node --expose-gc --max-old-space-size=14336 --import tsx bench/postgresMillion.ts
+ *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]`
+ * Without `--url` a throwaway cluster is started (bench/postgres.ts's settings); `--keep` leaves it running (its
+ * URL and folder are printed) so that `--skip-publish --url …` measures turns again on the same generation.
+ * The queries go to `--queries-file` (default /tmp/lexground-pg-million-<size>.json). Progress on stderr, a
+ * Markdown table on stdout.
+ */
+import { execFile } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { promisify } from "node:util";
+import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
+import { normalizeSources } from "../src/knowledge/resolve.js";
+import { createPostgresBackend } from "../src/postgres/index.js";
+import { type PostgresCluster, startPostgresCluster } from "../test/support/postgresCluster.js";
+import { REPO_ROOT } from "./firstTurn.js";
+import { SERVER_SETTINGS } from "./postgres.js";
+import type { ReaderQueries, ReaderReport } from "./postgresReader.js";
+import { generateSyntheticRegistry } from "./synthetic.js";
+
+const run = promisify(execFile);
+
+function option(name: string, fallback: string): string {
+  const index = process.argv.indexOf(`--${name}`);
+  return index >= 0 && process.argv[index + 1] !== undefined ? process.argv[index + 1]! : fallback;
+}
+const flag = (name: string) => process.argv.includes(`--${name}`);
+
+const size = Number(option("size", "1000000"));
+const seed = Number(option("seed", "20260714"));
+const queriesFile = option("queries-file", `/tmp/lexground-pg-million-${size}.json`);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error("run with node --expose-gc");
+
+function log(message: string): void {
+  process.stderr.write(`[pg-million] ${message} (load ${loadavg()[0]!.toFixed(1)})\n`);
+}
+
+const seconds = (milliseconds: number) => `${(milliseconds / 1000).toFixed(1)} s`;
+const megabytes = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+
+async function main(): Promise<void> {
+  const rows: [string, string][] = [];
+  let cluster: PostgresCluster | null = null;
+  let url = option("url", "");
+  if (!url) {
+    const started = await startPostgresCluster(SERVER_SETTINGS);
+    if (!started.cluster) throw new Error(`cannot start PostgreSQL: ${started.reason}`);
+    cluster = started.cluster;
+    url = cluster.url;
+    log(`throwaway cluster ${url} in ${cluster.folder}`);
+  }
+  try {
+    if (!flag("skip-publish")) {
+      log(`generating ${size} entries (seed ${seed})`);
+      const workload = generateSyntheticRegistry({ size, seed, queryCount: 300 });
+      const queries: ReaderQueries = {
+        blockedDomains: workload.blockedDomains,
+        queries: workload.queries,
+        warmupQueries: workload.warmupQueries,
+      };
+      writeFileSync(queriesFile, JSON.stringify(queries));
+      const normalized = normalizeSources([{ id: "synthetic", version: "1", entries: workload.entries }], {
+        manifestVersion: "0",
+      });
+      if (!normalized.validation.ok) throw new Error("the synthetic registry is invalid");
+      workload.entries.length = 0;
+      log("validated; publishing");
+      const backend = createPostgresBackend({
+        connectionString: url,
+        schema: "bench",
+        statementTimeoutMs: 0,
+      });
+      let started = performance.now();
+      let cpu = process.cpuUsage();
+      const published = await backend.publish(normalized.entries, {
+        indexOptions: {},
+        contentKey: `million-${size}-${seed}-${Date.now()}`,
+      });
+      const publishMs = performance.now() - started;
+      const publishCpu = process.cpuUsage(cpu);
+      await backend.close();
+      rows.push([
+        `publish ${size.toLocaleString("en-US")} entries into PostgreSQL (generation ${published.generation})`,
+        `${seconds(publishMs)} (app CPU ${seconds((publishCpu.user + publishCpu.system) / 1000)})`,
+      ]);
+      log(`published in ${seconds(publishMs)}`);
+      if (flag("memory-build")) {
+        gc!();
+        started = performance.now();
+        cpu = process.cpuUsage();
+        const build = startIndexBuild(normalized.entries);
+        build.step(Number.POSITIVE_INFINITY);
+        build.finish();
+        const buildMs = performance.now() - started;
+        const buildCpu = process.cpuUsage(cpu);
+        rows.push([
+          "in-memory build of the same entries (same process, after the publication)",
+          `${seconds(buildMs)} (CPU ${seconds((buildCpu.user + buildCpu.system) / 1000)}); publish ÷ build ×${(publishMs / buildMs).toFixed(1)}`,
+        ]);
+        log(`in-memory build ${seconds(buildMs)}`);
+      }
+      normalized.entries.length = 0;
+      gc!();
+    } else if (!existsSync(queriesFile)) {
+      throw new Error(`--skip-publish needs the queries of a previous run: ${queriesFile}`);
+    }
+    log("reader process: turns");
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [
+        "--expose-gc",
+        "--import",
+        "tsx",
+        join(REPO_ROOT, "bench", "postgresReader.ts"),
+        "--url",
+        url,
+        "--schema",
+        "bench",
+        "--queries",
+        queriesFile,
+        "--turns",
+        option("turns", "60"),
+        "--clients",
+        option("clients", "16"),
+        "--budget-ms",
+        option("budget-ms", "900000"),
+        "--concurrent-ms",
+        option("concurrent-ms", "60000"),
+      ],
+      { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024, timeout: 3 * 3600_000 },
+    );
+    process.stderr.write(stderr);
+    const report = JSON.parse(stdout.trim().split("\n").at(-1)!) as ReaderReport;
+    const c = report.concurrent;
+    rows.push([
+      `turn (reader engine.ground, ${report.turns} queries) p50 / p99 / max`,
+      `${report.p50.toFixed(0)} / ${report.p99.toFixed(0)} / ${report.max.toFixed(0)} ms (${report.paths.pruned} pruned, ${report.paths.full} full${report.failed > 0 ? `, ${report.failed} failed open` : ""})`,
+    ]);
+    rows.push([
+      `${c.clients} concurrent clients`,
+      `${c.turnsPerSecond.toFixed(1)} turns/s (${c.turns} turns, p50 ${c.p50.toFixed(0)} ms, p99 ${c.p99.toFixed(0)} ms${c.failed > 0 ? `, ${c.failed} failed open` : ""})`,
+    ]);
+    rows.push([
+      "reader heap (heapUsed + external): code loaded / serving / after the turns",
+      `${megabytes(report.heap.baselineBytes)} / ${megabytes(report.heap.readyBytes)} / ${megabytes(report.heap.afterTurnsBytes)}`,
+    ]);
+    rows.push([
+      "reader heap peak during turns (no collection forced) / peak RSS",
+      `${megabytes(report.heap.peakDuringTurnsBytes)} / ${megabytes(report.heap.peakRssBytes)}`,
+    ]);
+    rows.push([
+      "reader turn latencies (ms, in order)",
+      report.latencies.map((value) => value.toFixed(0)).join(" "),
+    ]);
+    console.log(
+      `PostgreSQL backend, ${size.toLocaleString("en-US")} synthetic entries (seed ${seed}), ${cpus().length} CPUs, ` +
+        `Node ${process.version}, load ${report.load[0].toFixed(1)} → ${report.load[1].toFixed(1)} during the reader`,
+    );
+    console.log("");
+    console.log("| step | measured |");
+    console.log("|---|--:|");
+    for (const [step, value] of rows) console.log(`| ${step} | ${value} |`);
+  } finally {
+    if (cluster && !flag("keep")) await cluster.dispose();
+    else if (cluster) log(`cluster kept: ${url} (stop: pg_ctl -D ${cluster.folder}/data -m immediate stop)`);
+  }
+}
+
+await main();
