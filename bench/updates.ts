@@ -5,7 +5,7 @@
  * leave the engine answering exactly as a full build of the final registry.
  */
 import { readFileSync } from "node:fs";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { KnowledgeGroundingEngine } from "../src/index.js";
 import { clearKnowledgeIndexCache } from "../src/knowledge/indexCache.js";
@@ -29,6 +29,8 @@ export type UpdateReport = {
   /** The same while the background compaction ran, after the rounds. */
   blockedDuringCompaction: BlockReadings;
   compactionMilliseconds: number;
+  /** Main-thread CPU time the compaction took (Linux; null elsewhere): its own work and collections, not waits. */
+  compactionCpuMilliseconds: number | null;
   turnWhilePendingMilliseconds: { p50: number; p99: number };
   turnAfterCompactionMilliseconds: { p50: number; p99: number };
   randomUpdates: number;
@@ -48,6 +50,16 @@ export type BlockReadings = {
    * that file is missing, the process CPU time (all threads), an upper bound.
    */
   mainThreadCpuMilliseconds: number;
+  /** Longest garbage-collection pause of the main thread (Node's `gc` performance entries). */
+  collectorPauseMilliseconds: number;
+};
+
+/** Node's `gc` entry kinds, named. */
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: "minor",
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: "major",
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: "incremental marking",
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: "weak callbacks",
 };
 
 /** CPU nanoseconds the calling thread has run (Linux), or null where the kernel does not say. */
@@ -59,6 +71,9 @@ function threadCpuNanoseconds(): number | null {
   }
 }
 
+/** Blocks longer than this are listed by `--log-blocks` (the target's bound). */
+const LOGGED_BLOCK_MS = 20;
+
 /** Watches the event loop from `start()` to `stop()` (see {@link BlockReadings}). */
 class BlockProbe {
   private readonly histogram = monitorEventLoopDelay({ resolution: 1 });
@@ -68,12 +83,35 @@ class BlockProbe {
   private lastProcessCpu = process.cpuUsage();
   private maxGap = 0;
   private maxCpu = 0;
+  private phase = "";
+  /** Every main-thread CPU block over {@link LOGGED_BLOCK_MS}, with when it ended (for `--log-blocks`). */
+  readonly longBlocks: { phase: string; endedAtMs: number; cpuMs: number; gapMs: number }[] = [];
+  /** Collector pauses of the main thread over {@link LOGGED_BLOCK_MS} (Node's `gc` performance entries). */
+  readonly longPauses: { phase: string; startedAtMs: number; durationMs: number; kind: string }[] = [];
+  private maxPause = 0;
+  private readonly collector = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      this.maxPause = Math.max(this.maxPause, entry.duration);
+      if (entry.duration > LOGGED_BLOCK_MS) {
+        const detail = (entry as { detail?: { kind?: number } }).detail;
+        this.longPauses.push({
+          phase: this.phase,
+          startedAtMs: entry.startTime,
+          durationMs: entry.duration,
+          kind: GC_KINDS[detail?.kind ?? 0] ?? String(detail?.kind),
+        });
+      }
+    }
+  });
 
-  start(): void {
+  start(phase = ""): void {
+    this.phase = phase;
     this.histogram.reset();
     this.histogram.enable();
     this.maxGap = 0;
     this.maxCpu = 0;
+    this.maxPause = 0;
+    this.collector.observe({ entryTypes: ["gc"] });
     this.lastTick = performance.now();
     this.lastThreadCpu = threadCpuNanoseconds();
     this.lastProcessCpu = process.cpuUsage();
@@ -82,30 +120,62 @@ class BlockProbe {
 
   private tick(): void {
     const now = performance.now();
-    this.maxGap = Math.max(this.maxGap, now - this.lastTick);
+    const gap = now - this.lastTick;
+    this.maxGap = Math.max(this.maxGap, gap);
     this.lastTick = now;
     const thread = threadCpuNanoseconds();
+    let cpuMs: number;
     if (thread !== null && this.lastThreadCpu !== null) {
-      this.maxCpu = Math.max(this.maxCpu, (thread - this.lastThreadCpu) / 1e6);
+      cpuMs = (thread - this.lastThreadCpu) / 1e6;
       this.lastThreadCpu = thread;
     } else {
       const cpu = process.cpuUsage(this.lastProcessCpu);
-      this.maxCpu = Math.max(this.maxCpu, (cpu.user + cpu.system) / 1000);
+      cpuMs = (cpu.user + cpu.system) / 1000;
       this.lastProcessCpu = process.cpuUsage();
     }
+    this.maxCpu = Math.max(this.maxCpu, cpuMs);
+    if (cpuMs > LOGGED_BLOCK_MS)
+      this.longBlocks.push({ phase: this.phase, endedAtMs: now, cpuMs, gapMs: gap });
+  }
+
+  /** Prints the long blocks and collector pauses seen since the last call (stderr), then forgets them. */
+  logLongBlocks(): void {
+    for (const block of this.longBlocks)
+      console.error(
+        `block ${block.cpuMs.toFixed(1)} ms CPU (${block.gapMs.toFixed(1)} ms wall) ending at ${block.endedAtMs.toFixed(0)} ms: ${block.phase}`,
+      );
+    for (const pause of this.longPauses)
+      console.error(
+        `collector pause (${pause.kind}) ${pause.durationMs.toFixed(1)} ms from ${pause.startedAtMs.toFixed(0)} ms: ${pause.phase}`,
+      );
+    this.longBlocks.length = 0;
+    this.longPauses.length = 0;
+  }
+
+  /** Names what runs from now on, for the list of long blocks. */
+  setPhase(phase: string): void {
+    this.phase = phase;
   }
 
   stop(): BlockReadings {
     this.tick();
     if (this.ticker) clearInterval(this.ticker);
     this.histogram.disable();
+    this.collector.disconnect();
     return {
+      collectorPauseMilliseconds: this.maxPause,
       histogramMilliseconds: this.histogram.max / 1e6,
       timerGapMilliseconds: this.maxGap,
       mainThreadCpuMilliseconds: this.maxCpu,
     };
   }
 }
+
+/**
+ * The turn timeout of the benchmark's engines: a turn that overruns the default 800 ms on a loaded machine fails
+ * open, which would count as a difference from the full build that has nothing to do with the updates.
+ */
+const COMPARISON_TIMEOUT_MS = 60_000;
 
 function percentile(values: readonly number[], fraction: number): number {
   const sorted = values.slice().sort((left, right) => left - right);
@@ -118,6 +188,7 @@ function summary(outcome: KnowledgeGroundingOutcome): string {
     selected: outcome.metadata.selectedIds,
     expanded: outcome.metadata.expandedIds,
     confidence: outcome.metadata.confidence,
+    failureReason: outcome.metadata.failureReason ?? null,
     candidates: outcome.retrieval?.candidates?.map((candidate) => [candidate.id, candidate.score]),
   });
 }
@@ -158,6 +229,8 @@ export async function measureUpdates(
     batchSize?: number;
     randomUpdates?: number;
     compareQueries?: number;
+    /** Lists every main-thread block over 20 ms on stderr, with its phase and time (to set beside `--trace-gc`). */
+    logBlocks?: boolean;
   },
 ): Promise<UpdateReport> {
   const rounds = options.rounds ?? 30;
@@ -172,7 +245,12 @@ export async function measureUpdates(
     .flatMap((query) => query.query.split(/\s+/))
     .filter((word) => word.length > 2);
   clearKnowledgeIndexCache();
-  const engine = new KnowledgeGroundingEngine({ enabled: true, sources: workload.sources, logger: null });
+  const engine = new KnowledgeGroundingEngine({
+    enabled: true,
+    sources: workload.sources,
+    logger: null,
+    timeoutMs: COMPARISON_TIMEOUT_MS,
+  });
   await engine.ready();
   const queries = workload.queries.slice(0, 60);
   await turnTimes(engine, workload.warmupQueries.slice(0, 20));
@@ -189,23 +267,38 @@ export async function measureUpdates(
       registry.set(id, changed);
       batch.push(changed);
     }
+    probe.setPhase(`update ${round}`);
     const started = performance.now();
     const result = await engine.upsert(batch);
+    probe.setPhase(`after update ${round} (live at ${performance.now().toFixed(0)} ms)`);
     live.push(performance.now() - started);
     if (!result.live)
       throw new Error(`update round ${round} did not go live: ${JSON.stringify(result.issues)}`);
     // The first update also indexes the registry by id (once per engine, in slices): watched from the second on.
-    if (round === 0) probe.start();
+    if (round === 0) probe.start("after update 0");
     // Spaced like edits arriving one after another (the compaction waits for a quiet moment).
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   blockedDuringUpdates = probe.stop();
+  if (options.logBlocks) probe.logLongBlocks();
   const pending = await turnTimes(engine, queries);
   const compactionStarted = performance.now();
-  probe.start();
+  const compactionCpuStarted = threadCpuNanoseconds();
+  probe.start("compaction");
   await engine.compacted();
   const compactionMilliseconds = performance.now() - compactionStarted;
+  const compactionCpuEnded = threadCpuNanoseconds();
+  const compactionCpuMilliseconds =
+    compactionCpuStarted === null || compactionCpuEnded === null
+      ? null
+      : (compactionCpuEnded - compactionCpuStarted) / 1e6;
   const blockedDuringCompaction = probe.stop();
+  if (options.logBlocks) {
+    probe.logLongBlocks();
+    console.error(
+      `compaction ran from ${compactionStarted.toFixed(0)} ms for ${compactionMilliseconds.toFixed(0)} ms`,
+    );
+  }
   const after = await turnTimes(engine, queries);
 
   // Many random updates in a row: replace, add and remove, then compare with a full build.
@@ -263,7 +356,12 @@ export async function measureUpdates(
   for (const [id, entry] of registry)
     if (id.startsWith("bench.added."))
       finalSources.find((item) => item.id === source.id)!.entries.push(entry);
-  const full = new KnowledgeGroundingEngine({ enabled: true, sources: finalSources, logger: null });
+  const full = new KnowledgeGroundingEngine({
+    enabled: true,
+    sources: finalSources,
+    logger: null,
+    timeoutMs: COMPARISON_TIMEOUT_MS,
+  });
   await full.ready();
   let identical = 0;
   let firstDifference: string | undefined;
@@ -276,7 +374,8 @@ export async function measureUpdates(
       }),
     );
     if (expected === changedAnswers[index] && expected === compactedAnswers[index]) identical++;
-    else firstDifference ??= `query ${JSON.stringify(query.query.slice(0, 60))}`;
+    else
+      firstDifference ??= `query ${JSON.stringify(query.query.slice(0, 60))} (${expected === changedAnswers[index] ? "compacted" : "changed"} answer differs; full build: ${expected.slice(0, 200)})`;
   }
   clearKnowledgeIndexCache();
   return {
@@ -287,6 +386,7 @@ export async function measureUpdates(
     blockedDuringUpdates,
     blockedDuringCompaction,
     compactionMilliseconds,
+    compactionCpuMilliseconds,
     turnWhilePendingMilliseconds: { p50: percentile(pending, 0.5), p99: percentile(pending, 0.99) },
     turnAfterCompactionMilliseconds: { p50: percentile(after, 0.5), p99: percentile(after, 0.99) },
     randomUpdates,
@@ -298,16 +398,16 @@ export async function measureUpdates(
 export function printUpdates(name: string, report: UpdateReport): string {
   const ms = (value: number) => value.toFixed(1);
   const blocks = (readings: BlockReadings) =>
-    `${ms(readings.mainThreadCpuMilliseconds)} / ${ms(readings.histogramMilliseconds)} / ${ms(readings.timerGapMilliseconds)} ms`;
+    `${ms(readings.mainThreadCpuMilliseconds)} / ${ms(readings.histogramMilliseconds)} / ${ms(readings.timerGapMilliseconds)} / ${ms(readings.collectorPauseMilliseconds)} ms`;
   return [
     `### ${name}: incremental updates (${report.entryCount} entries at the end)`,
     "",
     "| measure | value |",
     "|---|---|",
     `| replace ${report.batchSize} entries, live after (p50 / p99 / max of ${report.rounds}) | ${ms(report.liveMilliseconds.p50)} / ${ms(report.liveMilliseconds.p99)} / ${ms(report.liveMilliseconds.max)} ms |`,
-    `| longest event-loop block during the update rounds (main-thread CPU between 1 ms ticks / delay histogram / timer gap) | ${blocks(report.blockedDuringUpdates)} |`,
+    `| longest event-loop block during the update rounds (main-thread CPU between 1 ms ticks / delay histogram / timer gap / longest collector pause) | ${blocks(report.blockedDuringUpdates)} |`,
     `| longest event-loop block during the compaction (same readings) | ${blocks(report.blockedDuringCompaction)} |`,
-    `| background compaction after the rounds | ${ms(report.compactionMilliseconds)} ms |`,
+    `| background compaction after the rounds (wall / main-thread CPU) | ${ms(report.compactionMilliseconds)} / ${report.compactionCpuMilliseconds === null ? "-" : ms(report.compactionCpuMilliseconds)} ms |`,
     `| turn p50 / p99 while changes are pending | ${ms(report.turnWhilePendingMilliseconds.p50)} / ${ms(report.turnWhilePendingMilliseconds.p99)} ms |`,
     `| turn p50 / p99 after the compaction | ${ms(report.turnAfterCompactionMilliseconds.p50)} / ${ms(report.turnAfterCompactionMilliseconds.p99)} ms |`,
     `| ${report.randomUpdates} random updates, then turns equal to a full build (changed and compacted) | ${report.equality.identical}/${report.equality.compared}${report.equality.firstDifference ? ` (first difference: ${report.equality.firstDifference})` : ""} |`,
@@ -344,6 +444,7 @@ async function main(): Promise<void> {
     seed,
     rounds: option("--rounds", 30),
     randomUpdates: option("--random", 1000),
+    logBlocks: argv.includes("--log-blocks"),
   });
   console.log(printUpdates(workload.name, report));
   console.log(JSON.stringify(report));
