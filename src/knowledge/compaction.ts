@@ -1,17 +1,319 @@
 /**
- * Compaction: the build buffers of a fresh index holding exactly the live documents of a changed index (its
- * base minus the removed or replaced documents, plus the added ones), in code-unit order of their ids, read from
- * the stored term-frequency postings instead of tokenizing any text again. Finalizing them gives the index a
- * full build of the same entries gives (same term ids, dense ids, statistics and contributions). A generator, so
- * a background compaction yields to the event loop in slices.
+ * Compaction: a fresh index holding exactly the live documents of a changed index (its base minus the removed or
+ * replaced documents, plus the added ones), in code-unit order of their ids, read from the stored term-frequency
+ * postings instead of tokenizing any text again. Its postings, statistics and contributions are those a full
+ * build of the same entries gives. Generators, so a background compaction yields to the event loop in slices.
+ *
+ * The usual case ({@link compactedPostings}: scores summed over fields, a base whose dense ids follow the ids'
+ * order, which every snapshot's has) writes the finished postings term by term straight from the base's
+ * postings: renumbering keeps each term's base postings in document order, so only the few added documents are
+ * merged in. It allocates what the fresh index keeps and two arrays the size of the registry, nothing the size of
+ * the postings besides: at 100k entries a compaction used to allocate twice the index in build buffers, and that
+ * memory made V8 collect the host's whole heap in pauses longer than the slices. Otherwise
+ * ({@link compactedBuilders}: BM25F, or a base in another order) it fills the build buffers a full build fills and
+ * the index finalizes them.
  */
 import type { KnowledgeFieldWeights } from "../types/knowledge.js";
+import { bm25Idf, bm25LengthNormalization, bm25TermScore } from "./bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { baseOrder, type IndexBase, type IndexChanges } from "./indexChanges.js";
-import { FIELD_COUNT, type FieldBuilder, frequencyAt, IntBuffer } from "./postings.js";
+import {
+  emptyFrequencyPostings,
+  FIELD_COUNT,
+  type FieldBuilder,
+  type FieldPostings,
+  type FrequencyPostings,
+  frequencyAt,
+  IntBuffer,
+  inactivePostings,
+  LARGE_FREQUENCY,
+  termFrequencies,
+} from "./postings.js";
 
 /** Postings (or documents) handled between two yields. */
-const WORK_PER_STEP = 1 << 15;
+const WORK_PER_STEP = 1 << 14;
+
+/** The live documents of a changed index in code-unit order of their ids, and where each dense id goes. */
+type Renumbering = {
+  ids: string[];
+  /** Per dense id of the changed index (base, then added): its dense id in the fresh index, -1 when not live. */
+  newDenseIds: Int32Array;
+  /** Whether the base's dense ids follow the ids' order (then renumbering keeps base postings in order). */
+  baseInOrder: boolean;
+};
+
+/** Merges the live base documents (in rank order) with the live added ones (sorted by id). */
+function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, Renumbering, void> {
+  const baseCount = base.ids.length;
+  const order = baseOrder(base);
+  const live = changes.live;
+  const added = changes.added;
+  const ids: string[] = [];
+  const newDenseIds = new Int32Array(baseCount + changes.addedCount).fill(-1);
+  const addedOrder: number[] = [];
+  for (let index = 0; index < changes.addedCount; index++)
+    if (live[baseCount + index] === 1) addedOrder.push(index);
+  addedOrder.sort((left, right) => (added.ids[left]! < added.ids[right]! ? -1 : 1));
+  let baseInOrder = true;
+  let next = 0;
+  for (let rank = 0; rank <= baseCount; rank++) {
+    const doc = rank < baseCount ? order[rank]! : -1;
+    if (doc !== rank && rank < baseCount) baseInOrder = false;
+    if (doc >= 0 && live[doc] === 0) continue;
+    while (next < addedOrder.length && (doc < 0 || added.ids[addedOrder[next]!]! < base.ids[doc]!)) {
+      newDenseIds[baseCount + addedOrder[next]!] = ids.length;
+      ids.push(added.ids[addedOrder[next++]!]!);
+    }
+    if (doc < 0) break;
+    newDenseIds[doc] = ids.length;
+    ids.push(base.ids[doc]!);
+    if ((rank & (WORK_PER_STEP - 1)) === 0) yield;
+  }
+  return { ids, newDenseIds, baseInOrder };
+}
+
+/** Per field and live document (fresh dense ids): the field's length, and per field the sum of the lengths. */
+function compactedLengths(
+  base: IndexBase,
+  changes: IndexChanges,
+  newDenseIds: Int32Array,
+  documentCount: number,
+): { lengths: Int32Array[]; totals: number[] } {
+  const baseCount = base.ids.length;
+  const lengths: Int32Array[] = [];
+  const totals: number[] = [];
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    const fieldLengths = new Int32Array(documentCount);
+    let total = 0;
+    const baseLengths = base.lengths[field]!;
+    for (let doc = 0; doc < baseCount; doc++) {
+      const target = newDenseIds[doc]!;
+      if (target < 0) continue;
+      fieldLengths[target] = baseLengths[doc]!;
+      total += baseLengths[doc]!;
+    }
+    for (let index = 0; index < changes.addedCount; index++) {
+      const target = newDenseIds[baseCount + index]!;
+      if (target < 0) continue;
+      const length = changes.added.terms[index]!.lengths[field]!;
+      fieldLengths[target] = length;
+      total += length;
+    }
+    lengths.push(fieldLengths);
+    totals.push(total);
+  }
+  return { lengths, totals };
+}
+
+/** The finished state of a compacted index (see {@link compactedPostings}). */
+export type CompactedIndex = {
+  ids: string[];
+  /** Per dense id of the changed index: its dense id in the compacted one, -1 when not live. */
+  newDenseIds: Int32Array;
+  /** Per field: postings with precomputed contributions (inactive for fields that are not scored). */
+  postings: FieldPostings[];
+  termPostings: FrequencyPostings[];
+  averageLengths: Float64Array;
+  lengths: Int32Array[];
+  totalLengths: Float64Array;
+};
+
+/**
+ * The live added documents' postings of one field, by term: for each term with any, its (fresh dense id,
+ * frequency) pairs sorted by dense id, packed in `pairs` from `starts[index]` to `starts[index + 1]`.
+ */
+type AddedFieldPostings = { terms: Int32Array; starts: Int32Array; pairs: Int32Array };
+
+function addedFieldPostings(
+  changes: IndexChanges,
+  field: number,
+  newDenseIds: Int32Array,
+  termCount: number,
+): AddedFieldPostings {
+  const capacity = changes.live.length;
+  const lists = changes.added.postings[field]!;
+  const terms: number[] = [];
+  for (const term of lists.keys()) if (term < termCount) terms.push(term);
+  terms.sort((left, right) => left - right);
+  const starts = new Int32Array(terms.length + 1);
+  const collected: number[] = [];
+  const entry: [number, number][] = [];
+  terms.forEach((term, index) => {
+    const list = lists.get(term)!;
+    entry.length = 0;
+    for (let position = 0; position < list.length; position++) {
+      const doc = list.docs[position]!;
+      // Documents added after the changed index (the chain went on) are not its own.
+      if (doc >= capacity) break;
+      const target = newDenseIds[doc]!;
+      if (target >= 0) entry.push([target, list.frequencies[position]!]);
+    }
+    entry.sort((left, right) => left[0] - right[0]);
+    for (const [doc, frequency] of entry) collected.push(doc, frequency);
+    starts[index + 1] = collected.length / 2;
+  });
+  return { terms: Int32Array.from(terms), starts, pairs: Int32Array.from(collected) };
+}
+
+/**
+ * The compacted index of a changed index whose base's dense ids follow the ids' order, scores summed over fields
+ * (see the module comment): per field, a counting pass over each term's postings gives its document frequency
+ * and place, then a writing pass fills the documents, frequencies and contributions, each computed as a full
+ * build computes it (`postings.ts`, `fieldPostings`). Null when the base is in another order (use
+ * {@link compactedBuilders}). `termCount`: the dictionary's size (terms past the base's only have added postings).
+ */
+export function* compactedPostings(
+  base: IndexBase,
+  changes: IndexChanges,
+  parameters: { fieldWeights: Readonly<KnowledgeFieldWeights>; k1: number; b: number; termCount: number },
+): Generator<void, CompactedIndex | null, void> {
+  const { ids, newDenseIds, baseInOrder } = yield* renumbering(base, changes);
+  if (!baseInOrder) return null;
+  const documentCount = ids.length;
+  const { lengths, totals } = compactedLengths(base, changes, newDenseIds, documentCount);
+  yield;
+  const averageLengths = new Float64Array(FIELD_COUNT);
+  for (let field = 0; field < FIELD_COUNT; field++)
+    averageLengths[field] = documentCount > 0 ? totals[field]! / documentCount : 0;
+  const { termCount, k1, b } = parameters;
+  const postings: FieldPostings[] = [];
+  const termPostings: FrequencyPostings[] = [];
+  // Reused by every field: per fresh dense id, the length part of BM25's denominator.
+  const normalizations = new Float64Array(documentCount);
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    const weight = parameters.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+    if (!(weight > 0)) {
+      postings.push(inactivePostings());
+      termPostings.push(emptyFrequencyPostings());
+      continue;
+    }
+    const averageLength = averageLengths[field]!;
+    const scored = averageLength > 0;
+    if (scored) {
+      const fieldLengths = lengths[field]!;
+      for (let doc = 0; doc < documentCount; doc++)
+        normalizations[doc] = bm25LengthNormalization(k1, b, fieldLengths[doc]!, averageLength);
+    }
+    const finished = yield* compactedField(
+      base.termPostings[field]!,
+      addedFieldPostings(changes, field, newDenseIds, termCount),
+      newDenseIds,
+      termCount,
+      scored ? { weight, k1, documentCount, normalizations } : null,
+    );
+    postings.push(finished.postings);
+    termPostings.push(finished.frequencies);
+  }
+  return {
+    ids,
+    newDenseIds,
+    postings,
+    termPostings,
+    averageLengths,
+    lengths,
+    totalLengths: Float64Array.from(totals),
+  };
+}
+
+/** One field of {@link compactedPostings}. */
+function* compactedField(
+  basePostings: FrequencyPostings,
+  added: AddedFieldPostings,
+  newDenseIds: Int32Array,
+  termCount: number,
+  scored: { weight: number; k1: number; documentCount: number; normalizations: Float64Array } | null,
+): Generator<void, { postings: FieldPostings; frequencies: FrequencyPostings }, void> {
+  const baseOffsets = basePostings.offsets;
+  const baseDocs = basePostings.docs;
+  const baseTermCount = Math.max(0, baseOffsets.length - 1);
+  // Counting: each term's live postings, base then added.
+  const offsets = new Int32Array(termCount + 1);
+  let work = 0;
+  let addedAt = 0;
+  for (let term = 0; term < termCount; term++) {
+    let count = 0;
+    if (term < baseTermCount) {
+      const end = baseOffsets[term + 1]!;
+      for (let position = baseOffsets[term]!; position < end; position++)
+        if (newDenseIds[baseDocs[position]!]! >= 0) count++;
+      work += end - baseOffsets[term]!;
+    }
+    if (addedAt < added.terms.length && added.terms[addedAt] === term) {
+      count += added.starts[addedAt + 1]! - added.starts[addedAt]!;
+      addedAt++;
+    }
+    offsets[term + 1] = offsets[term]! + count;
+    if (++work >= WORK_PER_STEP) {
+      work = 0;
+      yield;
+    }
+  }
+  const postingCount = offsets[termCount]!;
+  const docs = new Int32Array(postingCount);
+  const frequencies = new Uint8Array(postingCount);
+  let largeFrequencies: Map<number, number> | null = null;
+  const contributions = new Float64Array(scored ? postingCount : 0);
+  const pairs = added.pairs;
+  addedAt = 0;
+  let slot = 0;
+  for (let term = 0; term < termCount; term++) {
+    const documentFrequency = offsets[term + 1]! - offsets[term]!;
+    if (documentFrequency === 0) {
+      if (addedAt < added.terms.length && added.terms[addedAt] === term) addedAt++;
+      continue;
+    }
+    const weightedIdf = scored ? scored.weight * bm25Idf(scored.documentCount, documentFrequency) : 0;
+    let pair = 0;
+    let pairEnd = 0;
+    if (addedAt < added.terms.length && added.terms[addedAt] === term) {
+      pair = added.starts[addedAt]!;
+      pairEnd = added.starts[addedAt + 1]!;
+      addedAt++;
+    }
+    let position = term < baseTermCount ? baseOffsets[term]! : 0;
+    const end = term < baseTermCount ? baseOffsets[term + 1]! : 0;
+    // Read once per term (a full build's frequencies are recovered term by term when first read).
+    const baseFrequencies = end > position ? termFrequencies(basePostings, term) : null;
+    work += end - position + 1;
+    // Merge: renumbering keeps the base postings in order; the added ones are sorted.
+    while (position < end || pair < pairEnd) {
+      let doc: number;
+      let frequency: number;
+      const baseDoc = position < end ? newDenseIds[baseDocs[position]!]! : -1;
+      if (position < end && baseDoc < 0) {
+        position++;
+        continue;
+      }
+      if (pair < pairEnd && (position >= end || pairs[pair * 2]! < baseDoc)) {
+        doc = pairs[pair * 2]!;
+        frequency = pairs[pair * 2 + 1]!;
+        pair++;
+      } else {
+        doc = baseDoc;
+        frequency = baseFrequencies![position]!;
+        if (frequency === LARGE_FREQUENCY) frequency = basePostings.largeFrequencies!.get(position)!;
+        position++;
+      }
+      docs[slot] = doc;
+      if (frequency >= LARGE_FREQUENCY) {
+        frequencies[slot] = LARGE_FREQUENCY;
+        largeFrequencies ??= new Map();
+        largeFrequencies.set(slot, frequency);
+      } else frequencies[slot] = frequency;
+      if (scored)
+        contributions[slot] = bm25TermScore(weightedIdf, frequency, scored.k1, scored.normalizations[doc]!);
+      slot++;
+    }
+    if (work >= WORK_PER_STEP) {
+      work = 0;
+      yield;
+    }
+  }
+  return {
+    postings: scored ? { offsets, docs, contributions, active: true } : inactivePostings(),
+    frequencies: { offsets, docs, frequencies, largeFrequencies, recovery: null },
+  };
+}
 
 function bufferOf(data: Int32Array, length: number): IntBuffer {
   const buffer = new IntBuffer();
@@ -20,68 +322,35 @@ function bufferOf(data: Int32Array, length: number): IntBuffer {
   return buffer;
 }
 
-/** The live documents' ids in code-unit order and their build buffers (see the module comment). */
+/**
+ * The live documents' ids in code-unit order, where each dense id goes, and their build buffers (BM25F, or a base
+ * in another order than its ids': see the module comment).
+ */
 export function* compactedBuilders(
   base: IndexBase,
   changes: IndexChanges,
   fieldWeights: Readonly<KnowledgeFieldWeights>,
-): Generator<void, { ids: string[]; builders: FieldBuilder[] }, void> {
+): Generator<void, { ids: string[]; newDenseIds: Int32Array; builders: FieldBuilder[] }, void> {
   const baseCount = base.ids.length;
-  const order = baseOrder(base);
-  const live = changes.live;
-  const added = changes.added;
-  // Merge the live base documents (in rank order) with the added ones (sorted).
-  const ids: string[] = [];
-  const newOfBase = new Int32Array(baseCount).fill(-1);
-  const newOfAdded = new Int32Array(changes.addedCount).fill(-1);
-  // Live added documents in id order.
-  const addedOrder: number[] = [];
-  for (let index = 0; index < changes.addedCount; index++)
-    if (live[baseCount + index] === 1) addedOrder.push(index);
-  addedOrder.sort((left, right) => (added.ids[left]! < added.ids[right]! ? -1 : 1));
-  let next = 0;
-  for (let rank = 0; rank <= baseCount; rank++) {
-    const doc = rank < baseCount ? order[rank]! : -1;
-    if (doc >= 0 && live[doc] === 0) continue;
-    while (next < addedOrder.length && (doc < 0 || added.ids[addedOrder[next]!]! < base.ids[doc]!)) {
-      newOfAdded[addedOrder[next]!] = ids.length;
-      ids.push(added.ids[addedOrder[next++]!]!);
-    }
-    if (doc < 0) break;
-    newOfBase[doc] = ids.length;
-    ids.push(base.ids[doc]!);
-    if ((rank & (WORK_PER_STEP - 1)) === 0) yield;
-  }
+  const { ids, newDenseIds } = yield* renumbering(base, changes);
   const documentCount = ids.length;
-  const addedTerms = added.terms.slice(0, changes.addedCount);
+  const addedTerms = changes.added.terms.slice(0, changes.addedCount);
+  const { lengths, totals } = compactedLengths(base, changes, newDenseIds, documentCount);
   const builders: FieldBuilder[] = [];
   for (let field = 0; field < FIELD_COUNT; field++) {
-    const lengths = new Int32Array(documentCount);
-    let total = 0;
-    const baseLengths = base.lengths[field]!;
-    for (let doc = 0; doc < baseCount; doc++) {
-      const target = newOfBase[doc]!;
-      if (target < 0) continue;
-      lengths[target] = baseLengths[doc]!;
-      total += baseLengths[doc]!;
-    }
-    addedTerms.forEach((terms, index) => {
-      if (newOfAdded[index]! < 0) return;
-      lengths[newOfAdded[index]!] = terms.lengths[field]!;
-      total += terms.lengths[field]!;
-    });
     const postings = base.termPostings[field]!;
     const scored = fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!] > 0 && postings.offsets.length > 0;
     // Per new document: the end of its postings, from each document's posting count.
     const ends = new Int32Array(documentCount);
     if (scored) {
       for (let position = 0; position < postings.docs.length; position++) {
-        const target = newOfBase[postings.docs[position]!]!;
+        const target = newDenseIds[postings.docs[position]!]!;
         if (target >= 0) ends[target]!++;
         if ((position & (WORK_PER_STEP - 1)) === 0) yield;
       }
       addedTerms.forEach((terms, index) => {
-        if (newOfAdded[index]! >= 0) ends[newOfAdded[index]!]! += terms.terms[field]!.length;
+        const target = newDenseIds[baseCount + index]!;
+        if (target >= 0) ends[target]! += terms.terms[field]!.length;
       });
     }
     const cursor = new Int32Array(documentCount);
@@ -99,7 +368,7 @@ export function* compactedBuilders(
       for (let term = 0; term < termLimit; term++) {
         const end = postings.offsets[term + 1]!;
         for (let position = postings.offsets[term]!; position < end; position++) {
-          const target = newOfBase[postings.docs[position]!]!;
+          const target = newDenseIds[postings.docs[position]!]!;
           if (target < 0) continue;
           const slot = cursor[target]!++;
           terms[slot] = term;
@@ -112,7 +381,7 @@ export function* compactedBuilders(
         }
       }
       addedTerms.forEach((documentTerms, index) => {
-        const target = newOfAdded[index]!;
+        const target = newDenseIds[baseCount + index]!;
         if (target < 0) return;
         const fieldTerms = documentTerms.terms[field]!;
         const fieldFrequencies = documentTerms.frequencies[field]!;
@@ -127,10 +396,10 @@ export function* compactedBuilders(
       terms: bufferOf(terms, running),
       frequencies: bufferOf(frequencies, running),
       ends: bufferOf(ends, documentCount),
-      lengths: bufferOf(lengths, documentCount),
-      total,
+      lengths: bufferOf(lengths[field]!, documentCount),
+      total: totals[field]!,
     });
     yield;
   }
-  return { ids, builders };
+  return { ids, newDenseIds, builders };
 }

@@ -38,6 +38,8 @@ import {
   KNOWLEDGE_SCORING_MODES,
   MAX_TIMER_DELAY_MS,
 } from "./defaults.js";
+import { resolveFieldWeights } from "./knowledgeIndex.js";
+import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
 import {
   copyList,
   describeError,
@@ -46,9 +48,7 @@ import {
   readProperty,
   shapeOf,
   UnreadableValue,
-} from "./hostValues.js";
-import { resolveFieldWeights } from "./knowledgeIndex.js";
-import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
+} from "./resolve.js";
 import { isUint8Array } from "./runtime.js";
 import { isIndexBackend } from "./searchBackend.js";
 

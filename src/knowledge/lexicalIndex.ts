@@ -33,7 +33,7 @@ import {
   partsOfState,
   stateFromParts,
 } from "./indexParts.js";
-import { changedState } from "./lexicalIndexChanges.js";
+import { changedState, compactedState } from "./lexicalIndexChanges.js";
 import { scoreQueryLive } from "./liveScoring.js";
 import {
   bm25fPostings,
@@ -480,8 +480,28 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
    * @internal
    */
   *compactSteps(): Generator<void, KnowledgeLexicalIndex, void> {
-    if (!this.changes) return this;
-    const { ids, builders } = yield* compactedBuilders(this.base!, this.changes, this.fieldWeights);
+    return (yield* this.compactStepsRenumbered()).index;
+  }
+
+  /**
+   * {@link compactSteps}, with where each dense id of this index went in the fresh one (-1: not live; null when
+   * this index has no changes and is its own result).
+   * @internal
+   */
+  *compactStepsRenumbered(): Generator<
+    void,
+    { index: KnowledgeLexicalIndex; newDenseIds: Int32Array | null },
+    void
+  > {
+    if (!this.changes) return { index: this, newDenseIds: null };
+    const state = this.finishedState();
+    const compacted = yield* compactedState(state, this);
+    if (compacted) return { index: this.withState(compacted.state), newDenseIds: compacted.newDenseIds };
+    const { ids, newDenseIds, builders } = yield* compactedBuilders(
+      state.base!,
+      this.changes,
+      this.fieldWeights,
+    );
     const index = this.sibling();
     index.builders = builders;
     for (const id of ids) {
@@ -490,7 +510,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       if ((index.ids.length & 0x3fff) === 0) yield;
     }
     while (!index.finalizeStep()) yield;
-    return index;
+    return { index, newDenseIds };
   }
 
   /** An empty index with the same parameters that shares this one's term dictionary. */

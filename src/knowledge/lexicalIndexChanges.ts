@@ -4,8 +4,13 @@
  * shared with the index it derives from (see `indexChanges.ts` for what a change costs and `liveScoring.ts` for
  * how such an index is searched).
  */
-import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import type {
+  KnowledgeFieldWeights,
+  KnowledgeScoringMode,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
 import type { TokenAnalyzer } from "./analyzer.js";
+import { compactedPostings } from "./compaction.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { buildDocument, entryFieldTexts } from "./document.js";
 import { type DocumentTerms, deriveChanges } from "./indexChanges.js";
@@ -75,4 +80,63 @@ export function changedState(
   );
   // Searches of a changed index compute contributions at query time: no precomputed postings.
   return { ...state, postings: [], bm25fShares: null, changes, averageLengths: changes.averageLengths };
+}
+
+/** Ids between two yields while the compacted index's id lookup is filled. */
+const IDS_PER_STEP = 1 << 14;
+
+/**
+ * The finished state of a fresh index equal to `state`'s changed index (see `compaction.ts`), and where each of
+ * its dense ids went (-1: not live); null when the build buffers must be finalized instead (BM25F, or a base
+ * whose dense ids are not in the ids' order: `compactedBuilders`).
+ */
+export function* compactedState(
+  state: FinishedLexicalState,
+  parameters: {
+    fieldWeights: Readonly<KnowledgeFieldWeights>;
+    k1: number;
+    b: number;
+    scoring: KnowledgeScoringMode;
+  },
+): Generator<void, { state: FinishedLexicalState; newDenseIds: Int32Array } | null, void> {
+  if (parameters.scoring !== "sum") return null;
+  // Terms interned after this (by later changes) have no postings in the result, as for a build's finalize.
+  const termCount = state.dictionary.size;
+  const compacted = yield* compactedPostings(state.base!, state.changes!, { ...parameters, termCount });
+  if (!compacted) return null;
+  const ids = compacted.ids;
+  const denseIds = new Map<string, number>();
+  for (let doc = 0; doc < ids.length; doc++) {
+    denseIds.set(ids[doc]!, doc);
+    if ((doc & (IDS_PER_STEP - 1)) === IDS_PER_STEP - 1) yield;
+  }
+  // Dense ids follow the ids' order: the ranks are the identity.
+  const ranks = new Int32Array(ids.length);
+  for (let doc = 0; doc < ids.length; doc++) ranks[doc] = doc;
+  return {
+    state: {
+      dictionary: state.dictionary,
+      ids,
+      denseIds,
+      ranks,
+      postings: compacted.postings,
+      termPostings: compacted.termPostings,
+      averageLengths: compacted.averageLengths,
+      bm25fShares: null,
+      termLimit: termCount,
+      base: {
+        ids,
+        denseIds,
+        ranks,
+        order: ranks,
+        termPostings: compacted.termPostings,
+        lengths: compacted.lengths,
+        totalLengths: compacted.totalLengths,
+        scratch: null,
+      },
+      changes: null,
+      postingLoader: null,
+    },
+    newDenseIds: compacted.newDenseIds,
+  };
 }

@@ -2,27 +2,64 @@
  * Source normalization and validation. `normalizeAndValidate` accepts any JavaScript value and never throws:
  * every problem becomes an issue with a code, the entry and source it concerns, and a path such as
  * `sources[0].entries[3].title`. Errors block the whole set; warnings do not.
- *
- * This file walks the sources; one entry's fields are read and checked in `entryFields.ts`, its id admitted in
- * `entryIds.ts`, the issues written in `validationIssues.ts`, and host values read safely in `hostValues.ts`.
  */
 import type {
   KnowledgeEntryInput,
+  KnowledgeIssueCode,
   KnowledgeManifest,
   KnowledgeNormalizeOptions,
   KnowledgeNormalizeResult,
   KnowledgeSource,
+  KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { encodeCitationPart } from "./citation.js";
-import { FALLBACK_VERSION, MAX_ENTRIES, MAX_FIELD_CHARS } from "./defaults.js";
-import { type EntrySnapshot, snapshotEntry, validateEntry } from "./entryFields.js";
-import { EntryIdRegistry } from "./entryIds.js";
-import { describeType, isRecord, isUnreadable, lengthOf, readProperty, shapeOf } from "./hostValues.js";
+import {
+  DEFAULT_ENTRY_KIND,
+  DEFAULT_ENTRY_STATUS,
+  FALLBACK_VERSION,
+  KNOWLEDGE_ENTRY_FIELDS,
+  KNOWLEDGE_ENTRY_KINDS,
+  KNOWLEDGE_STATUSES,
+  MAX_ALIASES_PER_ENTRY,
+  MAX_BODY_CHARS,
+  MAX_ENTRIES,
+  MAX_FIELD_CHARS,
+  MAX_KEYWORDS_PER_ENTRY,
+  MAX_RELATIONS_PER_ENTRY,
+} from "./defaults.js";
+import { phraseKey } from "./normalize.js";
 import { runSteps, runStepsYielding } from "./steps.js";
-import { type EntryContext, IssueCollector, quote, reportUnreadable } from "./validationIssues.js";
 
-export { resolveEntry } from "./entryFields.js";
+const KNOWN_ENTRY_FIELDS: ReadonlySet<string> = new Set(KNOWLEDGE_ENTRY_FIELDS);
+/** Freezes an array after copying it, so no caller can change a snapshot through it. */
+function frozenCopy(values: readonly string[] | undefined): string[] {
+  return Object.freeze(values ? values.slice() : []) as string[];
+}
+
+/**
+ * Applies every default to one entry: copies of the arrays, `body` `""`, `kind` `"text"`, `status` `"active"`,
+ * and the given source version. The input must already be valid (see {@link normalizeAndValidate}); the result is
+ * frozen.
+ */
+export function resolveEntry(input: KnowledgeEntryInput, version: string): NormalizedKnowledgeEntry {
+  const entry: NormalizedKnowledgeEntry = {
+    id: input.id,
+    title: input.title,
+    summary: input.summary,
+    domain: input.domain,
+    integrations: frozenCopy(Array.isArray(input.integrations) ? input.integrations : []),
+    kind: input.kind ?? DEFAULT_ENTRY_KIND,
+    status: input.status ?? DEFAULT_ENTRY_STATUS,
+    body: input.body ?? "",
+    aliases: frozenCopy(input.aliases),
+    keywords: frozenCopy(input.keywords),
+    relatedEntryIds: frozenCopy(input.relatedEntryIds),
+    version,
+  };
+  if (input.parentEntryId !== undefined) entry.parentEntryId = input.parentEntryId;
+  return Object.freeze(entry);
+}
 
 /**
  * Turns a build manifest into sources: one per catalog, `{id: catalog.id, version: manifest.contentVersion,
@@ -39,6 +76,322 @@ export function manifestToSources(manifest: KnowledgeManifest): KnowledgeSource[
       entries: record.entries as KnowledgeEntryInput[],
     };
   });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+// Host input is read exactly once per property (issue 11, item 12): a getter or proxy that answers differently on
+// each read could otherwise pass validation with one value and be indexed with another. A read that throws (a
+// throwing getter, a revoked proxy) is kept as an UnreadableValue and reported at its path.
+
+// Markers are recognized through WeakSets: `instanceof` on a host value runs its getPrototypeOf trap, which throws
+// on a revoked proxy.
+const unreadableMarkers = new WeakSet<object>();
+const oversizedMarkers = new WeakSet<object>();
+
+/** What a property read threw; stands in for the value so validation can report it where it belongs. */
+export class UnreadableValue {
+  constructor(readonly error: unknown) {
+    unreadableMarkers.add(this);
+  }
+}
+
+/** A list longer than its field's cap: only its length was read, for the `limit-exceeded` message. */
+class OversizedList {
+  constructor(readonly length: number) {
+    oversizedMarkers.add(this);
+  }
+}
+
+export function isUnreadable(value: unknown): value is UnreadableValue {
+  return typeof value === "object" && value !== null && unreadableMarkers.has(value);
+}
+
+function isOversized(value: unknown): value is OversizedList {
+  return typeof value === "object" && value !== null && oversizedMarkers.has(value);
+}
+
+/** `target[key]`, read once; an {@link UnreadableValue} when the read throws. */
+export function readProperty(target: object, key: string | number): unknown {
+  try {
+    return (target as Record<string | number, unknown>)[key];
+  } catch (caught) {
+    return new UnreadableValue(caught);
+  }
+}
+
+/** Whether a value is an array, a record or neither; `Array.isArray` throws on a revoked proxy. */
+export function shapeOf(value: unknown): "array" | "record" | "other" | UnreadableValue {
+  if (typeof value !== "object" || value === null) return "other";
+  if (isUnreadable(value)) return value;
+  try {
+    return Array.isArray(value) ? "array" : "record";
+  } catch (caught) {
+    return new UnreadableValue(caught);
+  }
+}
+
+/** The length of a host array, read once (0 when it is not a number). */
+function lengthOf(list: object): number | UnreadableValue {
+  const length = readProperty(list, "length");
+  if (isUnreadable(length)) return length;
+  return typeof length === "number" && Number.isSafeInteger(length) && length > 0 ? length : 0;
+}
+
+/**
+ * A plain copy of a host array, reading its length and each item once. Longer than `cap`: an {@link OversizedList}
+ * (or, with `truncate`, the first `cap + 1` items, enough for the caller to report the overflow).
+ */
+export function copyList(
+  list: object,
+  cap: number,
+  truncate = false,
+): unknown[] | OversizedList | UnreadableValue {
+  const length = lengthOf(list);
+  if (isUnreadable(length)) return length;
+  if (length > cap && !truncate) return new OversizedList(length);
+  const count = Math.min(length, cap + 1);
+  const copy: unknown[] = new Array(count);
+  const items = list as Record<number, unknown>;
+  // One try around the loop (resumed after an item that throws) rather than one per item: lists are long.
+  let index = 0;
+  while (index < count) {
+    try {
+      for (; index < count; index++) copy[index] = items[index];
+    } catch (caught) {
+      copy[index] = new UnreadableValue(caught);
+      index++;
+    }
+  }
+  return copy;
+}
+
+/** `String(error)`, which itself can throw (an error object with a throwing `toString`). */
+export function describeError(error: unknown): string {
+  try {
+    return String(error);
+  } catch {
+    return "an error that cannot be printed";
+  }
+}
+
+/** A list field read once: a plain copy when it is an array, else the value as read. */
+function readList(input: object, field: string, cap: number): unknown {
+  const value = readProperty(input, field);
+  const shape = shapeOf(value);
+  if (isUnreadable(shape)) return shape;
+  return shape === "array" ? copyList(value as object, cap) : value;
+}
+
+/** The known fields of one entry, each read once, lists copied; and its own keys (for unknown-field warnings). */
+type EntrySnapshot = { fields: Record<string, unknown>; keys: string[] | UnreadableValue };
+
+function snapshotEntry(input: object): EntrySnapshot {
+  // A fixed-shape literal (one hidden class for every entry); `integrations` has no item cap.
+  const fields: Record<string, unknown> = {
+    id: readProperty(input, "id"),
+    title: readProperty(input, "title"),
+    summary: readProperty(input, "summary"),
+    domain: readProperty(input, "domain"),
+    integrations: readList(input, "integrations", Number.POSITIVE_INFINITY),
+    kind: readProperty(input, "kind"),
+    status: readProperty(input, "status"),
+    body: readProperty(input, "body"),
+    aliases: readList(input, "aliases", MAX_ALIASES_PER_ENTRY),
+    keywords: readList(input, "keywords", MAX_KEYWORDS_PER_ENTRY),
+    relatedEntryIds: readList(input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY),
+    parentEntryId: readProperty(input, "parentEntryId"),
+  };
+  let keys: string[] | UnreadableValue;
+  try {
+    keys = Object.keys(input);
+  } catch (caught) {
+    keys = new UnreadableValue(caught);
+  }
+  return { fields, keys };
+}
+
+/** A short description of a value's type for messages: `number`, `null`, `array`, `object`. */
+export function describeType(value: unknown): string {
+  if (value === null) return "null";
+  try {
+    if (Array.isArray(value)) return "array";
+  } catch {
+    // Array.isArray throws on a revoked proxy.
+    return "revoked proxy";
+  }
+  if (typeof value === "number" && Number.isNaN(value)) return "NaN";
+  return typeof value;
+}
+
+function quote(value: string): string {
+  const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
+  return JSON.stringify(shown);
+}
+
+/** Collects issues for one validation run. */
+class IssueCollector {
+  readonly issues: KnowledgeValidationIssue[] = [];
+  errorCount = 0;
+
+  add(
+    level: "error" | "warning",
+    code: KnowledgeIssueCode,
+    message: string,
+    where: { path?: string; entryId?: string; sourceId?: string },
+  ): void {
+    const issue: KnowledgeValidationIssue = { level, code, message };
+    if (where.entryId !== undefined) issue.entryId = where.entryId;
+    if (where.sourceId !== undefined) issue.sourceId = where.sourceId;
+    if (where.path !== undefined) issue.path = where.path;
+    this.issues.push(issue);
+    if (level === "error") this.errorCount++;
+  }
+}
+
+type EntryContext = { path: string; entryId: string; sourceId: string | undefined; issues: IssueCollector };
+
+function error(context: EntryContext, code: KnowledgeIssueCode, field: string, message: string): void {
+  context.issues.add("error", code, message, {
+    path: field ? `${context.path}.${field}` : context.path,
+    entryId: context.entryId,
+    sourceId: context.sourceId,
+  });
+}
+
+function warning(context: EntryContext, code: KnowledgeIssueCode, field: string, message: string): void {
+  context.issues.add("warning", code, message, {
+    path: field ? `${context.path}.${field}` : context.path,
+    entryId: context.entryId,
+    sourceId: context.sourceId,
+  });
+}
+
+/** A `limit-exceeded` error: `field` of the entry holds `length` characters, more than `limit`. */
+function tooManyCharacters(context: EntryContext, field: string, length: number, limit: number): void {
+  error(
+    context,
+    "limit-exceeded",
+    field,
+    `${field} of entry ${quote(context.entryId)} has ${length} characters; the limit is ${limit}`,
+  );
+}
+
+/** A `limit-exceeded` error: the entry lists `count` items in `field`, more than `limit`. */
+function tooManyItems(context: EntryContext, field: string, count: number, limit: number): void {
+  error(
+    context,
+    "limit-exceeded",
+    field,
+    `entry ${quote(context.entryId)} has ${count} ${field}; the limit is ${limit}`,
+  );
+}
+
+/** A type error (`bad-field-type`, or `bad-integrations` for integrations): `field` must be `expected`. */
+function mustBe(
+  context: EntryContext,
+  code: "bad-field-type" | "bad-integrations",
+  field: string,
+  expected: string,
+  value: unknown,
+): void {
+  error(
+    context,
+    code,
+    field,
+    `${field} of entry ${quote(context.entryId)} must be ${expected}, got ${describeType(value)}`,
+  );
+}
+
+/** An `unreadable-input` error: reading `path` threw (a throwing getter, a revoked proxy). */
+function reportUnreadable(
+  issues: IssueCollector,
+  path: string,
+  value: UnreadableValue,
+  where: { entryId?: string; sourceId?: string | undefined },
+): void {
+  issues.add("error", "unreadable-input", `${path} could not be read: ${describeError(value.error)}`, {
+    path,
+    ...(where.entryId === undefined ? {} : { entryId: where.entryId }),
+    ...(where.sourceId === undefined ? {} : { sourceId: where.sourceId }),
+  });
+}
+
+/** Reports an unreadable field of the current entry; true when `value` was unreadable. */
+function unreadableField(context: EntryContext, field: string, value: unknown): value is UnreadableValue {
+  if (!isUnreadable(value)) return false;
+  reportUnreadable(context.issues, `${context.path}.${field}`, value, {
+    entryId: context.entryId,
+    sourceId: context.sourceId,
+  });
+  return true;
+}
+
+/** Validates a required non-blank string field; returns the value, or `""` when unusable. */
+function requiredText(
+  context: EntryContext,
+  record: Record<string, unknown>,
+  field: string,
+  missingCode: KnowledgeIssueCode,
+): string {
+  const value = record[field];
+  if (unreadableField(context, field, value)) return "";
+  if (typeof value === "string") {
+    if (value.trim() === "") {
+      error(context, missingCode, field, `entry ${quote(context.entryId)} has no ${field}`);
+      return "";
+    }
+    if (value.length > MAX_FIELD_CHARS) {
+      tooManyCharacters(context, field, value.length, MAX_FIELD_CHARS);
+    }
+    return value;
+  }
+  if (value === undefined || value === null || value === "") {
+    error(context, missingCode, field, `entry ${quote(context.entryId)} has no ${field}`);
+  } else {
+    mustBe(context, "bad-field-type", field, "a string", value);
+  }
+  return "";
+}
+
+/**
+ * Validates an optional array of strings (already copied by {@link snapshotEntry}); returns the usable strings.
+ */
+function optionalStringList(
+  context: EntryContext,
+  record: Record<string, unknown>,
+  field: string,
+  limit: number,
+): string[] | undefined {
+  const value = record[field];
+  if (value === undefined || unreadableField(context, field, value)) return undefined;
+  if (isOversized(value)) {
+    tooManyItems(context, field, value.length, limit);
+    return undefined;
+  }
+  if (!Array.isArray(value)) {
+    mustBe(context, "bad-field-type", field, "an array of strings", value);
+    return undefined;
+  }
+  if (value.length > limit) {
+    tooManyItems(context, field, value.length, limit);
+    return undefined;
+  }
+  const strings: string[] = [];
+  for (let index = 0; index < value.length; index++) {
+    const item: unknown = value[index];
+    if (unreadableField(context, `${field}[${index}]`, item)) continue;
+    if (typeof item !== "string") {
+      mustBe(context, "bad-field-type", `${field}[${index}]`, "a string", item);
+    } else if (item.length > MAX_FIELD_CHARS) {
+      tooManyCharacters(context, `${field}[${index}]`, item.length, MAX_FIELD_CHARS);
+    } else {
+      strings.push(item);
+    }
+  }
+  return strings;
 }
 
 /**
@@ -111,11 +464,105 @@ export async function normalizeSourcesAsync(
   return { entries, validation: { ok: issues.errorCount === 0, issues: issues.issues }, groups };
 }
 
+/**
+ * A copy of the source list and of each source's `id`, `version` and entry list, taken synchronously, so a host
+ * that clears or reuses its arrays right after handing them over cannot change what an asynchronous build reads.
+ * Each of those properties is read exactly once; entries themselves are read (once) by validation. Never throws:
+ * what cannot be read is kept as a marker that validation reports as `unreadable-input` at its path.
+ */
+export function snapshotSourceArrays(sources: unknown): unknown {
+  const shape = shapeOf(sources);
+  if (shape !== "array") return isUnreadable(shape) ? shape : sources;
+  const list = copyList(sources as object, Number.POSITIVE_INFINITY);
+  if (!Array.isArray(list)) return list;
+  return list.map((source: unknown) => {
+    const sourceShape = shapeOf(source);
+    if (sourceShape !== "record") return isUnreadable(sourceShape) ? sourceShape : source;
+    const record = source as object;
+    const id = readProperty(record, "id");
+    const version = readProperty(record, "version");
+    let entries = readProperty(record, "entries");
+    const entriesShape = shapeOf(entries);
+    if (isUnreadable(entriesShape)) entries = entriesShape;
+    else if (entriesShape === "array") entries = copyList(entries as object, MAX_ENTRIES, true);
+    return { id, version, entries };
+  });
+}
+
 /** Entries validated between two yields of {@link collectEntries}. */
 const ENTRIES_PER_STEP = 256;
 
 /** Where a validated entry was found, for the issues that the relation checks report after the last source. */
 type EntryLocation = { path: string; sourceId: string | undefined };
+
+/**
+ * Entry ids seen so far in one validation run, with the checks an id must pass before its entry is read: within
+ * the length limit, not a duplicate (also after Unicode normalization), and warnings for a twin that differs only
+ * in case and for an id that citations must percent-encode.
+ */
+class EntryIdRegistry {
+  readonly seen = new Set<string>();
+  private readonly canonical = new Map<string, string>();
+  private readonly caseFolded = new Map<string, string>();
+
+  /** Reports what is wrong with `id`; true when its entry is to be read, false when it is skipped. */
+  admit(id: string, context: EntryContext): boolean {
+    if (id.length > MAX_FIELD_CHARS) {
+      error(
+        context,
+        "limit-exceeded",
+        "id",
+        `id has ${id.length} characters; the limit is ${MAX_FIELD_CHARS}`,
+      );
+      return false;
+    }
+    if (this.seen.has(id)) {
+      error(
+        context,
+        "duplicate-entry-id",
+        "id",
+        `duplicate entry id ${quote(id)}; the first entry with it is kept`,
+      );
+      return false;
+    }
+    const canonicalId = id.normalize("NFC");
+    const canonicalTwin = this.canonical.get(canonicalId);
+    if (canonicalTwin !== undefined) {
+      error(
+        context,
+        "duplicate-entry-id",
+        "id",
+        `entry id ${quote(id)} differs from ${quote(canonicalTwin)} only in Unicode normalization; the first is kept`,
+      );
+      return false;
+    }
+    this.seen.add(id);
+    this.canonical.set(canonicalId, id);
+    const caseFolded = canonicalId.toLowerCase();
+    const caseTwin = this.caseFolded.get(caseFolded);
+    if (caseTwin !== undefined) {
+      warning(
+        context,
+        "ambiguous-entry-id",
+        "id",
+        `entry id ${quote(id)} differs from ${quote(caseTwin)} only in case`,
+      );
+    } else {
+      this.caseFolded.set(caseFolded, id);
+    }
+    // Any non-empty string is an id, as in NeuroLink; one that cannot stand verbatim in a marker is encoded there.
+    const encodedId = encodeCitationPart(id, "id");
+    if (encodedId !== id) {
+      warning(
+        context,
+        "encoded-in-citation",
+        "id",
+        `entry id ${quote(id)} is written ${quote(encodedId)} in [KB:id@version] markers (percent-encoded characters; citations keep the original)`,
+      );
+    }
+    return true;
+  }
+}
 
 /** The number of sources in `sources`, or null (reported) when it is not a readable array. */
 function sourceCountOf(sources: unknown, issues: IssueCollector): number | null {
@@ -360,4 +807,181 @@ function reportBrokenReferences(
       );
     }
   }
+}
+
+/** Validates one entry's fields (its id is already admitted) and returns the normalized entry. */
+function validateEntry(
+  snapshot: EntrySnapshot,
+  context: EntryContext,
+  version: string,
+  aliasOwners: Map<string, string>,
+): NormalizedKnowledgeEntry {
+  // Only the snapshot is used from here on: each field of the host's entry was read exactly once.
+  const input = snapshot.fields;
+  const title = requiredText(context, input, "title", "missing-title");
+  const summary = requiredText(context, input, "summary", "missing-summary");
+  const domain = requiredText(context, input, "domain", "missing-domain");
+  const integrations = readIntegrations(context, input.integrations);
+  const kind = readChoice(context, input, "kind", "bad-kind", KNOWLEDGE_ENTRY_KINDS, DEFAULT_ENTRY_KIND);
+  const status = readChoice(context, input, "status", "bad-status", KNOWLEDGE_STATUSES, DEFAULT_ENTRY_STATUS);
+  const body = optionalString(context, input, "body", MAX_BODY_CHARS);
+  const aliases = optionalStringList(context, input, "aliases", MAX_ALIASES_PER_ENTRY);
+  const keywords = optionalStringList(context, input, "keywords", MAX_KEYWORDS_PER_ENTRY);
+  const relatedEntryIds = optionalStringList(context, input, "relatedEntryIds", MAX_RELATIONS_PER_ENTRY);
+  const parentEntryId = optionalString(context, input, "parentEntryId", Number.POSITIVE_INFINITY);
+  reportUnknownFields(context, snapshot.keys);
+  if (aliases) checkAliases(context, aliases, aliasOwners);
+
+  const resolvedInput: KnowledgeEntryInput = {
+    id: context.entryId,
+    title,
+    summary,
+    domain,
+    integrations,
+    kind,
+    status,
+  };
+  if (body !== undefined) resolvedInput.body = body;
+  if (aliases !== undefined) resolvedInput.aliases = aliases;
+  if (keywords !== undefined) resolvedInput.keywords = keywords;
+  if (relatedEntryIds !== undefined) resolvedInput.relatedEntryIds = relatedEntryIds;
+  if (parentEntryId !== undefined) resolvedInput.parentEntryId = parentEntryId;
+  return resolveEntry(resolvedInput, version);
+}
+
+/** The entry's integrations: required (`[]` for all), strings within the length limit; `[]` when unusable. */
+function readIntegrations(context: EntryContext, rawIntegrations: unknown): string[] {
+  if (unreadableField(context, "integrations", rawIntegrations)) return [];
+  if (rawIntegrations === undefined) {
+    error(
+      context,
+      "missing-integrations",
+      "integrations",
+      `entry ${quote(context.entryId)} has no integrations (use [] for all)`,
+    );
+    return [];
+  }
+  if (!Array.isArray(rawIntegrations)) {
+    mustBe(context, "bad-integrations", "integrations", "an array of strings", rawIntegrations);
+    return [];
+  }
+  const badIndex = rawIntegrations.findIndex((item) => typeof item !== "string");
+  const badItem: unknown = badIndex >= 0 ? rawIntegrations[badIndex] : undefined;
+  const longIndex = rawIntegrations.findIndex(
+    (item) => typeof item === "string" && item.length > MAX_FIELD_CHARS,
+  );
+  if (unreadableField(context, `integrations[${badIndex}]`, badItem)) return [];
+  if (badIndex >= 0) {
+    mustBe(context, "bad-integrations", `integrations[${badIndex}]`, "a string", badItem);
+    return [];
+  }
+  if (longIndex >= 0) {
+    tooManyCharacters(
+      context,
+      `integrations[${longIndex}]`,
+      (rawIntegrations[longIndex] as string).length,
+      MAX_FIELD_CHARS,
+    );
+    return [];
+  }
+  return rawIntegrations as string[];
+}
+
+/** An optional field with a fixed set of values (`kind`, `status`); the default when absent or unusable. */
+function readChoice<Value extends string>(
+  context: EntryContext,
+  input: Record<string, unknown>,
+  field: "kind" | "status",
+  code: "bad-kind" | "bad-status",
+  choices: readonly Value[],
+  fallback: Value,
+): Value {
+  const raw = input[field];
+  const value = unreadableField(context, field, raw) ? fallback : (raw ?? fallback);
+  if (typeof value === "string" && (choices as readonly string[]).includes(value)) return value as Value;
+  error(
+    context,
+    code,
+    field,
+    `${field} ${typeof value === "string" ? quote(value) : describeType(value)} of entry ${quote(context.entryId)} is not one of ${choices.join(", ")}`,
+  );
+  return fallback;
+}
+
+/** An optional string field (`body`, `parentEntryId`) up to `maxChars` characters; undefined when absent or bad. */
+function optionalString(
+  context: EntryContext,
+  input: Record<string, unknown>,
+  field: "body" | "parentEntryId",
+  maxChars: number,
+): string | undefined {
+  const raw = input[field];
+  if (raw === undefined || unreadableField(context, field, raw)) return undefined;
+  if (typeof raw !== "string") {
+    mustBe(context, "bad-field-type", field, "a string", raw);
+    return undefined;
+  }
+  if (raw.length > maxChars) {
+    tooManyCharacters(context, field, raw.length, maxChars);
+    return undefined;
+  }
+  return raw;
+}
+
+/** Warns about each key of the entry that is not an entry field (see `KNOWLEDGE_ENTRY_FIELDS`). */
+function reportUnknownFields(context: EntryContext, keys: string[] | UnreadableValue): void {
+  if (isUnreadable(keys)) {
+    reportUnreadable(context.issues, context.path, keys, {
+      entryId: context.entryId,
+      sourceId: context.sourceId,
+    });
+    return;
+  }
+  for (const key of keys) {
+    if (!KNOWN_ENTRY_FIELDS.has(key)) {
+      warning(
+        context,
+        "unknown-field",
+        key,
+        `entry ${quote(context.entryId)} has unknown field ${quote(key)}; it is ignored`,
+      );
+    }
+  }
+}
+
+/**
+ * Warns about aliases that index nothing (no letters or digits) and about aliases another entry already has
+ * (after normalization; once per alias, however often the entry lists it). `aliasOwners` maps an alias's phrase
+ * key to the first entry that has it, across the whole run.
+ */
+function checkAliases(
+  context: EntryContext,
+  aliases: readonly string[],
+  aliasOwners: Map<string, string>,
+): void {
+  const ownKeys = new Set<string>();
+  aliases.forEach((alias, index) => {
+    const key = phraseKey(alias);
+    if (key === "") {
+      warning(
+        context,
+        "empty-alias",
+        `aliases[${index}]`,
+        `alias ${quote(alias)} of entry ${quote(context.entryId)} has no letters or digits; it is not indexed`,
+      );
+      return;
+    }
+    if (ownKeys.has(key)) return;
+    ownKeys.add(key);
+    const owner = aliasOwners.get(key);
+    if (owner === undefined) aliasOwners.set(key, context.entryId);
+    else if (owner !== context.entryId) {
+      warning(
+        context,
+        "duplicate-alias",
+        `aliases[${index}]`,
+        `alias ${quote(alias)} of entry ${quote(context.entryId)} is also an alias of ${quote(owner)}`,
+      );
+    }
+  });
 }
