@@ -1,5 +1,5 @@
 /**
- * NeuroLink's own acceptance cases (SPEC §14, rows 1–37), run against lexground's API.
+ * NeuroLink's own acceptance cases, run against lexground's API.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import {

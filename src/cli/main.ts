@@ -7,7 +7,6 @@
  *
  * @module
  */
-import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { KnowledgeCompileError } from "../files/errors.js";
 import type { KnowledgeFileIssue } from "../files/issues.js";
@@ -15,18 +14,10 @@ import { KNOWLEDGE_PRESET_NAMES } from "../knowledge/presets.js";
 import { MissingPeerDependencyError } from "../peerDependency.js";
 import { type CliErrorDetails, CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
 import { type CliIo, type CommandContext, createContext, printError } from "./io.js";
+import { packageVersion } from "./packageVersion.js";
 
 /** Exit code of a usage error (unknown command or flag, missing argument, bad flag value). */
 export const EXIT_USAGE = 2;
-
-function packageVersion(): string {
-  try {
-    const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
-    return (JSON.parse(text) as { version?: string }).version ?? "0.0.0";
-  } catch {
-    return "0.0.0";
-  }
-}
 
 /** Options shared by the commands that search a knowledge base. */
 export type RetrievalFlags = {

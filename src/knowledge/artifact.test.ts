@@ -106,7 +106,7 @@ describe("index artifact round trip", () => {
             expect(fromLoaded).toEqual(fromBuilt);
             expect(assembleKnowledgeContext(fromLoaded)).toEqual(assembleKnowledgeContext(fromBuilt));
           }
-          // Deterministic bytes (RELIABILITY 38), also when written again from the loaded snapshot (compared as
+          // Deterministic bytes (checklist row 38), also when written again from the loaded snapshot (compared as
           // buffers: a generic deep equality of tens of kilobytes is slow).
           const reversed = serializeIndexSnapshot(
             buildIndexSnapshot([...normalized.entries].reverse(), options),

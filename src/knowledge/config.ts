@@ -38,8 +38,6 @@ import {
   KNOWLEDGE_SCORING_MODES,
   MAX_TIMER_DELAY_MS,
 } from "./defaults.js";
-import { resolveFieldWeights } from "./knowledgeIndex.js";
-import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
 import {
   copyList,
   describeError,
@@ -48,7 +46,9 @@ import {
   readProperty,
   shapeOf,
   UnreadableValue,
-} from "./resolve.js";
+} from "./hostValues.js";
+import { resolveFieldWeights } from "./knowledgeIndex.js";
+import { applyPreset, isKnowledgePresetName, KNOWLEDGE_PRESET_NAMES } from "./presets.js";
 import { isUint8Array } from "./runtime.js";
 import { isIndexBackend } from "./searchBackend.js";
 

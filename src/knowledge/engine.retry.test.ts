@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 19: a build that throws (not a validation failure) leaves the turn ungrounded, is not cached, and
+ * A failed build is retried (checklist row 19): a build that throws (not a validation failure) leaves the turn ungrounded, is not cached, and
  * is retried by a later turn. The cache module is replaced so the first build throws.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";

@@ -21,7 +21,7 @@ import { DEFAULT_RECENT_TURNS } from "./defaults.js";
 import { INDEX_NOT_READY, KnowledgeGroundingTimeoutError } from "./engineErrors.js";
 import { readTurnField } from "./engineState.js";
 import { KnowledgeEngineUpdates } from "./engineUpdates.js";
-import { describeError } from "./resolve.js";
+import { describeError } from "./hostValues.js";
 import { retrieve, retrieveFrom } from "./retrieval.js";
 import type { KnowledgeIndexBackend } from "./searchBackend.js";
 import { asShadowOutcome } from "./shadow.js";

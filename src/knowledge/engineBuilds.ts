@@ -14,10 +14,10 @@ import { contentKeySources } from "./artifact.js";
 import { FALLBACK_VERSION } from "./defaults.js";
 import { BUILD_FAILED, describeIssues, VALIDATION_FAILED, warnOnce } from "./engineErrors.js";
 import { KnowledgeEngineState } from "./engineState.js";
+import { describeError, snapshotSourceArrays } from "./hostValues.js";
 import { getOrBuildKnowledgeIndexSnapshot, getOrLoadKnowledgeIndexArtifact } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import { registrySources } from "./registryChanges.js";
-import { describeError, snapshotSourceArrays } from "./resolve.js";
 import { type KnowledgeIndexBackend, publishToBackend } from "./searchBackend.js";
 import { traced } from "./telemetry.js";
 

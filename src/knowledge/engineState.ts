@@ -28,9 +28,9 @@ import {
 import { DEFAULT_TIMEOUT_MS } from "./defaults.js";
 import type { KnowledgeGroundingEngine } from "./engine.js";
 import { describeIssues, KnowledgeRegistryError, VALIDATION_FAILED, warnOnce } from "./engineErrors.js";
+import { isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./hostValues.js";
 import type { KnowledgeRegistry } from "./registryChanges.js";
 import type { NormalizedSourceGroup } from "./resolve.js";
-import { isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./resolve.js";
 import type { KnowledgeIndexBackend } from "./searchBackend.js";
 import { telemetryAllowed, telemetryTracer } from "./telemetry.js";
 

@@ -14,6 +14,7 @@ import type { KnowledgeGroundingEngine } from "./engine.js";
 import { KnowledgeEngineBuilds } from "./engineBuilds.js";
 import { BUILD_FAILED, INDEX_NOT_READY, VALIDATION_FAILED } from "./engineErrors.js";
 import { readTurnField } from "./engineState.js";
+import { describeError } from "./hostValues.js";
 import {
   commitChange,
   createArtifactRegistry,
@@ -24,7 +25,6 @@ import {
   planUpdate,
   planUpsert,
 } from "./registryChanges.js";
-import { describeError } from "./resolve.js";
 import { yieldToEventLoop } from "./runtime.js";
 import { type KnowledgeIndexBackend, publishChangeToBackend } from "./searchBackend.js";
 import {

@@ -31,6 +31,7 @@ import {
   KNOWLEDGE_INDEX_CACHE_MAX_ENTRIES,
   toIndexBuildOptions,
 } from "./defaults.js";
+import { snapshotSourceArrays } from "./hostValues.js";
 import {
   compareCodeUnits,
   type KnowledgeIndexBuildOptions,
@@ -38,12 +39,7 @@ import {
   startIndexBuild,
 } from "./knowledgeIndex.js";
 import { LruCache } from "./lruCache.js";
-import {
-  type NormalizedSourceGroup,
-  normalizeSources,
-  normalizeSourcesAsync,
-  snapshotSourceArrays,
-} from "./resolve.js";
+import { type NormalizedSourceGroup, normalizeSources, normalizeSourcesAsync } from "./resolve.js";
 import { yieldToEventLoop } from "./runtime.js";
 import { createSha256 } from "./sha256.js";
 import { runSteps, runStepsYielding } from "./steps.js";

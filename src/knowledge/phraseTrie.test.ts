@@ -9,7 +9,7 @@ function trieOf(keys: readonly string[]): PhraseTrie {
   return trie;
 }
 
-/** SPEC §5 read literally: every n-gram by size, then start; each distinct one once; kept if it is a key. */
+/** NeuroLink's phrase lookup read literally: every n-gram by size, then start; each distinct one once; kept if it is a key. */
 function bruteForce(keys: readonly string[], tokens: readonly string[]): string[] {
   const keySet = new Set(keys);
   const seen = new Set<string>();

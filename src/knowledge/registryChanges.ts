@@ -11,15 +11,8 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { MAX_ENTRIES } from "./defaults.js";
-import {
-  copyList,
-  describeType,
-  isUnreadable,
-  type NormalizedSourceGroup,
-  normalizeSources,
-  readProperty,
-  shapeOf,
-} from "./resolve.js";
+import { copyList, describeType, isUnreadable, readProperty, shapeOf } from "./hostValues.js";
+import { type NormalizedSourceGroup, normalizeSources } from "./resolve.js";
 import { yieldToEventLoop } from "./runtime.js";
 
 /**

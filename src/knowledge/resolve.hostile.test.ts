@@ -5,8 +5,9 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { KNOWLEDGE_ENTRY_FIELDS, MAX_BODY_CHARS, MAX_FIELD_CHARS } from "./defaults.js";
+import { snapshotSourceArrays } from "./hostValues.js";
 import { clearKnowledgeIndexCache, getOrBuildKnowledgeIndexSnapshot } from "./indexCache.js";
-import { normalizeAndValidate, snapshotSourceArrays } from "./resolve.js";
+import { normalizeAndValidate } from "./resolve.js";
 
 afterEach(() => clearKnowledgeIndexCache());
 

@@ -10,6 +10,7 @@ import type {
   KnowledgeValidationResult,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
+import { snapshotSourceArrays } from "./hostValues.js";
 import { buildKnowledgeIndexCacheKeyAsync } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import {
@@ -18,7 +19,7 @@ import {
   type PlannedChange,
   registryGroups,
 } from "./registryChanges.js";
-import { type NormalizedSourceGroup, normalizeSourcesAsync, snapshotSourceArrays } from "./resolve.js";
+import { type NormalizedSourceGroup, normalizeSourcesAsync } from "./resolve.js";
 
 /** One turn's question to a search backend. Tokens come from the engine's tokenizer (analysis is the index's). */
 export type KnowledgeCandidateQuery = {

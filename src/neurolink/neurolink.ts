@@ -20,7 +20,7 @@ import type { ModelMessage } from "ai";
 import { readGroundingConfig } from "../knowledge/config.js";
 import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
 import { KnowledgeGroundingEngine, KnowledgeRegistryError } from "../knowledge/engine.js";
-import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/resolve.js";
+import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/hostValues.js";
 import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
 import { hostOpenTelemetryTracer } from "../openTelemetry.js";
 import { MissingPeerDependencyError } from "../peerDependency.js";

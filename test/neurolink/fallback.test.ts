@@ -1,7 +1,6 @@
 /**
- * Fallback with grounding: every row of seed §7 (each fallback path reuses the one knowledge block) and §8
- * (grounding failures fail open and never trigger a fallback), plus the orchestration rules of SPEC §13 and
- * RELIABILITY 20-25: one retrieval per turn, the same prompt for every attempt, no fallback after content or on
+ * Fallback with grounding: each fallback path reuses the one knowledge block, grounding failures fail open and
+ * never trigger a fallback, and the orchestration rules (checklist rows 20-25): one retrieval per turn, the same prompt for every attempt, no fallback after content or on
  * abort, stalls cut by a first-content deadline, one aggregated error when everything fails.
  */
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
@@ -335,7 +334,7 @@ describe("orchestration rules", () => {
     await expect(result.result).rejects.toBe(thrown);
     expect(backup.doStreamCalls).toHaveLength(0);
     expect(ground).toHaveBeenCalledTimes(1);
-    // No partial answer is written to memory (RELIABILITY 25).
+    // No partial answer is written to memory (checklist row 25).
     expect(await neurolink.getConversationHistory({ sessionId: "s-partial" })).toEqual([]);
   });
 

@@ -1,6 +1,6 @@
 /**
  * Conversation memory on a real redis-server: two replicas sharing a session, atomic appends, one round trip
- * per history read, and the faults of RELIABILITY 26-30 (refused at start, killed, paused, restarted empty,
+ * per history read, and the faults of checklist rows 26-30 (refused at start, killed, paused, restarted empty,
  * out of memory). Each test starts its own server on a free loopback port.
  *
  * Without a redis-server binary these tests are skipped with a notice, unless LEXGROUND_REQUIRE_REDIS=1 (CI),

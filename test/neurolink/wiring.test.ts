@@ -1,6 +1,6 @@
 /**
- * The grounding wiring of the client: seed §3.1 (constructor), §4 (per-call path), §6 (applying the block),
- * §9 (metadata), SPEC §13 and the original's wiring cases (SPEC §14 rows 38-44).
+ * The grounding wiring of the client: the constructor, the per-call path, applying the block, the metadata, the
+ * orchestration rules, and the original's own wiring cases.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { KnowledgeGroundingOutcome } from "../../src/index.js";

@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 36: random (entitlements, query) pairs through the engine against an independent filter-then-rank
+ * Authorization (checklist row 36): random (entitlements, query) pairs through the engine against an independent filter-then-rank
  * oracle (./oracle.ts). For every pair: no id the caller may not see in the candidates, the primary or expanded
  * entries, the citations or the rendered block (checked by id marker and by the entry's secret word); the
  * candidates, primary and expanded ids equal the oracle's; and never fewer primary entries than

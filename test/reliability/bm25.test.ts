@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 39: the lexical scorer against a naive one, and the properties Lucene's BM25 tests check: every
+ * BM25's properties (checklist row 39): the lexical scorer against a naive one, and the properties Lucene's BM25 tests check: every
  * score is finite and ≥ 0; at fixed length and corpus statistics, one more occurrence of a query term never
  * lowers a document's score; the term occurring in one more document (rarer → commoner) never raises it; a longer
  * document (more non-query tokens) never scores higher. Both scoring modes ("sum", the default, and "bm25f").

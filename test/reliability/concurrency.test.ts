@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 33 and 18: interleavings and deadlines.
+ * Interleavings and deadlines (checklist rows 33 and 18).
  *
  * 33: fast-check's scheduler orders concurrent builds, rebuilds, cache clears, cache churn, direct cache reads and
  * turns on two engines, with an event-loop turn between steps so that the sliced index builds progress in between.

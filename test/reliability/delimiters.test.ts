@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 4, exhaustively: entry text must not open or close the `<knowledge_context>` block for any reader
+ * The block's delimiters, exhaustively (checklist row 4): entry text must not open or close the `<knowledge_context>` block for any reader
  * that NFKC-normalizes and/or HTML-decodes it, ignoring case, spacing and invisible characters. The compatibility
  * forms are not listed by hand: every code point whose NFKC form holds a character the check looks for is
  * enumerated from the Unicode data of the running Node, put in place of that character in forged tags, and the

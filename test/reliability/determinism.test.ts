@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 38: determinism. Building the same sources twice (from independent copies) gives the same cache key
+ * Determinism (checklist row 38). Building the same sources twice (from independent copies) gives the same cache key
  * and byte-identical index artifacts; the same entries in another order give the same key and the same results
  * (ids, scores to the bit, rendered block); an artifact loaded back retrieves exactly like the built snapshot and
  * serializes to the same bytes again.

@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 15-17 end to end through the NeuroLink client: a retrieval that throws synchronously, one that never
+ * Retrieval faults end to end through the NeuroLink client (checklist rows 15-17): a retrieval that throws synchronously, one that never
  * settles, and one that rejects after the deadline. The call proceeds with the caller's system prompt byte for
  * byte, the failure is surfaced once (a `grounding:error` event and `result.knowledge.failureReason`), no timer
  * outlives the call, no rejection goes unhandled, and nothing touches the prompt late.

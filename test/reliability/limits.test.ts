@@ -1,5 +1,5 @@
 /**
- * Documented limits (RELIABILITY 9-11; src/knowledge/defaults.ts): each one exceeded gives either a validation
+ * Documented limits (checklist rows 9-11; src/knowledge/defaults.ts): each one exceeded gives either a validation
  * issue naming the place (`limit-exceeded`), or a bounded outcome: the query is cut to MAX_QUERY_CHARS code units
  * and MAX_QUERY_TOKENS tokens, tokens to MAX_TOKEN_LENGTH code units, and the turn still succeeds.
  */

@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 12: every regular expression in src/ (found by parsing the sources, see ./redos.ts) runs to
+ * No catastrophic backtracking (checklist row 12): every regular expression in src/ (found by parsing the sources, see ./redos.ts) runs to
  * completion on 50,000 repetitions of each pump followed by a mismatching tail. A backtracking pattern would not
  * finish within the test timeout; the per-call time against the 50 ms budget is measured by `npm run soak`, not
  * asserted here (no timed assertions in unit tests).

@@ -1,5 +1,5 @@
 /**
- * RELIABILITY 40: an entry stuffed with the words people search for, against an honest entry. The gain from
+ * Keyword stuffing (checklist row 40): an entry stuffed with the words people search for, against an honest entry. The gain from
  * stuffing is bounded: BM25 saturates (each field's contribution stays under weight × idf × (k1 + 1) per query
  * term, however often the term is repeated), the alias boost is added once however many aliases match, and the
  * caps refuse more than 1,000 aliases. A stuffed entry that is a draft, deprecated, in a blocked domain or bound to

@@ -1,6 +1,6 @@
 /**
- * RELIABILITY 7 (Unicode equivalences), 5 (citation markers stay parseable), 1 (prototype names through the whole
- * engine), 6 (text outside the block is byte-identical) and 8 (empty input): equivalent spellings of a query find
+ * Unicode equivalences, citation markers that stay parseable, prototype names through the whole engine, text
+ * outside the block byte-identical, and empty input (checklist rows 7, 5, 1, 6 and 8): equivalent spellings of a query find
  * the same entry; every rendered block is well-formed UTF-16 whatever the host text holds (lone surrogates
  * included), never splits a grapheme, and every `[KB:id@version]` marker parses back to the cited id and version.
  */

@@ -14,6 +14,7 @@ import type { NormalizedKnowledgeEntry } from "../../types/knowledge.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, parseList } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
+import { packageVersion } from "../packageVersion.js";
 import {
   type PreparedKnowledgeBase,
   parseCount,
@@ -398,14 +399,7 @@ export async function runMcp(context: CommandContext, flags: McpFlags): Promise<
     MCP_SDK,
     () => import("@modelcontextprotocol/sdk/server/stdio.js"),
   );
-  const { readFileSync } = await import("node:fs");
-  let version = "0.0.0";
-  try {
-    version =
-      JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")).version ?? version;
-  } catch {
-    // The version is informational only.
-  }
+  const version = packageVersion();
   const integrations = parseList(flags.integrations);
   const blockedDomains = parseList(flags.blockedDomains);
   const serverOptions: KnowledgeMcpOptions = {
