@@ -4,7 +4,8 @@
  * frequencies (long lists of cheap terms, short lists of expensive ones), duplicated documents (ties at the K-th
  * place, decided by id), `k1 = 0` (every posting of a term scores the same), zero field weights, small K,
  * eligibility masks, and windows of a few documents so that the threshold is known early and most lists are
- * skipped. Matches must be identical: ids, order, scores and per-field breakdowns bit for bit.
+ * skipped, both window layouts (branch-free dense reads and tracked sparse ones) and several shares of the
+ * threshold for the skipped lists. Matches must be identical: ids, order, scores and per-field breakdowns bit for bit.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -54,7 +55,10 @@ const caseArbitrary = fc.record({
     }),
     { minLength: 1, maxLength: 4 },
   ),
-  windows: fc.record({ first: fc.integer({ min: 1, max: 16 }), later: fc.integer({ min: 1, max: 40 }) }),
+  windows: fc.record({
+    first: fc.integer({ min: 1, max: 16 }),
+    later: fc.integer({ min: 1, max: 40 }),
+  }),
 });
 
 type Case = typeof caseArbitrary extends fc.Arbitrary<infer T> ? T : never;
@@ -133,7 +137,14 @@ describe("pruned top-K scoring", () => {
           const mask = query.eligible === null ? null : maskOf(documentCount, query.eligible, query.maskSeed);
           const expected = scoreQueryExhaustive(scored, termIds, query.topK, mask, scratch);
           // With the bounds cached by earlier queries, and the default windows (no pruning inside the first one).
-          expect(scoreQuery(scored, termIds, query.topK, mask, testCase.windows)).toEqual(expected);
+          // Both ways of reading a window (branch-free with the mask copied into the marks, or tracking touched
+          // documents), and several shares of the threshold that the skipped lists' bounds may sum to.
+          for (const layout of ["dense", "sparse"] as const) {
+            for (const nonEssentialShare of [0.1, 0.4, 1]) {
+              const windows = { ...testCase.windows, layout, nonEssentialShare };
+              expect(scoreQuery(scored, termIds, query.topK, mask, windows)).toEqual(expected);
+            }
+          }
           expect(scoreQuery(scored, termIds, query.topK, mask)).toEqual(expected);
           // The index's own search path (default windows, its own bound cache) agrees too.
           if (mask === null) expect(lexical.searchWithMask(query.words, query.topK, null)).toEqual(expected);
