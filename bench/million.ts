@@ -4,8 +4,9 @@
  * validation, index build (time and heap retained), whole turns through `engine.ground()` (p50/p99), the
  * self-contained artifact (write time and size), then a fresh `node` started from the artifact alone to its first
  * grounded turn (wall and CPU time). Run with
- * `node --expose-gc --max-old-space-size=14336 --import tsx bench/million.ts [--size N] [--queries N] [--runs N]`;
- * it builds `dist/` first. Progress on stderr, a Markdown table on stdout.
+ * `node --expose-gc --max-old-space-size=14336 --import tsx bench/million.ts [--size N] [--queries N] [--runs N]
+ * [--skip-artifact]`; it builds `dist/` first (not with `--skip-artifact`, which stops after the turns). Progress on
+ * stderr, a Markdown table on stdout.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -37,6 +38,7 @@ function option(name: string, fallback: string): string {
 const size = Number(option("size", "1000000"));
 const queryCount = Number(option("queries", "300"));
 const runs = Number(option("runs", "3"));
+const skipArtifact = process.argv.includes("--skip-artifact");
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with node --expose-gc");
 
@@ -57,7 +59,7 @@ function percentile(values: number[], fraction: number): number {
 }
 
 async function main(): Promise<void> {
-  execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
+  if (!skipArtifact) execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
   const rows: [string, string][] = [];
   log(`generating ${size} entries`);
   let started = performance.now();
@@ -119,52 +121,54 @@ async function main(): Promise<void> {
     `turns p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms`,
   );
 
-  const directory = mkdtempSync(join(tmpdir(), "lexground-million-"));
-  try {
-    started = performance.now();
-    const key = buildKnowledgeIndexCacheKey(normalized.groups);
-    const keySeconds = (performance.now() - started) / 1000;
-    started = performance.now();
-    const pieces = serializeIndexSnapshotChunks(snapshot, key);
-    const artifactPath = join(directory, "kb.lxg");
-    const artifactBytes = writeArtifactPieces(artifactPath, pieces);
-    pieces.length = 0;
-    const writeSeconds = (performance.now() - started) / 1000;
-    rows.push(["content key (hash of every entry)", `${keySeconds.toFixed(1)} s`]);
-    rows.push([
-      "artifact: serialize and write / size",
-      `${writeSeconds.toFixed(1)} s / ${(artifactBytes / 1024 ** 3).toFixed(2)} GB`,
-    ]);
-    log(`artifact ${(artifactBytes / 1024 ** 3).toFixed(2)} GB written in ${writeSeconds.toFixed(1)} s`);
+  if (!skipArtifact) {
+    const directory = mkdtempSync(join(tmpdir(), "lexground-million-"));
+    try {
+      started = performance.now();
+      const key = buildKnowledgeIndexCacheKey(normalized.groups);
+      const keySeconds = (performance.now() - started) / 1000;
+      started = performance.now();
+      const pieces = serializeIndexSnapshotChunks(snapshot, key);
+      const artifactPath = join(directory, "kb.lxg");
+      const artifactBytes = writeArtifactPieces(artifactPath, pieces);
+      pieces.length = 0;
+      const writeSeconds = (performance.now() - started) / 1000;
+      rows.push(["content key (hash of every entry)", `${keySeconds.toFixed(1)} s`]);
+      rows.push([
+        "artifact: serialize and write / size",
+        `${writeSeconds.toFixed(1)} s / ${(artifactBytes / 1024 ** 3).toFixed(2)} GB`,
+      ]);
+      log(`artifact ${(artifactBytes / 1024 ** 3).toFixed(2)} GB written in ${writeSeconds.toFixed(1)} s`);
 
-    const query = queries[0]!.query;
-    const childPath = writeFirstTurnChild(directory);
-    const walls: number[] = [];
-    const cpuTimes: number[] = [];
-    const bareTimes: number[] = [];
-    let rssMb = 0;
-    for (let run = 0; run < runs; run++) {
-      bareTimes.push(await timeBareNode());
-      const result = await timeFirstTurn(childPath, { artifactPath, query });
-      if (result.report.origin !== "artifact" || !result.report.grounded)
-        throw new Error(`unexpected: ${JSON.stringify(result.report)}`);
-      walls.push(result.milliseconds);
-      cpuTimes.push(result.report.cpuMs);
-      rssMb = Math.max(rssMb, result.report.rssMb);
-      log(
-        `first turn from the artifact: ${result.milliseconds.toFixed(0)} ms (CPU ${cpuTimes.at(-1)!.toFixed(0)} ms)`,
-      );
+      const query = queries[0]!.query;
+      const childPath = writeFirstTurnChild(directory);
+      const walls: number[] = [];
+      const cpuTimes: number[] = [];
+      const bareTimes: number[] = [];
+      let rssMb = 0;
+      for (let run = 0; run < runs; run++) {
+        bareTimes.push(await timeBareNode());
+        const result = await timeFirstTurn(childPath, { artifactPath, query });
+        if (result.report.origin !== "artifact" || !result.report.grounded)
+          throw new Error(`unexpected: ${JSON.stringify(result.report)}`);
+        walls.push(result.milliseconds);
+        cpuTimes.push(result.report.cpuMs);
+        rssMb = Math.max(rssMb, result.report.rssMb);
+        log(
+          `first turn from the artifact: ${result.milliseconds.toFixed(0)} ms (CPU ${cpuTimes.at(-1)!.toFixed(0)} ms)`,
+        );
+      }
+      rows.push([
+        `first turn from the artifact alone (spawn node → grounded turn), median of ${runs}`,
+        `${median(walls).toFixed(0)} ms (CPU ${median(cpuTimes).toFixed(0)} ms), RSS ${rssMb} MB`,
+      ]);
+      rows.push([
+        `bare \`node -e ""\` in the same runs, median of ${runs}`,
+        `${median(bareTimes).toFixed(0)} ms`,
+      ]);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
     }
-    rows.push([
-      `first turn from the artifact alone (spawn node → grounded turn), median of ${runs}`,
-      `${median(walls).toFixed(0)} ms (CPU ${median(cpuTimes).toFixed(0)} ms), RSS ${rssMb} MB`,
-    ]);
-    rows.push([
-      `bare \`node -e ""\` in the same runs, median of ${runs}`,
-      `${median(bareTimes).toFixed(0)} ms`,
-    ]);
-  } finally {
-    rmSync(directory, { recursive: true, force: true });
   }
 
   console.log(
