@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { buildIndexArtifactChunks, clearKnowledgeIndexCache } from "../src/index.js";
 import type { KnowledgeManifest } from "../src/types/knowledge.js";
 import {
+  describeBuiltEntry,
   median,
   REPO_ROOT,
   timeBareNode,
@@ -38,6 +39,7 @@ async function main(): Promise<void> {
   console.log(
     `cold start: ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`,
   );
+  console.log(`children load ${describeBuiltEntry()}`);
   console.log("");
   const labels: Record<string, string> = {
     manifest: "manifest (ms)",

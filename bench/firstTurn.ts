@@ -5,13 +5,34 @@
  * the same run, a bare `node -e ""` (Node's own start, which every figure includes).
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 
 /** The repository root (where `dist/` is built). */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+/**
+ * What the children load: the built root export and the files of its static import graph (relative imports), so a
+ * figure says whether it measured a bundle or a module tree.
+ */
+export function describeBuiltEntry(): string {
+  const entry = join(REPO_ROOT, "dist/index.js");
+  const seen = new Map<string, number>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    const text = readFileSync(file, "utf8");
+    seen.set(file, text.length);
+    for (const match of text.matchAll(
+      /(?:^|[\n;])\s*(?:import|export)\s[^;]*?from\s*["'](\.[^"']+)["']|(?:^|[\n;])\s*import\s*["'](\.[^"']+)["']/g,
+    ))
+      visit(resolve(dirname(file), (match[1] ?? match[2])!));
+  };
+  visit(entry);
+  const bytes = [...seen.values()].reduce((sum, length) => sum + length, 0);
+  return `dist/index.js (npm run build): ${seen.size} files in its static import graph, ${(bytes / 1024).toFixed(0)} KiB`;
+}
 
 /** The child: `node child.mjs <dist/index.js> <manifest or -> <artifact or -> <query>`; prints a JSON report. */
 const CHILD = `
