@@ -29,8 +29,16 @@ export type BuildWorkerData = {
   entry: string;
 };
 
-/** A part to count: its entries' field texts, flattened, with the number of texts of each (entry, field). */
-export type BuildWorkerTask = { part: number; texts: string[]; textCounts: Int32Array };
+/**
+ * A part to count: its entries' field texts, flattened, with the number of texts of each (entry, field), and
+ * possibly the buffer of an earlier reply to write the counts into (transferred back and forth, not allocated).
+ */
+export type BuildWorkerTask = {
+  part: number;
+  texts: string[];
+  textCounts: Int32Array;
+  buffer?: ArrayBuffer;
+};
 
 /**
  * A counted part. `counts` holds, per entry and field in order: the field's length in tokens, its number of
@@ -66,6 +74,7 @@ export class PartCounter {
     const { texts, textCounts } = task;
     const counter = this.counter;
     const out = new IntBuffer();
+    if (task.buffer) out.data = new Int32Array(task.buffer);
     out.reserve(texts.length * 64);
     let text = 0;
     for (let index = 0; index < textCounts.length; index++) {
@@ -88,7 +97,8 @@ export class PartCounter {
     for (let id = this.reportedTerms; id < this.dictionary.size; id++)
       newTerms.push(this.dictionary.term(id));
     this.reportedTerms = this.dictionary.size;
-    return { counts: out.data.slice(0, out.length), newTerms };
+    // A view of the whole buffer (transferred, so it can come back with a later part).
+    return { counts: out.data.subarray(0, out.length), newTerms };
   }
 }
 

@@ -64,8 +64,13 @@ export type KnowledgeLexicalIndexOptions = {
   scoring?: KnowledgeScoringMode;
 };
 
-/** Most postings reserved in advance over all fields (2^26: 512 MB of term ids and frequencies). */
-export const MAX_RESERVED_POSTINGS = 1 << 26;
+/**
+ * Most postings reserved in advance over all fields (2^28: 2 GiB of term ids and frequencies, what a million
+ * synthetic entries need). Below the cap the buffers are allocated once; past it they double as they fill, which
+ * at a million entries meant two doublings of the body's buffers (each a copy and a full garbage collection) and a
+ * larger peak than the reservation.
+ */
+export const MAX_RESERVED_POSTINGS = 1 << 28;
 
 /**
  * Field-aware BM25 index (NeuroLink's "BM25F-style" scorer): per field, Okapi BM25 with Lucene's always-positive

@@ -33,6 +33,8 @@ const MAX_AUTOMATIC_WORKERS = 3;
 const DEFAULT_PART_ENTRIES = 1024;
 /** A worker silent this long while the main thread waits for it is given up (its parts go to the main thread). */
 const STALL_MILLISECONDS = 60_000;
+/** Counts buffers kept per worker for its next parts (parts in flight are about two rounds). */
+const SPARE_BUFFERS = 4;
 /** Weight of the latest measurement in a smoothed speed. */
 const SMOOTHING = 0.3;
 
@@ -76,6 +78,8 @@ type Helper = {
   replies: Map<number, Counted>;
   /** Parts sent and not answered. */
   outstanding: number;
+  /** Buffers of merged counts, sent back with the next parts for the worker to fill again (see `recycle`). */
+  spareBuffers: ArrayBuffer[];
   lastHeard: number;
 };
 
@@ -213,6 +217,7 @@ export class ParallelIndexing {
         millisecondsPerEntry: 0,
         replies: new Map(),
         outstanding: 0,
+        spareBuffers: [],
         lastHeard: performance.now(),
       };
       // Errors reach the main thread as events; the build notices a failed worker by its silence or its reply.
@@ -233,7 +238,8 @@ export class ParallelIndexing {
 
   /** The segment holding entry `position` (the next one the main thread indexes); plans rounds ahead as needed. */
   segmentAt(position: number): BuildSegment {
-    while (this.segments.length > 0 && this.segments[0]!.end <= position) this.segments.shift();
+    while (this.segments.length > 0 && this.segments[0]!.end <= position)
+      this.recycle(this.segments.shift()!);
     this.receive();
     // Two rounds ahead, so a worker always has its next part when it finishes one.
     while (
@@ -346,6 +352,19 @@ export class ParallelIndexing {
     return any;
   }
 
+  /**
+   * Keeps the counts buffer of a merged segment for its worker's next part: every part would otherwise allocate a
+   * new buffer (about 2 KB per entry), and at a million entries that churn of external memory alone starts many
+   * full garbage collections of the host's heap.
+   */
+  private recycle(segment: BuildSegment): void {
+    if (segment.helper < 0 || !segment.counts) return;
+    const helper = this.helpers[segment.helper]!;
+    if (!helper.failed && helper.spareBuffers.length < SPARE_BUFFERS)
+      helper.spareBuffers.push(segment.counts.buffer as ArrayBuffer);
+    segment.counts = null;
+  }
+
   private partLength(part: number): number {
     const length = this.partLengths.get(part) ?? this.partEntries;
     this.partLengths.delete(part);
@@ -431,7 +450,10 @@ export class ParallelIndexing {
       cursor += share;
       this.segments.push(segment);
       try {
-        helper.port.postMessage(this.task(part, segment.start, segment.end));
+        const task = this.task(part, segment.start, segment.end);
+        const spare = helper.spareBuffers.pop();
+        if (spare) task.buffer = spare;
+        helper.port.postMessage(task, spare ? [spare] : []);
         helper.outstanding++;
         this.partLengths.set(part, share);
       } catch {
