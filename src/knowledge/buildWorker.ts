@@ -10,7 +10,7 @@
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { tokenizeList } from "./document.js";
-import { IntBuffer } from "./postings.js";
+import { IntBuffer, type ScatteredRange, type ScatterInput, scatterRange } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";
@@ -34,10 +34,19 @@ export type BuildWorkerData = {
  * possibly the buffer of an earlier reply to write the counts into (transferred back and forth, not allocated).
  */
 export type BuildWorkerTask = {
+  kind?: undefined;
   part: number;
   texts: string[];
   textCounts: Int32Array;
   buffer?: ArrayBuffer;
+};
+
+/** Scatter the postings of a field's terms from `fromTerm` on (see `scatterRange`; the build buffers are shared). */
+export type BuildWorkerScatterTask = {
+  kind: "scatter";
+  request: number;
+  input: ScatterInput;
+  fromTerm: number;
 };
 
 /**
@@ -48,12 +57,13 @@ export type BuildWorkerTask = {
 export type BuildWorkerReply =
   | { kind: "ready" }
   | { kind: "counted"; part: number; counts: Int32Array; newTerms: string[]; milliseconds: number }
+  | { kind: "scattered"; request: number; range: ScatteredRange }
   | { kind: "failed"; part: number; message: string };
 
 /** The message port of a build worker (the part of Node's `MessagePort` used here). */
 export type BuildWorkerPort = {
   postMessage(message: unknown, transfer?: ArrayBuffer[]): void;
-  on(event: "message", listener: (message: BuildWorkerTask) => void): void;
+  on(event: "message", listener: (message: BuildWorkerTask | BuildWorkerScatterTask) => void): void;
   close(): void;
 };
 
@@ -119,6 +129,21 @@ function serve(data: BuildWorkerData): void {
     Atomics.notify(data.signal, 0);
   };
   data.port.on("message", (task) => {
+    if (task.kind === "scatter") {
+      try {
+        const range = scatterRange(task.input, task.fromTerm);
+        const transfer = [range.docs.buffer, range.contributions.buffer] as ArrayBuffer[];
+        if (range.frequencies) transfer.push(range.frequencies.buffer as ArrayBuffer);
+        reply({ kind: "scattered", request: task.request, range }, transfer);
+      } catch (caught) {
+        reply({
+          kind: "failed",
+          part: -1,
+          message: caught instanceof Error ? caught.message : String(caught),
+        });
+      }
+      return;
+    }
     const started = performance.now();
     try {
       const { counts, newTerms } = parts.count(task);

@@ -46,6 +46,7 @@ import {
   type FrequencyPostings,
   fieldPostings,
   inactivePostings,
+  type ScatterHelper,
 } from "./postings.js";
 import { rankIds } from "./ranking.js";
 import { scoreQuery } from "./scoring.js";
@@ -98,6 +99,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   private denseIds = new Map<string, number>();
   /** Per-field build buffers; null once finalized. */
   private builders: FieldBuilder[] | null;
+  /** A parallel build's worker, which scatters part of each large field's postings when finalizing. */
+  private scatterHelper: ScatterHelper | null = null;
   /** Per field (sum) or one over all fields (BM25F): postings with precomputed contributions. */
   private postings: FieldPostings[] = [];
   /** Per field: term-frequency postings, what query-time scoring and compaction read. */
@@ -204,6 +207,18 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       builder.ends.reserve(documentCount);
       builder.lengths.reserve(documentCount);
     });
+  }
+
+  /**
+   * Lets a parallel build's worker scatter part of each large field's postings when finalizing: the build buffers
+   * move to shared memory (call before adding any document).
+   * @internal
+   */
+  useScatterHelper(helper: ScatterHelper): void {
+    if (!this.builders || this.ids.length > 0)
+      throw new Error("KnowledgeLexicalIndex.useScatterHelper: call before adding documents");
+    this.builders = Array.from({ length: FIELD_COUNT }, () => createFieldBuilder(true));
+    this.scatterHelper = helper;
   }
 
   /**
@@ -335,6 +350,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
         this.scoring === "sum" && averageLength > 0
           ? { weight, averageLength, k1: this.k1, b: this.b }
           : null,
+        this.scatterHelper,
       );
       const step = this.pendingField.next();
       if (step.done) {
@@ -370,6 +386,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       scratch: null,
     };
     this.builders = null;
+    this.scatterHelper = null;
     this.counter?.release();
     this.counter = null;
     this.finalized = true;

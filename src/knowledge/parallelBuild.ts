@@ -20,9 +20,16 @@ import {
   BUILD_WORKER_MARKER,
   type BuildWorkerData,
   type BuildWorkerReply,
+  type BuildWorkerScatterTask,
   type BuildWorkerTask,
 } from "./buildWorker.js";
 import { entryFieldTexts } from "./document.js";
+import {
+  PARALLEL_SCATTER_MIN_POSTINGS,
+  type ScatteredRange,
+  type ScatterHelper,
+  type ScatterInput,
+} from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 
 /** With automatic threads, registries smaller than this are indexed by one thread (starting a worker costs more). */
@@ -80,6 +87,8 @@ type Helper = {
   outstanding: number;
   /** Buffers of merged counts, sent back with the next parts for the worker to fill again (see `recycle`). */
   spareBuffers: ArrayBuffer[];
+  /** Scattered ranges of postings that arrived, by request (see {@link ParallelIndexing.scatterHelper}). */
+  scattered: Map<number, ScatteredRange>;
   lastHeard: number;
 };
 
@@ -113,6 +122,8 @@ export type ParallelBuildStats = {
   countedEntries: number;
   /** Milliseconds the main thread waited for a worker. */
   waitedMilliseconds: number;
+  /** Ranges of postings a worker scattered when finalizing. */
+  scatteredRanges: number;
 };
 
 let lastStats: ParallelBuildStats | null = null;
@@ -175,7 +186,12 @@ export class ParallelIndexing {
   private merging = 0;
   private closed = false;
   /** @internal */
-  readonly stats: ParallelBuildStats = { workers: 0, countedEntries: 0, waitedMilliseconds: 0 };
+  readonly stats: ParallelBuildStats = {
+    workers: 0,
+    countedEntries: 0,
+    waitedMilliseconds: 0,
+    scatteredRanges: 0,
+  };
 
   constructor(entries: readonly NormalizedKnowledgeEntry[], partEntries: number) {
     this.entries = entries;
@@ -218,6 +234,7 @@ export class ParallelIndexing {
         replies: new Map(),
         outstanding: 0,
         spareBuffers: [],
+        scattered: new Map(),
         lastHeard: performance.now(),
       };
       // Errors reach the main thread as events; the build notices a failed worker by its silence or its reply.
@@ -297,6 +314,64 @@ export class ParallelIndexing {
     }
   }
 
+  /**
+   * The finalize side of the build: a worker scatters the upper range of a large field's terms while the main
+   * thread scatters the rest (see `fieldPostings`). A worker that fails or stalls answers null: the main thread
+   * then scatters that range itself.
+   */
+  scatterHelper(): ScatterHelper {
+    const requests = new Map<number, number>();
+    let nextRequest = 0;
+    return {
+      // Tests (small parts) split every field, so that the split is exercised at any size.
+      minimumPostings: this.partEntries === DEFAULT_PART_ENTRIES ? PARALLEL_SCATTER_MIN_POSTINGS : 1,
+      start: (input: ScatterInput, fromTerm: number): number | null => {
+        this.receive();
+        const index = this.helpers.findIndex((helper) => helper.ready && !helper.failed);
+        if (index < 0 || this.closed) return null;
+        const request = nextRequest++;
+        const task: BuildWorkerScatterTask = { kind: "scatter", request, input, fromTerm };
+        try {
+          this.helpers[index]!.port.postMessage(task);
+        } catch {
+          this.giveUp(index);
+          return null;
+        }
+        this.helpers[index]!.lastHeard = performance.now();
+        requests.set(request, index);
+        return request;
+      },
+      result: (request: number, milliseconds: number): ScatteredRange | null | undefined => {
+        const index = requests.get(request);
+        if (index === undefined) return null;
+        const helper = this.helpers[index]!;
+        const started = performance.now();
+        for (;;) {
+          this.receive();
+          const range = helper.scattered.get(request);
+          if (range) {
+            helper.scattered.delete(request);
+            requests.delete(request);
+            this.stats.scatteredRanges++;
+            return range;
+          }
+          if (helper.failed || performance.now() - helper.lastHeard > STALL_MILLISECONDS) {
+            this.giveUp(index);
+            requests.delete(request);
+            return null;
+          }
+          const remaining = milliseconds - (performance.now() - started);
+          if (remaining <= 0) return undefined;
+          const observed = Atomics.load(this.signal, 0);
+          if (this.receive()) continue;
+          const waitStarted = performance.now();
+          Atomics.wait(this.signal, 0, observed, remaining);
+          this.stats.waitedMilliseconds += performance.now() - waitStarted;
+        }
+      },
+    };
+  }
+
   /** Records the main thread's speed indexing `count` entries itself (`merged`: merging counted ones). */
   record(count: number, milliseconds: number, merged: boolean): void {
     if (count <= 0) return;
@@ -338,6 +413,7 @@ export class ParallelIndexing {
         helper.lastHeard = performance.now();
         if (reply.kind === "ready") helper.ready = true;
         else if (reply.kind === "failed") helper.failed = true;
+        else if (reply.kind === "scattered") helper.scattered.set(reply.request, reply.range);
         else {
           helper.outstanding--;
           helper.replies.set(reply.part, reply);

@@ -17,14 +17,20 @@ import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 /** Number of searchable fields (title, aliases, keywords, summary, body). */
 export const FIELD_COUNT = 5;
 
-/** A growable Int32 buffer used only while building. */
+/** A growable Int32 buffer used only while building (in shared memory when a build worker reads it too). */
 export class IntBuffer {
-  data: Int32Array = new Int32Array(1024);
+  data: Int32Array;
   length = 0;
+  private readonly shared: boolean;
+
+  constructor(shared = false) {
+    this.shared = shared;
+    this.data = this.allocate(1024);
+  }
 
   push(value: number): void {
     if (this.length === this.data.length) {
-      const next = new Int32Array(this.data.length * 2);
+      const next = this.allocate(this.data.length * 2);
       next.set(this.data);
       this.data = next;
     }
@@ -34,9 +40,15 @@ export class IntBuffer {
   /** Grows the capacity to at least `capacity` values in one step. */
   reserve(capacity: number): void {
     if (capacity <= this.data.length) return;
-    const next = new Int32Array(capacity);
+    const next = this.allocate(capacity);
     next.set(this.data.subarray(0, this.length));
     this.data = next;
+  }
+
+  private allocate(capacity: number): Int32Array {
+    return this.shared
+      ? new Int32Array(new SharedArrayBuffer(capacity * Int32Array.BYTES_PER_ELEMENT))
+      : new Int32Array(capacity);
   }
 }
 
@@ -53,12 +65,15 @@ export type FieldBuilder = {
   total: number;
 };
 
-/** An empty field builder. */
-export function createFieldBuilder(): FieldBuilder {
+/**
+ * An empty field builder; `shared`: the buffers a finalize step hands to a build worker (terms, frequencies,
+ * ends) are in shared memory.
+ */
+export function createFieldBuilder(shared = false): FieldBuilder {
   return {
-    terms: new IntBuffer(),
-    frequencies: new IntBuffer(),
-    ends: new IntBuffer(),
+    terms: new IntBuffer(shared),
+    frequencies: new IntBuffer(shared),
+    ends: new IntBuffer(shared),
     lengths: new IntBuffer(),
     total: 0,
   };
@@ -241,19 +256,144 @@ export type FinishedField = { postings: FieldPostings; frequencies: FrequencyPos
 
 /** Postings finalized between two yields of an incremental build. */
 const POSTINGS_PER_STEP = 1 << 16;
+/** Fields with fewer postings are finalized by the calling thread alone (a worker's round trip costs more). */
+export const PARALLEL_SCATTER_MIN_POSTINGS = 1 << 18;
+/** Share of a field's postings the calling thread scatters itself when a worker takes the rest. */
+const OWN_SCATTER_SHARE = 0.5;
+/** Milliseconds a finalize step waits for a worker before it yields (an incremental build checks its deadline). */
+const SCATTER_WAIT_MILLISECONDS = 50;
+
+/**
+ * What scattering a field's postings into their terms' slices reads: the build buffers, the slices (`offsets`,
+ * from the counting pass), each term's weight × IDF and each document's length, all typed arrays, so that a build
+ * worker can scatter a range of terms (the build buffers are then shared memory: no copy).
+ */
+export type ScatterInput = {
+  terms: Int32Array;
+  frequencies: Int32Array;
+  ends: Int32Array;
+  lengths: Int32Array;
+  documentCount: number;
+  /** Term id → first posting of the finished field (`termCount + 1` values). */
+  offsets: Int32Array;
+  /** Per term: field weight × IDF (empty when the field is not scored). */
+  weightedIdf: Float64Array;
+  /** BM25 parameters of a scored field, or null (term frequencies only). */
+  scored: { k1: number; b: number; averageLength: number } | null;
+  /** Whether the frequencies are stored (false: recovered from the contributions on first read). */
+  keepFrequencies: boolean;
+};
+
+/**
+ * The scattered postings of a range of terms, from the posting at `offsets[fromTerm]` on: documents, contributions
+ * (empty when not scored), frequencies (null when not kept), and the frequencies of {@link LARGE_FREQUENCY} or
+ * more by position (relative to the range's first posting).
+ */
+export type ScatteredRange = {
+  docs: Int32Array;
+  contributions: Float64Array;
+  frequencies: Uint8Array | null;
+  large: Map<number, number> | null;
+};
+
+/**
+ * Scatters the postings of the terms in [`fromTerm`, `toTerm`) into `out` (whose first posting is the field's
+ * posting `base`), reading the build buffers in document order so each slice stays sorted by document. The
+ * weight × IDF of a term and the length normalization of a document are computed once each, then combined by
+ * {@link bm25TermScore}, so contributions are bit-identical to scoring each posting on its own (what scoring at
+ * query time does, see `liveScoring.ts`). A generator, so an incremental build can yield inside a large field.
+ */
+export function* scatterTerms(
+  input: ScatterInput,
+  fromTerm: number,
+  toTerm: number,
+  out: ScatteredRange,
+  base: number,
+): Generator<void, void, void> {
+  const { terms, frequencies, ends, lengths, documentCount, weightedIdf, scored } = input;
+  const { docs, contributions } = out;
+  const stored = input.keepFrequencies ? out.frequencies : null;
+  const termCount = input.offsets.length - 1;
+  const whole = fromTerm === 0 && toTerm >= termCount;
+  const cursor = input.offsets.slice(0, termCount);
+  let begin = 0;
+  let sinceYield = 0;
+  for (let doc = 0; doc < documentCount; doc++) {
+    const end = ends[doc]!;
+    if (end === begin) continue;
+    const lengthNormalization = scored
+      ? bm25LengthNormalization(scored.k1, scored.b, lengths[doc]!, scored.averageLength)
+      : 0;
+    for (let index = begin; index < end; index++) {
+      const term = terms[index]!;
+      if (!whole && (term < fromTerm || term >= toTerm)) continue;
+      const frequency = frequencies[index]!;
+      const position = cursor[term]!++ - base;
+      docs[position] = doc;
+      if (stored) {
+        if (frequency >= LARGE_FREQUENCY) {
+          stored[position] = LARGE_FREQUENCY;
+          out.large ??= new Map();
+          out.large.set(position, frequency);
+        } else stored[position] = frequency;
+      }
+      if (scored)
+        contributions[position] = bm25TermScore(
+          weightedIdf[term]!,
+          frequency,
+          scored.k1,
+          lengthNormalization,
+        );
+    }
+    sinceYield += end - begin;
+    begin = end;
+    if (sinceYield >= POSTINGS_PER_STEP) {
+      sinceYield = 0;
+      yield;
+    }
+  }
+}
+
+/** The postings of terms [`fromTerm`, `termCount`) scattered in one go (what a build worker runs). */
+export function scatterRange(input: ScatterInput, fromTerm: number): ScatteredRange {
+  const termCount = input.offsets.length - 1;
+  const base = input.offsets[fromTerm]!;
+  const count = input.offsets[termCount]! - base;
+  const out: ScatteredRange = {
+    docs: new Int32Array(count),
+    contributions: new Float64Array(input.scored ? count : 0),
+    frequencies: input.keepFrequencies ? new Uint8Array(count) : null,
+    large: null,
+  };
+  const steps = scatterTerms(input, fromTerm, termCount, out, base);
+  while (!steps.next().done) {
+    // Runs to completion.
+  }
+  return out;
+}
+
+/**
+ * A thread that can scatter a range of terms while the caller scatters the rest (a parallel build's worker).
+ * `start` returns a request, or null when no worker can take it; `result` waits up to `milliseconds` and returns
+ * the range, undefined while it is pending, or null when the worker failed (the caller then scatters it itself).
+ */
+export type ScatterHelper = {
+  /** Fields with fewer postings are not split ({@link PARALLEL_SCATTER_MIN_POSTINGS}; tests split every field). */
+  minimumPostings: number;
+  start(input: ScatterInput, fromTerm: number): number | null;
+  result(request: number, milliseconds: number): ScatteredRange | null | undefined;
+};
 
 /**
  * The finished postings of one field: grouped by term, with each posting's term frequency and, when `scored` is
  * given (the field is scored with precomputed contributions), its BM25 contribution; `lengths` are the field's
  * lengths by document (kept by the term-frequency postings when their frequencies are left to recovery). A
- * function of its own (not a loop inside finalize) so the engine optimizes it with full type information; a
  * generator so an incremental build can yield inside a large field.
  *
- * One counting pass gives each term's document frequency and slice; then the postings, read in document order,
- * are scattered into their term's slice with the contribution computed on the way, so each slice stays sorted by
- * document. The weight × IDF of a term and the length normalization of a document are computed once each, then
- * combined by {@link bm25TermScore}, so contributions are bit-identical to scoring each posting on its own (which
- * is what scoring at query time does, see `liveScoring.ts`).
+ * One counting pass gives each term's document frequency and slice; then the postings are scattered into their
+ * term's slice ({@link scatterTerms}). With a `helper` (a parallel build), a large field's terms are cut in two
+ * ranges of about equal postings: the helper scatters the upper one while this thread scatters the lower one, then
+ * copies the helper's range in place; the arrays are the same as one thread's, bit for bit.
  */
 export function* fieldPostings(
   builder: FieldBuilder,
@@ -261,11 +401,11 @@ export function* fieldPostings(
   termCount: number,
   documentCount: number,
   scored: { weight: number; averageLength: number; k1: number; b: number } | null,
+  helper: ScatterHelper | null = null,
 ): Generator<void, FinishedField, void> {
   const postingCount = builder.terms.length;
   const terms = builder.terms.data;
   const frequencies = builder.frequencies.data;
-  const ends = builder.ends.data;
   const offsets = new Int32Array(termCount + 1);
   let largestFrequency = 0;
   for (let from = 0; from < postingCount; from += POSTINGS_PER_STEP) {
@@ -294,53 +434,58 @@ export function* fieldPostings(
     offsets[term + 1]! += offsets[term]!;
   }
   yield;
-  const cursor = offsets.slice(0, termCount);
-  const docs = new Int32Array(postingCount);
-  const storedFrequencies = new Uint8Array(recover ? 0 : postingCount);
-  let largeFrequencies: Map<number, number> | null = null;
-  const contributions = new Float64Array(scored ? postingCount : 0);
-  let begin = 0;
-  let sinceYield = 0;
-  for (let doc = 0; doc < documentCount; doc++) {
-    const end = ends[doc]!;
-    if (end === begin) continue;
-    const lengthNormalization = scored
-      ? bm25LengthNormalization(scored.k1, scored.b, lengths[doc]!, scored.averageLength)
-      : 0;
-    for (let index = begin; index < end; index++) {
-      const term = terms[index]!;
-      const frequency = frequencies[index]!;
-      const position = cursor[term]!++;
-      docs[position] = doc;
-      if (recover) {
-        // Recovered on first read.
-      } else if (frequency >= LARGE_FREQUENCY) {
-        storedFrequencies[position] = LARGE_FREQUENCY;
-        largeFrequencies ??= new Map();
-        largeFrequencies.set(position, frequency);
-      } else storedFrequencies[position] = frequency;
-      if (scored)
-        contributions[position] = bm25TermScore(
-          weightedIdf[term]!,
-          frequency,
-          scored.k1,
-          lengthNormalization,
-        );
-    }
-    sinceYield += end - begin;
-    begin = end;
-    if (sinceYield >= POSTINGS_PER_STEP) {
-      sinceYield = 0;
+  const input: ScatterInput = {
+    terms,
+    frequencies,
+    ends: builder.ends.data,
+    lengths,
+    documentCount,
+    offsets,
+    weightedIdf,
+    scored: scored ? { k1: scored.k1, b: scored.b, averageLength: scored.averageLength } : null,
+    keepFrequencies: !recover,
+  };
+  const out: ScatteredRange = {
+    docs: new Int32Array(postingCount),
+    contributions: new Float64Array(scored ? postingCount : 0),
+    frequencies: recover ? null : new Uint8Array(postingCount),
+    large: null,
+  };
+  let split = termCount;
+  let request: number | null = null;
+  if (helper && postingCount >= helper.minimumPostings && postingCount > 0) {
+    split = 0;
+    while (split < termCount && offsets[split + 1]! <= postingCount * OWN_SCATTER_SHARE) split++;
+    request = split < termCount ? helper.start(input, split) : null;
+    if (request === null) split = termCount;
+  }
+  yield* scatterTerms(input, 0, split, out, 0);
+  if (helper && request !== null) {
+    let range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
+    while (range === undefined) {
       yield;
+      range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
+    }
+    if (range === null) yield* scatterTerms(input, split, termCount, out, 0);
+    else {
+      const base = offsets[split]!;
+      out.docs.set(range.docs, base);
+      if (scored) out.contributions.set(range.contributions, base);
+      if (out.frequencies && range.frequencies) out.frequencies.set(range.frequencies, base);
+      if (range.large) {
+        out.large ??= new Map();
+        for (const [position, frequency] of range.large) out.large.set(base + position, frequency);
+      }
     }
   }
+  const { docs, contributions } = out;
   return {
     postings: scored ? { offsets, docs, contributions, active: true } : inactivePostings(),
     frequencies: {
       offsets,
       docs,
-      frequencies: recover ? null : storedFrequencies,
-      largeFrequencies,
+      frequencies: out.frequencies,
+      largeFrequencies: out.large,
       recovery: recover
         ? {
             contributions,

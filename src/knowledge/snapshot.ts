@@ -107,6 +107,8 @@ export function startIndexBuild(
     threads: options.threads,
     ...(options.partEntries !== undefined ? { partEntries: options.partEntries } : {}),
   });
+  // The worker also scatters part of each large field's postings when finalizing (so it lives until then).
+  if (parallel) lexical.useScatterHelper(parallel.scatterHelper());
   const internTerms = (terms: readonly string[]): number[] => lexical.internTerms(terms);
   let next = 0;
   /** Indexes entries from `next` up to `end` on this thread (`counted`: a worker's counts); false at the deadline. */
@@ -149,14 +151,23 @@ export function startIndexBuild(
           parallel.close();
           throw error;
         }
-        parallel.close();
       }
       // Then finalize the postings one field at a time, so an async build can yield between fields.
-      while (!lexical.finalizeStep()) if (performance.now() >= deadline) return false;
+      try {
+        while (!lexical.finalizeStep()) if (performance.now() >= deadline) return false;
+      } catch (error) {
+        parallel?.close();
+        throw error;
+      }
+      parallel?.close();
       return true;
     },
     finish(): KnowledgeIndexSnapshot {
-      lexical.finalize();
+      try {
+        lexical.finalize();
+      } finally {
+        parallel?.close();
+      }
       return maps.finish(lexical, sorted);
     },
   };
