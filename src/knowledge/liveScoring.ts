@@ -15,10 +15,10 @@ import {
   bm25TermScore,
 } from "./bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { matchesFromAccumulators } from "./exhaustiveScoring.js";
 import { addedPostingsOf, type IndexBase, type IndexChanges, type LiveScratch } from "./indexChanges.js";
 import { FIELD_COUNT, frequencyAt, LARGE_FREQUENCY, termFrequencies } from "./postings.js";
 import { selectTop } from "./ranking.js";
-import { matchesFromAccumulators } from "./scoring.js";
 
 /** Bit of a document's mark that says it was touched by a BM25F term (the field bits are 0 to 4). */
 const TOUCHED_BIT = 1 << FIELD_COUNT;

@@ -1,33 +1,23 @@
 /**
  * The per-query scoring loop. {@link scoreQuery} (the turn's path) reads the postings of the query's terms window
  * by window of document ids, so its accumulators stay in the CPU cache, and skips exactly what cannot reach the
- * top K (MaxScore over per-list upper bounds, see below); {@link scoreQueryExhaustive} accumulates every posting
- * into entry-sized accumulators and is the reference the pruning is tested against. Both return the same matches:
- * same documents, bit-identical scores and per-field breakdowns, same order.
+ * top K (MaxScore over per-list upper bounds, see below); `scoreQueryExhaustive` (`exhaustiveScoring.ts`)
+ * accumulates every posting into entry-sized accumulators and is the reference the pruning is tested against.
+ * Both return the same matches: same documents, bit-identical scores and per-field breakdowns, same order.
  */
-import type { KnowledgeFieldName, KnowledgeLexicalMatch } from "../types/knowledge.js";
-import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
+import { bm25fFieldScores, lowerBound, seek, sumFieldScores } from "./fieldScores.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
-import { selectTop } from "./ranking.js";
+import { TopDocuments } from "./topDocuments.js";
+
+export {
+  matchesFromAccumulators,
+  type ScoreAccumulators,
+  type ScoringScratch,
+  scoreQueryExhaustive,
+} from "./exhaustiveScoring.js";
 
 /** Bit of a document's mark that says it was touched by a BM25F posting (the field bits are 0 to 4). */
-const TOUCHED_BIT = 1 << FIELD_COUNT;
-
-/**
- * Accumulators reused by every search of one index; searches are synchronous, so they never interleave. Every
- * search leaves them zeroed for the documents it touched.
- */
-export type ScoringScratch = {
-  /** Per document: the summed score. */
-  totals: Float64Array;
-  /** Per field, per document: the field's part of the score. */
-  fieldTotals: Float64Array[];
-  /** Per document: bit `field` set when that field contributed; any bit set when touched. */
-  marks: Uint8Array;
-  /** The touched documents, in first-touch order. */
-  touched: Int32Array;
-};
-
 /** What the scoring loop reads from a finished index. */
 export type ScoredIndex = {
   ids: readonly string[];
@@ -151,46 +141,10 @@ export function scoreQuery(
   const windowFirst = new Int32Array(listCount);
   const windowLast = new Int32Array(listCount);
 
-  // The best documents so far: a binary heap whose root is the worst of them.
-  const heapDocs = new Int32Array(capacity);
-  const heapScores = new Float64Array(capacity);
-  let heapSize = 0;
-  const worse = (score: number, doc: number, otherScore: number, otherDoc: number): boolean =>
-    score < otherScore || (score === otherScore && ranks[doc]! > ranks[otherDoc]!);
-  const offer = (score: number, doc: number): void => {
-    let slot: number;
-    if (heapSize < capacity) {
-      slot = heapSize++;
-      while (slot > 0) {
-        const parent = (slot - 1) >> 1;
-        if (!worse(score, doc, heapScores[parent]!, heapDocs[parent]!)) break;
-        heapScores[slot] = heapScores[parent]!;
-        heapDocs[slot] = heapDocs[parent]!;
-        slot = parent;
-      }
-    } else {
-      if (!worse(heapScores[0]!, heapDocs[0]!, score, doc)) return;
-      slot = 0;
-      for (;;) {
-        const left = slot * 2 + 1;
-        if (left >= capacity) break;
-        const right = left + 1;
-        let child = left;
-        if (
-          right < capacity &&
-          worse(heapScores[right]!, heapDocs[right]!, heapScores[left]!, heapDocs[left]!)
-        )
-          child = right;
-        if (!worse(heapScores[child]!, heapDocs[child]!, score, doc)) break;
-        heapScores[slot] = heapScores[child]!;
-        heapDocs[slot] = heapDocs[child]!;
-        slot = child;
-      }
-    }
-    heapScores[slot] = score;
-    heapDocs[slot] = doc;
-  };
-  const threshold = (): number => (heapSize === capacity ? heapScores[0]! : Number.NEGATIVE_INFINITY);
+  // The best documents so far.
+  const top = new TopDocuments(capacity, ranks);
+  const offer = (score: number, doc: number): void => top.offer(score, doc);
+  const threshold = (): number => top.threshold();
 
   // The score of `doc` summed over every list in the exhaustive order, from the window's slice of each list.
   // Documents of a window are probed in ascending order, so each list's probe position only moves forward.
@@ -390,17 +344,11 @@ export function scoreQuery(
     windowStart = windowEnd;
   }
 
-  const selected = Array.from({ length: heapSize }, (_, slot) => slot).sort((left, right) =>
-    worse(heapScores[left]!, heapDocs[left]!, heapScores[right]!, heapDocs[right]!) ? 1 : -1,
-  );
-  return selected.map((slot) => {
-    const doc = heapDocs[slot]!;
-    return {
-      id: index.ids[doc]!,
-      score: heapScores[slot]!,
-      fieldScores: index.bm25f ? bm25fFieldScores(index, termIds, doc) : sumFieldScores(index, termIds, doc),
-    };
-  });
+  return top.ranked().map(({ doc, score }) => ({
+    id: index.ids[doc]!,
+    score,
+    fieldScores: index.bm25f ? bm25fFieldScores(index, termIds, doc) : sumFieldScores(index, termIds, doc),
+  }));
 }
 
 /** The non-empty posting lists of a query in the exhaustive order (field, then term), with their upper bounds. */
@@ -447,230 +395,4 @@ function queryLists(
     ends: Int32Array.from(ends),
     upper: Float64Array.from(upper),
   };
-}
-
-/**
- * One document's per-field breakdown in sum mode: per field, its contributions added in query-term order (the
- * order the exhaustive scorer accumulates them in), so every part is bit-identical to it.
- */
-function sumFieldScores(
-  index: ScoredIndex,
-  termIds: readonly number[],
-  doc: number,
-): Partial<Record<KnowledgeFieldName, number>> {
-  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    const postings = index.postings[field]!;
-    if (!postings.active) continue;
-    let part = 0;
-    let matched = false;
-    for (const term of termIds) {
-      const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
-      if (position < 0) continue;
-      part += postings.contributions[position]!;
-      matched = true;
-    }
-    if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
-  }
-  return fieldScores;
-}
-
-/**
- * The first position from `position` in the ascending `docs[position, end)` whose document is at least `doc`
- * (`end` if none): galloping, so a probe costs the logarithm of the distance moved, not of the list's length.
- */
-function seek(docs: Int32Array, position: number, end: number, doc: number): number {
-  if (position >= end || docs[position]! >= doc) return position;
-  // docs[low] < doc throughout.
-  let low = position;
-  let step = 1;
-  while (low + step < end && docs[low + step]! < doc) {
-    low += step;
-    step *= 2;
-  }
-  let high = Math.min(low + step, end);
-  low++;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (docs[middle]! < doc) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
-
-/** The first position in the ascending `docs[start, end)` whose document is at least `doc` (`end` if none). */
-function lowerBound(docs: Int32Array, start: number, end: number, doc: number): number {
-  let low = start;
-  let high = end;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (docs[middle]! < doc) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
-
-/**
- * The reference scorer: accumulates every posting of the query's terms into entry-sized accumulators, then
- * selects. Same result as {@link scoreQuery} (which reads far fewer postings); kept as the oracle of the pruning
- * tests and for the accumulators' layout that query-time scoring shares (`liveScoring.ts`).
- */
-export function scoreQueryExhaustive(
-  index: ScoredIndex,
-  termIds: readonly number[],
-  topK: number,
-  mask: Uint8Array | null,
-  scratch: ScoringScratch,
-): KnowledgeLexicalMatch[] {
-  const { totals, fieldTotals, marks, touched } = scratch;
-  let touchedCount = 0;
-
-  if (index.bm25f) {
-    // Only the totals decide the ranking: the per-field breakdown is computed afterwards for the selected
-    // documents alone (see below), instead of five share reads and writes for every posting.
-    const postings = index.postings[0]!;
-    const { offsets, docs, contributions } = postings;
-    for (const term of termIds) {
-      const end = offsets[term + 1]!;
-      for (let position = offsets[term]!; position < end; position++) {
-        const doc = docs[position]!;
-        if (mask !== null && mask[doc] === 0) continue;
-        if (marks[doc] === 0) {
-          touched[touchedCount++] = doc;
-          marks[doc] = TOUCHED_BIT;
-        }
-        totals[doc]! += contributions[position]!;
-      }
-    }
-    const selected = selectTop(touched, touchedCount, topK, totals, index.ranks);
-    const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
-    for (let rank = 0; rank < selected.length; rank++) {
-      const doc = selected[rank]!;
-      matches[rank] = {
-        id: index.ids[doc]!,
-        score: totals[doc]!,
-        fieldScores: bm25fFieldScores(index, termIds, doc),
-      };
-    }
-    for (let position = 0; position < touchedCount; position++) {
-      const doc = touched[position]!;
-      totals[doc] = 0;
-      marks[doc] = 0;
-    }
-    return matches;
-  } else {
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      const postings = index.postings[field]!;
-      if (!postings.active) continue;
-      const fieldTotal = fieldTotals[field]!;
-      const bit = 1 << field;
-      const { offsets, docs, contributions } = postings;
-      for (const term of termIds) {
-        const end = offsets[term + 1]!;
-        for (let position = offsets[term]!; position < end; position++) {
-          const doc = docs[position]!;
-          if (mask !== null && mask[doc] === 0) continue;
-          if (marks[doc] === 0) touched[touchedCount++] = doc;
-          const contribution = contributions[position]!;
-          totals[doc]! += contribution;
-          fieldTotal[doc]! += contribution;
-          marks[doc]! |= bit;
-        }
-      }
-    }
-  }
-
-  const selected = selectTop(touched, touchedCount, topK, totals, index.ranks);
-  return matchesFromAccumulators(
-    selected,
-    (doc) => index.ids[doc]!,
-    { totals, fieldTotals, marks, touched },
-    touchedCount,
-  );
-}
-
-/**
- * Per-document accumulators of an exhaustive scoring pass (entry-sized): the total, the per-field totals, which
- * fields matched (bit `1 << field`; other bits are the caller's), and the documents touched, in first-touch order.
- */
-export type ScoreAccumulators = {
-  totals: Float64Array;
-  fieldTotals: Float64Array[];
-  marks: Uint8Array;
-  touched: Int32Array;
-};
-
-/**
- * The matches of the `selected` documents (in rank order) read from the accumulators, each with the field scores
- * of the fields it matched; then the accumulators of the first `touchedCount` touched documents are reset to
- * zero for the next query.
- */
-export function matchesFromAccumulators(
-  selected: readonly number[] | Int32Array,
-  idOf: (doc: number) => string,
-  accumulators: ScoreAccumulators,
-  touchedCount: number,
-): KnowledgeLexicalMatch[] {
-  const { totals, fieldTotals, marks, touched } = accumulators;
-  const matches: KnowledgeLexicalMatch[] = new Array(selected.length);
-  for (let rank = 0; rank < selected.length; rank++) {
-    const doc = selected[rank]!;
-    const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      if (marks[doc]! & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = fieldTotals[field]![doc]!;
-    }
-    matches[rank] = { id: idOf(doc), score: totals[doc]!, fieldScores };
-  }
-  for (let position = 0; position < touchedCount; position++) {
-    const doc = touched[position]!;
-    totals[doc] = 0;
-    marks[doc] = 0;
-    for (let field = 0; field < FIELD_COUNT; field++) fieldTotals[field]![doc] = 0;
-  }
-  return matches;
-}
-
-/**
- * One document's BM25F score split by field: each matched term's posting shares, added in query-term order (the
- * order the totals were summed in), so every part is bit-identical to accumulating them in the scoring loop.
- */
-function bm25fFieldScores(
-  index: ScoredIndex,
-  termIds: readonly number[],
-  doc: number,
-): Partial<Record<KnowledgeFieldName, number>> {
-  const postings = index.postings[0]!;
-  const shares = index.bm25fShares!;
-  const parts = new Float64Array(FIELD_COUNT);
-  let fieldBits = 0;
-  for (const term of termIds) {
-    const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
-    if (position < 0) continue;
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      const share = shares[position * FIELD_COUNT + field]!;
-      if (share > 0) {
-        parts[field]! += share;
-        fieldBits |= 1 << field;
-      }
-    }
-  }
-  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    if (fieldBits & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = parts[field]!;
-  }
-  return fieldScores;
-}
-
-/** Position of `doc` in the ascending `docs[start, end)`, or -1. */
-function findPosting(docs: Int32Array, start: number, end: number, doc: number): number {
-  let low = start;
-  let high = end - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const value = docs[middle]!;
-    if (value === doc) return middle;
-    if (value < doc) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
 }

@@ -1,0 +1,114 @@
+/**
+ * Per-field breakdowns of one selected document's score, summed in the order the exhaustive scorer accumulates
+ * them (so every part is bit-identical to it), and the searches in a sorted posting list that scoring uses.
+ */
+import type { KnowledgeFieldName } from "../types/knowledge.js";
+import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { FIELD_COUNT } from "./postings.js";
+import type { ScoredIndex } from "./scoring.js";
+
+/**
+ * One document's per-field breakdown in sum mode: per field, its contributions added in query-term order (the
+ * order the exhaustive scorer accumulates them in), so every part is bit-identical to it.
+ */
+export function sumFieldScores(
+  index: ScoredIndex,
+  termIds: readonly number[],
+  doc: number,
+): Partial<Record<KnowledgeFieldName, number>> {
+  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    const postings = index.postings[field]!;
+    if (!postings.active) continue;
+    let part = 0;
+    let matched = false;
+    for (const term of termIds) {
+      const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
+      if (position < 0) continue;
+      part += postings.contributions[position]!;
+      matched = true;
+    }
+    if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
+  }
+  return fieldScores;
+}
+
+/**
+ * One document's BM25F score split by field: each matched term's posting shares, added in query-term order (the
+ * order the totals were summed in), so every part is bit-identical to accumulating them in the scoring loop.
+ */
+export function bm25fFieldScores(
+  index: ScoredIndex,
+  termIds: readonly number[],
+  doc: number,
+): Partial<Record<KnowledgeFieldName, number>> {
+  const postings = index.postings[0]!;
+  const shares = index.bm25fShares!;
+  const parts = new Float64Array(FIELD_COUNT);
+  let fieldBits = 0;
+  for (const term of termIds) {
+    const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
+    if (position < 0) continue;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const share = shares[position * FIELD_COUNT + field]!;
+      if (share > 0) {
+        parts[field]! += share;
+        fieldBits |= 1 << field;
+      }
+    }
+  }
+  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    if (fieldBits & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = parts[field]!;
+  }
+  return fieldScores;
+}
+
+/** Position of `doc` in the ascending `docs[start, end)`, or -1. */
+export function findPosting(docs: Int32Array, start: number, end: number, doc: number): number {
+  let low = start;
+  let high = end - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const value = docs[middle]!;
+    if (value === doc) return middle;
+    if (value < doc) low = middle + 1;
+    else high = middle - 1;
+  }
+  return -1;
+}
+
+/**
+ * The first position from `position` in the ascending `docs[position, end)` whose document is at least `doc`
+ * (`end` if none): galloping, so a probe costs the logarithm of the distance moved, not of the list's length.
+ */
+export function seek(docs: Int32Array, position: number, end: number, doc: number): number {
+  if (position >= end || docs[position]! >= doc) return position;
+  // docs[low] < doc throughout.
+  let low = position;
+  let step = 1;
+  while (low + step < end && docs[low + step]! < doc) {
+    low += step;
+    step *= 2;
+  }
+  let high = Math.min(low + step, end);
+  low++;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (docs[middle]! < doc) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** The first position in the ascending `docs[start, end)` whose document is at least `doc` (`end` if none). */
+export function lowerBound(docs: Int32Array, start: number, end: number, doc: number): number {
+  let low = start;
+  let high = end;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (docs[middle]! < doc) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
