@@ -27,14 +27,9 @@ export {
   formatKnowledgeCitation,
   parseKnowledgeCitation,
 } from "./knowledge/citation.js";
-export {
-  type KnowledgeGroundingConfigRead,
-  readGroundingConfig,
-  resolveContext,
-  resolveGroundingConfiguration,
-  resolveRetrieval,
-  validateGroundingConfig,
-} from "./knowledge/config.js";
+export { resolveContext, resolveGroundingConfiguration, resolveRetrieval } from "./knowledge/config.js";
+export { type KnowledgeGroundingConfigRead, readGroundingConfig } from "./knowledge/configRead.js";
+export { validateGroundingConfig } from "./knowledge/configValidation.js";
 export {
   assembleKnowledgeContext,
   buildOpening,

@@ -18,7 +18,8 @@
  */
 
 import { performance } from "node:perf_hooks";
-import { resolveGroundingConfiguration, validateGroundingConfig } from "../knowledge/config.js";
+import { resolveGroundingConfiguration } from "../knowledge/config.js";
+import { validateGroundingConfig } from "../knowledge/configValidation.js";
 import { assembleKnowledgeContext, renderEntry } from "../knowledge/context.js";
 import { hasErrorMarker } from "../knowledge/errors.js";
 import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { validateGroundingConfig } from "../knowledge/config.js";
+import { validateGroundingConfig } from "../knowledge/configValidation.js";
 import { emptyMetadata, KnowledgeGroundingEngine } from "../knowledge/engine.js";
 import { hasErrorMarker } from "../knowledge/errors.js";
 import { hostOpenTelemetryTracer } from "../openTelemetry.js";

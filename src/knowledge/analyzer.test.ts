@@ -8,7 +8,8 @@ import {
   getAnalyzer,
   porterStem,
 } from "./analyzer.js";
-import { resolveRetrieval, validateGroundingConfig } from "./config.js";
+import { resolveRetrieval } from "./config.js";
+import { validateGroundingConfig } from "./configValidation.js";
 import { buildIndexSnapshot } from "./knowledgeIndex.js";
 import { resolveEntry } from "./resolve.js";
 import { retrieve } from "./retrieval.js";

@@ -11,7 +11,8 @@ import type {
   KnowledgeRetrievalConfig,
   KnowledgeScoredCandidate,
 } from "../types/knowledge.js";
-import { resolveRetrieval, validateGroundingConfig } from "./config.js";
+import { resolveRetrieval } from "./config.js";
+import { validateGroundingConfig } from "./configValidation.js";
 import { applyScoreCutoffs, expansionAllowed, expansionSourceCount } from "./cutoffs.js";
 import { buildIndexSnapshot } from "./knowledgeIndex.js";
 import { normalizeAndValidate } from "./resolve.js";

@@ -9,6 +9,7 @@ import type {
   KnowledgeEntryKind,
   KnowledgeFieldName,
   KnowledgeFieldWeights,
+  KnowledgeGroundingConfig,
   KnowledgePassageMode,
   KnowledgeRetrievalConfidence,
   KnowledgeScoringMode,
@@ -143,6 +144,27 @@ export const KNOWLEDGE_ENTRY_FIELDS = Object.freeze([
   "parentEntryId",
   "body",
 ] as const satisfies readonly (keyof KnowledgeEntryInput)[]);
+
+/**
+ * The options of a grounding configuration. Each is read once, also when it is not an own property (a class
+ * instance with getters, for example); see `readGroundingConfig`.
+ */
+export const KNOWLEDGE_CONFIG_FIELDS = Object.freeze([
+  "enabled",
+  "sources",
+  "blockedDomains",
+  "retrieval",
+  "context",
+  "timeoutMs",
+  "indexArtifact",
+  "preset",
+  "strict",
+  "logger",
+  "shadow",
+  "shadowAlternatives",
+  "telemetry",
+  "backend",
+] as const satisfies readonly (keyof KnowledgeGroundingConfig)[]);
 
 /**
  * The keys that make an index-build argument `KnowledgeIndexBuildOptions`-shaped rather than a field-weights

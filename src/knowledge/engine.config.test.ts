@@ -6,8 +6,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { policiesSource, settingsSource } from "../../test/fixtures/registry.js";
 import type { KnowledgeGroundingConfig, KnowledgeSource } from "../types/knowledge.js";
-import { readGroundingConfig, resolveTimeout, validateGroundingConfig } from "./config.js";
-import { MAX_TIMER_DELAY_MS } from "./defaults.js";
+import { resolveTimeout } from "./config.js";
+import { readGroundingConfig } from "./configRead.js";
+import { validateGroundingConfig } from "./configValidation.js";
+import { KNOWLEDGE_CONFIG_FIELDS, MAX_TIMER_DELAY_MS } from "./defaults.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";
 
@@ -58,30 +60,21 @@ describe("the engine never throws on a hostile configuration", () => {
     expect(outcome.metadata.failureReason).toBe("validation-failed");
   });
 
-  it.each([
-    "enabled",
-    "sources",
-    "blockedDomains",
-    "retrieval",
-    "context",
-    "timeoutMs",
-    "indexArtifact",
-    "preset",
-    "strict",
-    "shadow",
-    "shadowAlternatives",
-  ])("a throwing %s getter is a bad-config issue at that path; ground() fails open", async (field) => {
-    const config = throwingAt(valid(), field);
-    const engine = new KnowledgeGroundingEngine(config);
-    await engine.ready();
-    expect(engine.getStatus().validationIssues).toContainEqual(
-      expect.objectContaining({ level: "error", code: "bad-config", path: field }),
-    );
-    // An unreadable `enabled` counts as enabled, so the turn says why it is not grounded.
-    const outcome = await engine.ground({ query: "policy types" });
-    expect(outcome.ephemeralContext).toBeNull();
-    expect(outcome.metadata.failureReason).toBe("validation-failed");
-  });
+  it.each([...KNOWLEDGE_CONFIG_FIELDS])(
+    "a throwing %s getter is a bad-config issue at that path; ground() fails open",
+    async (field) => {
+      const config = throwingAt(valid(), field);
+      const engine = new KnowledgeGroundingEngine(config);
+      await engine.ready();
+      expect(engine.getStatus().validationIssues).toContainEqual(
+        expect.objectContaining({ level: "error", code: "bad-config", path: field }),
+      );
+      // An unreadable `enabled` counts as enabled, so the turn says why it is not grounded.
+      const outcome = await engine.ground({ query: "policy types" });
+      expect(outcome.ephemeralContext).toBeNull();
+      expect(outcome.metadata.failureReason).toBe("validation-failed");
+    },
+  );
 
   it.each([
     ["retrieval", { ...valid(), retrieval: revokedProxy() }],

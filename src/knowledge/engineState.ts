@@ -18,13 +18,9 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { contentKeySources } from "./artifact.js";
-import {
-  readGroundingConfig,
-  resolveGroundingConfiguration,
-  resolveRetrieval,
-  resolveTimeout,
-  validateConfigValues,
-} from "./config.js";
+import { resolveGroundingConfiguration, resolveRetrieval, resolveTimeout } from "./config.js";
+import { readGroundingConfig } from "./configRead.js";
+import { validateConfigValues } from "./configValidation.js";
 import { DEFAULT_TIMEOUT_MS } from "./defaults.js";
 import type { KnowledgeGroundingEngine } from "./engine.js";
 import { describeIssues, KnowledgeRegistryError, VALIDATION_FAILED, warnOnce } from "./engineErrors.js";

@@ -2,12 +2,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { policiesSource, settingsSource } from "../../test/fixtures/registry.js";
 import type { KnowledgeGroundingConfig, KnowledgeGroundingOutcome } from "../types/knowledge.js";
-import {
-  resolveContext,
-  resolveGroundingConfiguration,
-  resolveRetrieval,
-  validateGroundingConfig,
-} from "./config.js";
+import { resolveContext, resolveGroundingConfiguration, resolveRetrieval } from "./config.js";
+import { validateGroundingConfig } from "./configValidation.js";
 import { DEFAULT_MAX_CONTEXT_TOKENS } from "./defaults.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";

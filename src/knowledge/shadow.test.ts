@@ -5,7 +5,7 @@ import type {
   KnowledgeGroundingOutcome,
   KnowledgeSource,
 } from "../types/knowledge.js";
-import { validateGroundingConfig } from "./config.js";
+import { validateGroundingConfig } from "./configValidation.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";
 import { asShadowOutcome, shadowEventOf } from "./shadow.js";

@@ -17,7 +17,7 @@
 
 import { EventEmitter } from "node:events";
 import type { ModelMessage } from "ai";
-import { readGroundingConfig } from "../knowledge/config.js";
+import { readGroundingConfig } from "../knowledge/configRead.js";
 import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
 import { KnowledgeGroundingEngine, KnowledgeRegistryError } from "../knowledge/engine.js";
 import { describeError, isUnreadable, readProperty, shapeOf } from "../knowledge/hostValues.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { resolveRetrieval, validateGroundingConfig } from "../../src/knowledge/config.js";
+import { resolveRetrieval } from "../../src/knowledge/config.js";
+import { validateGroundingConfig } from "../../src/knowledge/configValidation.js";
 import { buildIndexSnapshot } from "../../src/knowledge/knowledgeIndex.js";
 import { resolveEntry } from "../../src/knowledge/resolve.js";
 import { classifyCalibratedConfidence, classifyConfidence, retrieve } from "../../src/knowledge/retrieval.js";
