@@ -8,8 +8,10 @@
 import { open, readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { CONTENT_WARNING_CODES, type LoadedKnowledgeBase, readKnowledgeBase } from "../files/compile.js";
+import { readKnowledgeBase } from "../files/compile.js";
+import { CONTENT_WARNING_CODES } from "../files/fileText.js";
 import { locateIssues, notesToIssues } from "../files/issues.js";
+import type { LoadedKnowledgeBase } from "../files/types.js";
 import {
   assembleKnowledgeContext,
   buildIndexSnapshot,

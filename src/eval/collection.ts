@@ -8,11 +8,8 @@
 
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import {
-  type KnowledgeCompileOptions,
-  type LoadedKnowledgeBase,
-  readKnowledgeBase,
-} from "../files/compile.js";
+import { readKnowledgeBase } from "../files/compile.js";
+import type { KnowledgeCompileOptions, LoadedKnowledgeBase } from "../files/types.js";
 import { hasErrorMarker } from "../knowledge/errors.js";
 import { normalizeAndValidate } from "../knowledge/resolve.js";
 import type { KnowledgeValidationIssue, NormalizedKnowledgeEntry } from "../types/knowledge.js";

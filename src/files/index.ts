@@ -1,21 +1,21 @@
 import type { KnowledgeManifest } from "../types/knowledge.js";
-import { type KnowledgeCompileOptions, type LoadedKnowledgeBase, readKnowledgeBase } from "./compile.js";
+import { readKnowledgeBase } from "./compile.js";
 import { type KnowledgeFileIssue, knowledgeBaseIssues } from "./issues.js";
+import type { KnowledgeCompileOptions, LoadedKnowledgeBase } from "./types.js";
 
-export {
-  type KnowledgeCatalogLocation,
-  type KnowledgeCompileNote,
-  type KnowledgeCompileOptions,
-  type KnowledgeCompileProgress,
-  type KnowledgeEntryLocation,
-  type KnowledgeSourceMap,
-  type LoadedKnowledgeBase,
-  MAX_ENTRY_FILE_BYTES,
-  MAX_MANIFEST_FILE_BYTES,
-  serializeManifest,
-} from "./compile.js";
 export { KnowledgeCompileError, type KnowledgeCompileErrorCode } from "./errors.js";
+export { MAX_ENTRY_FILE_BYTES, MAX_MANIFEST_FILE_BYTES } from "./fileText.js";
 export { type KnowledgeFileIssue, lintKnowledgeBase } from "./issues.js";
+export { serializeManifest } from "./manifest.js";
+export type {
+  KnowledgeCatalogLocation,
+  KnowledgeCompileNote,
+  KnowledgeCompileOptions,
+  KnowledgeCompileProgress,
+  KnowledgeEntryLocation,
+  KnowledgeSourceMap,
+  LoadedKnowledgeBase,
+} from "./types.js";
 export {
   DEFAULT_WATCH_DEBOUNCE_MS,
   type KnowledgeBaseWatcher,

@@ -6,7 +6,7 @@
  */
 import { normalizeAndValidate, normalizeText } from "../index.js";
 import type { KnowledgeEntryInput, KnowledgeValidationIssue } from "../types/knowledge.js";
-import type { KnowledgeCompileNote, LoadedKnowledgeBase } from "./compile.js";
+import type { KnowledgeCompileNote, LoadedKnowledgeBase } from "./types.js";
 
 /**
  * A problem in a knowledge base, located in its files when they are known (what `lexground validate` prints): a

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { KnowledgeCompileError } from "./errors.js";
 
 /** A JSON syntax error located in its text. */
 export type JsonSyntaxLocation = {
@@ -189,4 +190,24 @@ export function locateJsonSyntaxError(text: string, error: unknown): JsonSyntaxL
   const offset = findJsonSyntaxError(text);
   const { line, column } = lineAndColumn(text, Math.max(offset, 0));
   return { line, column, reason };
+}
+
+/** `JSON.parse`, or a typed `json-syntax` error at the line and column where `text` stops being JSON. */
+export function parseJsonStrict(text: string, file: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw jsonSyntaxError(text, error, file);
+  }
+}
+
+/** A `json-syntax` error at the line and column where `text` stops being JSON. */
+export function jsonSyntaxError(
+  text: string,
+  error: unknown,
+  file: string,
+  hint = "fix the JSON syntax there: a missing comma or quote, a trailing comma, a comment, an unquoted key",
+): KnowledgeCompileError {
+  const { line, column, reason } = locateJsonSyntaxError(text, error);
+  return new KnowledgeCompileError("json-syntax", `malformed JSON: ${reason}`, { file, line, column, hint });
 }

@@ -13,9 +13,10 @@ import { type Dirent, type FSWatcher, watch } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { basename, dirname, resolve, sep } from "node:path";
 import type { KnowledgeEngineStatus, KnowledgeSource } from "../types/knowledge.js";
-import { type KnowledgeCompileOptions, readKnowledgeBase } from "./compile.js";
+import { readKnowledgeBase } from "./compile.js";
 import { KnowledgeCompileError } from "./errors.js";
 import { type KnowledgeFileIssue, locateIssues, notesToIssues, sortIssues } from "./issues.js";
+import type { KnowledgeCompileOptions } from "./types.js";
 
 /** Default quiet time after the last file event before the knowledge base is read again. */
 export const DEFAULT_WATCH_DEBOUNCE_MS = 250;

@@ -1,7 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { compileKnowledgeBase, serializeManifest } from "../../src/files/compile.js";
+import { compileKnowledgeBase } from "../../src/files/compile.js";
+import { serializeManifest } from "../../src/files/manifest.js";
 import { fixtures, run, withTemporaryDirectory } from "./helpers.js";
 
 describe("lexground (no command), --help, --version, unknown commands", () => {

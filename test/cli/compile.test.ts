@@ -2,13 +2,10 @@ import { mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  compileKnowledgeBase,
-  firstSentence,
-  readKnowledgeBase,
-  serializeManifest,
-} from "../../src/files/compile.js";
+import { firstSentence } from "../../src/files/beir.js";
+import { compileKnowledgeBase, readKnowledgeBase } from "../../src/files/compile.js";
 import { KnowledgeCompileError } from "../../src/files/errors.js";
+import { serializeManifest } from "../../src/files/manifest.js";
 
 const fixtures = join(import.meta.dirname, "fixtures");
 const fixed = { cwd: fixtures, env: { SOURCE_DATE_EPOCH: "1767225600" } };

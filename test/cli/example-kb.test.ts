@@ -7,7 +7,8 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { prepareKnowledgeBase, runTurn } from "../../src/cli/session.js";
-import { compileKnowledgeBase, serializeManifest } from "../../src/files/compile.js";
+import { compileKnowledgeBase } from "../../src/files/compile.js";
+import { serializeManifest } from "../../src/files/manifest.js";
 import { run } from "./helpers.js";
 
 const root = join(import.meta.dirname, "../..");

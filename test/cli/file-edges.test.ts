@@ -9,14 +9,10 @@ import type { FileHandle } from "node:fs/promises";
 import { mkdir, symlink, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import {
-  compileKnowledgeBase,
-  MAX_ENTRY_FILE_BYTES,
-  MAX_MANIFEST_FILE_BYTES,
-  MAX_YAML_ANCHORS_AND_ALIASES,
-  readKnowledgeBase,
-} from "../../src/files/compile.js";
+import { compileKnowledgeBase, readKnowledgeBase } from "../../src/files/compile.js";
 import { KnowledgeCompileError } from "../../src/files/errors.js";
+import { MAX_ENTRY_FILE_BYTES, MAX_MANIFEST_FILE_BYTES } from "../../src/files/fileText.js";
+import { MAX_YAML_ANCHORS_AND_ALIASES } from "../../src/files/yaml.js";
 import { run, withTemporaryDirectory } from "./helpers.js";
 
 /** Bytes read through `open()` handles, per path. */

@@ -1,8 +1,9 @@
 /** `lexground build`: compile authored files into a manifest, refusing to write one that would not load. */
 import { mkdir, open, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { CONTENT_WARNING_CODES, serializeManifest } from "../../files/compile.js";
+import { CONTENT_WARNING_CODES } from "../../files/fileText.js";
 import { knowledgeBaseIssues } from "../../files/issues.js";
+import { serializeManifest } from "../../files/manifest.js";
 import { buildIndexArtifactChunks, manifestToSources, resolveGroundingConfiguration } from "../../index.js";
 import { CliUsageError } from "../errors.js";
 import { type CommandContext, printError, println } from "../io.js";
