@@ -6,6 +6,7 @@
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
+import type { GenerationEligibility } from "./eligibility.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
 import type { GenerationRow } from "./serving.js";
 import {
@@ -19,10 +20,6 @@ import {
   impactBlocksStatement,
   int4Array,
   prunedHeadsStatement,
-  SCOPE_DOMAIN,
-  SCOPE_INTEGRATION,
-  SCOPE_RESTRICTED,
-  scopesStatement,
 } from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
 
@@ -36,8 +33,6 @@ const PRUNE_MAX_EXACT = 1_024;
  * document is only ruled out when its bound, raised by this slack, stays below the k-th score lowered by it.
  */
 const BOUND_SLACK = 1e-9;
-/** Eligibility masks kept per generation (one per scope). */
-const MASK_CACHE_SIZE = 16;
 
 /** One query term's impact-ordered postings read so far. */
 type TermHead = {
@@ -54,20 +49,11 @@ type TermHead = {
   cut: number;
 };
 
-/** The scope lists of a generation (read once), as the in-memory engine's precomputed lists. */
-type ScopeLists = {
-  restricted: readonly number[];
-  byIntegration: Map<string, readonly number[]>;
-  byDomain: Map<string, readonly number[]>;
-};
-/** The pruned searches of one generation (its scope lists and eligibility masks cached). */
+/** The pruned searches of one generation. */
 export class PrunedSearch {
   private readonly headsText: string;
   private readonly blocksText: string;
   private readonly forwardText: string;
-  private readonly scopesText: string;
-  private scopes: Promise<ScopeLists> | null = null;
-  private readonly masks = new Map<string, Uint8Array>();
 
   constructor(
     private readonly backend: PostgresBackend,
@@ -75,59 +61,11 @@ export class PrunedSearch {
     tables: GenerationTables,
     private readonly bm25f: boolean,
     private readonly statementName: (kind: string) => string,
+    private readonly eligibility: GenerationEligibility,
   ) {
     this.headsText = prunedHeadsStatement(tables);
     this.blocksText = impactBlocksStatement(tables);
     this.forwardText = forwardStatement(tables);
-    this.scopesText = scopesStatement(tables);
-  }
-
-  /** The scope lists of this generation, read on first use. */
-  private scopeLists(): Promise<ScopeLists> {
-    if (!this.scopes) {
-      this.scopes = this.backend
-        .read({ name: this.statementName("scopes"), text: this.scopesText })
-        .then((result) => {
-          const lists: ScopeLists = { restricted: [], byIntegration: new Map(), byDomain: new Map() };
-          for (const row of result.rows) {
-            const docs = (row.docs as unknown[]).map(Number);
-            const kind = Number(row.kind);
-            if (kind === SCOPE_RESTRICTED) lists.restricted = docs;
-            else if (kind === SCOPE_INTEGRATION) lists.byIntegration.set(String(row.key), docs);
-            else if (kind === SCOPE_DOMAIN) lists.byDomain.set(String(row.key), docs);
-          }
-          return lists;
-        });
-      this.scopes.catch(() => {
-        this.scopes = null;
-      });
-    }
-    return this.scopes;
-  }
-
-  /**
-   * Eligibility by dense id (1 = eligible), as the full path's SQL condition: restricted entries are out unless
-   * active and bound to an enabled integration; entries of blocked domains are out. Cached per scope.
-   */
-  private async eligibility(query: KnowledgeCandidateQuery): Promise<Uint8Array> {
-    const enabled = [...query.enabledIntegrations].map(encodeKey).sort();
-    const blocked = [...query.blockedDomains].map(encodeKey).sort();
-    const key = JSON.stringify([enabled, blocked]);
-    const cached = this.masks.get(key);
-    if (cached) {
-      this.masks.delete(key);
-      this.masks.set(key, cached);
-      return cached;
-    }
-    const lists = await this.scopeLists();
-    const mask = new Uint8Array(this.generation.entryCount).fill(1);
-    for (const doc of lists.restricted) mask[doc] = 0;
-    for (const integration of enabled)
-      for (const doc of lists.byIntegration.get(integration) ?? []) mask[doc] = 1;
-    for (const domain of blocked) for (const doc of lists.byDomain.get(domain) ?? []) mask[doc] = 0;
-    this.masks.set(key, mask);
-    if (this.masks.size > MASK_CACHE_SIZE) this.masks.delete(this.masks.keys().next().value!);
-    return mask;
   }
 
   /**
@@ -147,7 +85,7 @@ export class PrunedSearch {
   ): Promise<KnowledgeCandidateEvidence | null> {
     const tokens = query.phraseTokens;
     const [mask, result] = await Promise.all([
-      this.eligibility(query),
+      this.eligibility.mask(query).then((eligible) => eligible.bytes),
       this.backend.read({
         name: this.statementName("heads"),
         text: this.headsText,

@@ -13,6 +13,7 @@ import type {
 } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
+import { GenerationEligibility } from "./eligibility.js";
 import { PRUNE_MAX_TERMS, PrunedSearch } from "./prunedSearch.js";
 import type { GenerationRow } from "./serving.js";
 import {
@@ -20,6 +21,7 @@ import {
   encodeKey,
   type GenerationTables,
   int4Array,
+  scopesStatement,
   selectionEntriesStatement,
 } from "./sql.js";
 import { FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
@@ -34,6 +36,7 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
   private readonly analyzer: ReturnType<typeof getAnalyzer>;
   private readonly bm25f: boolean;
   private readonly pruned: PrunedSearch;
+  private readonly eligibility: GenerationEligibility;
 
   constructor(
     private readonly backend: PostgresBackend,
@@ -43,9 +46,9 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     this.bm25f = generation.parameters.scoring === "bm25f";
     this.candidatesText = candidatesStatement(tables, this.bm25f);
     this.entriesText = selectionEntriesStatement(tables);
-    this.pruned = new PrunedSearch(backend, generation, tables, this.bm25f, (kind) =>
-      this.statementName(kind),
-    );
+    const statementName = (kind: string) => this.statementName(kind);
+    this.eligibility = new GenerationEligibility(backend, generation, scopesStatement(tables), statementName);
+    this.pruned = new PrunedSearch(backend, generation, tables, this.bm25f, statementName, this.eligibility);
     this.analyzer = getAnalyzer(generation.parameters.analyzer);
   }
 
@@ -91,14 +94,14 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     docs: Map<string, number>,
   ): Promise<KnowledgeCandidateEvidence> {
     const tokens = query.phraseTokens;
+    const eligible = await this.eligibility.mask(query);
     const result = await this.backend.read({
       name: this.statementName("candidates"),
       text: this.candidatesText,
       values: [
         terms.map(encodeKey),
         topK,
-        [...query.enabledIntegrations].map(encodeKey),
-        [...query.blockedDomains].map(encodeKey),
+        eligible.bits,
         tokens,
         Math.min(this.generation.maxPhraseWords, tokens.length),
       ],

@@ -222,17 +222,19 @@ export function dropGenerationStatement(tables: GenerationTables): string {
 /**
  * The common table expressions of a query's phrase hits (`hit_docs`: kind 1 exact, 2 alias, the n-gram's number
  * `ord`, the dense id), from the tokens in parameter `$tokens` and the longest phrase key's word count in
- * `$maxWords` (see {@link candidatesStatement}).
+ * `$maxWords` (see {@link candidatesStatement}). The n-grams are materialized so that each key is built once, not
+ * once per row its lookup compares; each is looked up alone (lateral, see `entryIdLateral`).
  */
 function phraseHitsCte(tables: GenerationTables, tokens: number, maxWords: number): string {
   const t = `$${tokens}::text[]`;
-  return `phrase_grams as (
+  return `phrase_grams as materialized (
     select s.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
       array_to_string((${t})[g.start : g.start + s.size - 1], ' ') as key
     from generate_series(1, least($${maxWords}::integer, cardinality(${t}))) as s(size)
     cross join lateral generate_series(1, cardinality(${t}) - s.size + 1) as g(start)),
   phrase_hits as (
-    select k.ord, p.exact, p.alias from phrase_grams k join ${tables.phrases} p on p.key = k.key),
+    select k.ord, p.exact, p.alias from phrase_grams k
+    cross join lateral (select p.exact, p.alias from ${tables.phrases} p where p.key = k.key offset 0) p),
   hit_docs as (
     select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
     union all
@@ -240,20 +242,36 @@ function phraseHitsCte(tables: GenerationTables, tokens: number, maxWords: numbe
 }
 
 /**
+ * The entry id (`e.id`) of each row of `alias` (its dense id in `doc`), looked up one by one in the entries'
+ * primary key. As a plain join the planner, which cannot know how few phrase hits a query has (it guesses
+ * thousands of n-grams and hits), hashes the whole entries table, and the phrase table likewise: a scan of both
+ * per turn, 0.5 s at 100,000 entries on a loaded machine and ten times that at a million. `offset 0` keeps such
+ * subqueries from being flattened into joins.
+ */
+function entryIdLateral(tables: GenerationTables, alias: string): string {
+  return `cross join lateral (select e.id from ${tables.entries} e where e.doc = ${alias}.doc offset 0) e`;
+}
+
+/**
  * The candidates of one turn in one statement. Parameters: $1 the query's analyzed, distinct terms (encoded) in
- * first-occurrence order, $2 top K, $3 enabled integrations (lowercased, encoded), $4 blocked domains (encoded),
- * $5 the query's tokens and $6 the longest phrase key's word count: the database builds the n-grams (tokens are
- * letters and digits, so a joined n-gram is its own key encoding), numbered size × (tokens + 1) + start, which is
- * the in-memory phrase lookup's generation order; the query sends its tokens, not every n-gram.
+ * first-occurrence order, $2 top K, $3 the scope's eligibility as a bit string (`EligibilityMask.bits`: bit n
+ * set when entry n is eligible), $4 the query's tokens and $5 the longest phrase key's word count: the database
+ * builds the n-grams (tokens are letters and digits, so a joined n-gram is its own key encoding), numbered
+ * size × (tokens + 1) + start, which is the in-memory phrase lookup's generation order; the query sends its
+ * tokens, not every n-gram.
  *
  * Rows: kind 0 lexical matches (doc, id, score, f0..f4: per-field scores, null when absent) in rank order; kind
  * 1 exact and kind 2 alias phrase hits (doc, id, ord: the n-gram's number). Ineligible entries are left
- * out of both.
+ * out of both (a bit test per entry scored: the scope's lists are not expanded in SQL on every turn).
  *
  * Exactness: each posting's contribution was computed in JavaScript; the posting lists are read ordered by
  * (field, term position), and a hash aggregate adds each document's contributions in arrival order, so every
  * sum is the in-memory engine's sum, operation for operation (parallel plans, which would interleave, are off
- * on the backend's connections). Ties are ordered by dense id, which is code-unit order of entry ids.
+ * on the backend's connections). The aggregate must be a hash aggregate: grouping by sorting (which the
+ * planner picks when it expects few rows) would reorder a document's contributions (PostgreSQL's sort is not
+ * stable). The constant `'0'::xid` in the grouping key forces hashing: `xid` has equality and hashing but no
+ * ordering, so the group cannot be formed by sorting. Ties are ordered by dense id, which is code-unit order of
+ * entry ids.
  */
 export function candidatesStatement(tables: GenerationTables, bm25f: boolean): string {
   const fieldSum = (field: number) => `sum(contribution) filter (where field = ${field}) as f${field}`;
@@ -263,27 +281,21 @@ export function candidatesStatement(tables: GenerationTables, bm25f: boolean): s
   term_rows as materialized (
     select p.field, p.docs, p.contributions from ${tables.postings} p join query_terms q on p.term = q.term
     order by p.field, q.ord),
-  excluded as materialized (
-    (select unnest(docs) as doc from ${tables.scopes} where kind = 0 and key = ''
-     except
-     select unnest(docs) from ${tables.scopes} where kind = 1 and key = any($3::text[]))
-    union
-    select unnest(docs) from ${tables.scopes} where kind = 2 and key = any($4::text[])),
   postings as (
     select r.field, unnest(r.docs) as doc, unnest(r.contributions) as contribution from term_rows r),
   scores as (
     select u.doc, ${total} as score, ${[0, 1, 2, 3, 4].map(fieldSum).join(", ")}
-    from postings u group by u.doc),
+    from postings u group by u.doc, '0'::xid),
   best as (
-    select s.* from scores s where not exists (select 1 from excluded x where x.doc = s.doc)
+    select s.* from scores s where get_bit($3::bytea, s.doc) = 1
     order by s.score desc, s.doc limit $2),
-  ${phraseHitsCte(tables, 5, 6)}
+  ${phraseHitsCte(tables, 4, 5)}
   select 0 as kind, b.doc, e.id, b.score, b.f0, b.f1, b.f2, b.f3, b.f4, null::bigint as ord
-  from best b join ${tables.entries} e on e.doc = b.doc
+  from best b ${entryIdLateral(tables, "b")}
   union all
   select h.kind, h.doc, e.id, null, null, null, null, null, null, h.ord
-  from hit_docs h join ${tables.entries} e on e.doc = h.doc
-  where not exists (select 1 from excluded x where x.doc = h.doc)`;
+  from hit_docs h ${entryIdLateral(tables, "h")}
+  where get_bit($3::bytea, h.doc) = 1`;
 }
 
 /**
@@ -310,7 +322,7 @@ export function prunedHeadsStatement(tables: GenerationTables): string {
   ${phraseHitsCte(tables, 2, 3)}
   select h.kind, h.doc, e.id, h.ord, null::integer as term_id, null::integer as document_frequency,
     null::bytea as docs, null::bytea as impacts, null::double precision as next_impact
-  from hit_docs h join ${tables.entries} e on e.doc = h.doc
+  from hit_docs h ${entryIdLateral(tables, "h")}
   union all
   select 3, null, null, q.ord, i.term_id, i.document_frequency, i.docs, i.impacts, i.next_impact
   from unnest($1::text[]) with ordinality as q(term, ord) join ${tables.impacts} i on i.term = q.term and i.block = 0`;

@@ -193,6 +193,58 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     }
   }, 120_000);
 
+  it("sums in the in-memory order whatever aggregation the planner would prefer (hash aggregation discouraged)", async () => {
+    // Documents matching many of a long query's terms in several fields: each score is a sum of dozens of
+    // contributions, whose last bits depend on the order of the additions. With hash aggregation discouraged, a
+    // statement that let the planner group by sorting would add them in the sort's (unstable) order.
+    const pool = suite.newPool({
+      options:
+        "-c enable_hashagg=off -c max_parallel_workers_per_gather=0 -c jit=off -c extra_float_digits=3",
+    });
+    const pg = suite.backend({ schema: "parity_sorted_grouping", pool });
+    const vocabulary = Array.from({ length: 40 }, (_, index) => `v${index}`);
+    let state = 7;
+    const next = () => {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      return state / 2147483648;
+    };
+    const words = (count: number) =>
+      Array.from({ length: count }, () => vocabulary[Math.floor(next() * vocabulary.length)]).join(" ");
+    const entries = Array.from({ length: 300 }, (_, index) => ({
+      id: `s${index}`,
+      title: words(4),
+      summary: words(12),
+      body: words(60),
+      domain: "d",
+      integrations: [],
+      keywords: [words(2)],
+    }));
+    const { entries: normalized } = normalizeAndValidate([{ id: "sorted", version: "1", entries }], {
+      manifestVersion: "0",
+    });
+    const snapshot = buildIndexSnapshot(normalized, {});
+    await pg.publish(normalized, { indexOptions: {}, contentKey: "sorted-grouping" });
+    const index = await pg.current();
+    const resolved = { ...resolveRetrieval(undefined), candidateLimit: 24, resultLimit: 24 };
+    const before = pg.turnPaths.full;
+    for (let turn = 0; turn < 6; turn++) {
+      // More than 24 distinct terms: the full path (every posting summed in the database).
+      const request = {
+        query: words(6),
+        recentTurns: [{ role: "user" as const, text: vocabulary.slice(turn, turn + 30).join(" ") }],
+        enabledIntegrations: [],
+      };
+      const database = await retrieveFrom(index!.searcher, request, resolved, []);
+      const memory = retrieve(snapshot, request, resolved, []);
+      expect(
+        database.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+      ).toEqual(
+        memory.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+      );
+    }
+    expect(pg.turnPaths.full - before).toBe(6);
+  });
+
   it("with hostile ids, domains and integrations (NUL, unpaired surrogates, astral vs U+E000–U+FFFF)", async () => {
     const pg = backend("parity_hostile");
     const hostile = [

@@ -1,0 +1,99 @@
+/**
+ * Eligibility of a generation's entries per scope, computed in the app: the generation's scope lists are read
+ * once (entries not eligible everywhere, active entries per integration, entries per domain, as the in-memory
+ * engine's precomputed lists), and each scope's mask is kept for the next turns with that scope.
+ */
+import type { KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
+import type { PostgresBackend } from "./backend.js";
+import type { GenerationRow } from "./serving.js";
+import { encodeKey, SCOPE_DOMAIN, SCOPE_INTEGRATION, SCOPE_RESTRICTED } from "./sql.js";
+
+/** Eligibility masks kept per generation (one per scope). */
+const MASK_CACHE_SIZE = 16;
+
+/** The scope lists of a generation (read once), as the in-memory engine's precomputed lists. */
+type ScopeLists = {
+  restricted: Int32Array;
+  byIntegration: Map<string, Int32Array>;
+  byDomain: Map<string, Int32Array>;
+};
+
+/** One scope's eligibility by dense id. */
+export type EligibilityMask = {
+  /** 1 = eligible, 0 = not, per dense id (the pruned path reads it). */
+  bytes: Uint8Array;
+  /**
+   * The same as a bit string for SQL's `get_bit(bytea, n)` (bit n is bit `n % 8`, counted from the least
+   * significant, of byte `n / 8`): what the full path's statement filters by.
+   */
+  bits: Buffer;
+};
+
+/** The eligibility masks of one generation. */
+export class GenerationEligibility {
+  private scopes: Promise<ScopeLists> | null = null;
+  private readonly masks = new Map<string, EligibilityMask>();
+
+  constructor(
+    private readonly backend: PostgresBackend,
+    private readonly generation: GenerationRow,
+    private readonly scopesText: string,
+    private readonly statementName: (kind: string) => string,
+  ) {}
+
+  /** The scope lists of this generation, read on first use. */
+  private scopeLists(): Promise<ScopeLists> {
+    if (!this.scopes) {
+      this.scopes = this.backend
+        .read({ name: this.statementName("scopes"), text: this.scopesText })
+        .then((result) => {
+          const lists: ScopeLists = {
+            restricted: new Int32Array(0),
+            byIntegration: new Map(),
+            byDomain: new Map(),
+          };
+          for (const row of result.rows) {
+            const docs = Int32Array.from(row.docs as unknown[], Number);
+            const kind = Number(row.kind);
+            if (kind === SCOPE_RESTRICTED) lists.restricted = docs;
+            else if (kind === SCOPE_INTEGRATION) lists.byIntegration.set(String(row.key), docs);
+            else if (kind === SCOPE_DOMAIN) lists.byDomain.set(String(row.key), docs);
+          }
+          return lists;
+        });
+      this.scopes.catch(() => {
+        this.scopes = null;
+      });
+    }
+    return this.scopes;
+  }
+
+  /**
+   * Eligibility by dense id for the query's scope: restricted entries are out unless active and bound to an
+   * enabled integration; entries of blocked domains are out (the in-memory engine's rule). Cached per scope.
+   */
+  async mask(query: KnowledgeCandidateQuery): Promise<EligibilityMask> {
+    const enabled = [...query.enabledIntegrations].map(encodeKey).sort();
+    const blocked = [...query.blockedDomains].map(encodeKey).sort();
+    const key = JSON.stringify([enabled, blocked]);
+    const cached = this.masks.get(key);
+    if (cached) {
+      this.masks.delete(key);
+      this.masks.set(key, cached);
+      return cached;
+    }
+    const lists = await this.scopeLists();
+    const entryCount = this.generation.entryCount;
+    const bytes = new Uint8Array(entryCount).fill(1);
+    for (const doc of lists.restricted) bytes[doc] = 0;
+    for (const integration of enabled)
+      for (const doc of lists.byIntegration.get(integration) ?? []) bytes[doc] = 1;
+    for (const domain of blocked) for (const doc of lists.byDomain.get(domain) ?? []) bytes[doc] = 0;
+    const bits = Buffer.alloc((entryCount + 7) >>> 3);
+    for (let doc = 0; doc < entryCount; doc++) if (bytes[doc] === 1) bits[doc >>> 3]! |= 1 << (doc & 7);
+    const mask = { bytes, bits };
+    this.masks.set(key, mask);
+    if (this.masks.size > MASK_CACHE_SIZE) this.masks.delete(this.masks.keys().next().value!);
+    return mask;
+  }
+}
