@@ -1,0 +1,68 @@
+/**
+ * What a turn's statements cost does not grow with the registry beyond their own postings: the phrase lookups and
+ * the entry ids of phrase hits and matches are read by index, one at a time, never by scanning (and hashing) the
+ * phrase or entries tables, which the planner would otherwise do because it cannot know how few n-grams and hits
+ * a query has (at 100,000 entries that scan was half a second of every turn). Checked on the plans PostgreSQL
+ * actually chooses (`EXPLAIN (FORMAT JSON)`) for a published generation of a few thousand entries.
+ *
+ * Skipped with a notice without PostgreSQL; a failure under LEXGROUND_REQUIRE_POSTGRES=1.
+ */
+import { expect, it } from "vitest";
+import { normalizeAndValidate } from "../../src/index.js";
+import {
+  candidatesStatement,
+  encodeKey,
+  generationTables,
+  prunedHeadsStatement,
+} from "../../src/postgres/sql.js";
+import { startPostgresSuite } from "../support/postgresSuite.js";
+
+const suite = await startPostgresSuite("PostgreSQL plan tests");
+const { describePostgres } = suite;
+
+type PlanNode = { "Node Type": string; "Relation Name"?: string; Plans?: PlanNode[] };
+
+/** The tables a plan scans sequentially. */
+function sequentialScans(node: PlanNode, found: string[] = []): string[] {
+  if (node["Node Type"] === "Seq Scan" && node["Relation Name"]) found.push(node["Relation Name"]);
+  for (const child of node.Plans ?? []) sequentialScans(child, found);
+  return found;
+}
+
+describePostgres("a turn's statements read phrases and entries by index", () => {
+  it("the pruned path's first statement and the full path's statement scan neither the phrase nor the entries table", async () => {
+    const words = Array.from({ length: 300 }, (_, index) => `word${index}`);
+    const entries = Array.from({ length: 4_000 }, (_, index) => ({
+      id: `entry.${index}`,
+      title: `${words[index % 300]} ${words[(index * 7) % 300]} title ${index}`,
+      summary: `${words[(index * 3) % 300]} ${words[(index * 11) % 300]} summary`,
+      domain: `d${index % 4}`,
+      integrations: index % 9 === 0 ? ["gated"] : [],
+      aliases: [`alias ${words[(index * 13) % 300]} ${index}`],
+    }));
+    const { entries: normalized } = normalizeAndValidate([{ id: "plans", version: "1", entries }], {
+      manifestVersion: "0",
+    });
+    const backend = suite.backend({ schema: "plans" });
+    const published = await backend.publish(normalized, { indexOptions: {}, contentKey: "plans" });
+    const tables = generationTables("plans", published.generation);
+    const pool = suite.newPool({ options: "-c max_parallel_workers_per_gather=0 -c jit=off" });
+    const tokens = ["word1", "word7", "title", "alias", "word13", "summary"];
+    const terms = tokens.map(encodeKey);
+    const explain = async (text: string, values: unknown[]) => {
+      const result = await pool.query({ text: `explain (format json) ${text}`, values });
+      return sequentialScans((result.rows[0]!["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan);
+    };
+    const scanned = [
+      ...(await explain(prunedHeadsStatement(tables), [terms, tokens, 4])),
+      ...(await explain(candidatesStatement(tables, false), [
+        terms,
+        48,
+        Buffer.alloc(Math.ceil(normalized.length / 8), 0xff),
+        tokens,
+        4,
+      ])),
+    ];
+    expect(scanned.filter((table) => /_(phrases|entries)$/.test(table))).toEqual([]);
+  }, 120_000);
+});
