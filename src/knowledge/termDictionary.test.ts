@@ -1,21 +1,27 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";
 
+/** The ids of the tokens of `text` as indexing finds them (packed and lowercased by the ASCII tokenizer). */
+function tokenIds(dictionary: TermDictionary, text: string): number[] {
+  const counter = new TermCounter(dictionary);
+  counter.countTexts([text], 1);
+  return [...counter.fieldTerms];
+}
+
 describe("TermDictionary", () => {
-  it("interns strings and lowercased ASCII ranges to the same ids, through growth", () => {
+  it("interns strings and the tokenizer's packed, lowercased tokens to the same ids, through growth", () => {
     const dictionary = new TermDictionary();
-    const source = "Alpha BETA gamma";
-    expect(dictionary.internRange(source, 0, 5)).toBe(0);
+    expect(tokenIds(dictionary, "Alpha BETA gamma")).toEqual([0, 1, 2]);
     expect(dictionary.intern("alpha")).toBe(0);
-    expect(dictionary.internRange(source, 6, 10)).toBe(1);
     expect(dictionary.get("beta")).toBe(1);
     expect(dictionary.get("BETA")).toBe(-1);
-    for (let index = 0; index < 20_000; index++) expect(dictionary.intern(`term${index}`)).toBe(index + 2);
-    for (let index = 0; index < 20_000; index += 997) expect(dictionary.get(`term${index}`)).toBe(index + 2);
-    expect(dictionary.internRange("xx TERM19999 yy", 3, 12)).toBe(20_001);
-    expect(dictionary.size).toBe(20_002);
+    for (let index = 0; index < 20_000; index++) expect(dictionary.intern(`term${index}`)).toBe(index + 3);
+    for (let index = 0; index < 20_000; index += 997) expect(dictionary.get(`term${index}`)).toBe(index + 3);
+    expect(tokenIds(dictionary, "gamma, TERM19999!")).toEqual([2, 20_002]);
+    expect(dictionary.size).toBe(20_003);
     expect(dictionary.term(0)).toBe("alpha");
     for (const name of ["__proto__", "constructor", "toString"])
       expect(dictionary.get(dictionary.term(dictionary.intern(name)))).toBeGreaterThan(0);
@@ -44,11 +50,11 @@ describe("TermDictionary against a Map", () => {
           expect(dictionary.term(id)).toBe(value);
         }
         expect(dictionary.allTerms()).toEqual([...oracle.keys()]);
-        // A lowercased ASCII range of letters and digits finds the same id as its string.
+        // A token of ASCII letters and digits, capitalized in the text, finds the same id as its string.
         for (const value of oracle.keys()) {
           if (!/^[a-z0-9]+$/.test(value)) continue;
-          const source = `-${value.toUpperCase()}-`;
-          expect(dictionary.internRange(source, 1, source.length - 1)).toBe(oracle.get(value));
+          const source = `-${value[0]!.toUpperCase()}${value.slice(1)}-`;
+          expect(tokenIds(dictionary, source)).toEqual([oracle.get(value)]);
         }
       }),
       { seed: propertySeed("term dictionary"), numRuns: propertyRuns(300) },

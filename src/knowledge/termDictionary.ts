@@ -65,18 +65,17 @@ function isAsciiTerm(term: string): boolean {
 }
 
 /**
- * Packs the ASCII characters `source[start, end)` (each OR-ed with `mask`: 32 lowercases letters and keeps
- * digits) as the tokenizer packs a token: the first four words into `words` (zero beyond the end), the hash
- * returned.
+ * Packs the ASCII term `term` as the tokenizer packs a token (`termCounter.ts`): the first four words into `words`
+ * (zero beyond the end), the hash returned.
  */
-function packRange(source: string, start: number, end: number, mask: number, words: Int32Array): number {
+function packTerm(term: string, words: Int32Array): number {
   let hash = FNV_OFFSET;
   let word = 0;
   let shift = 0;
   let count = 0;
   words.fill(0);
-  for (let index = start; index < end; index++) {
-    word |= (source.charCodeAt(index) | mask) << shift;
+  for (let index = 0; index < term.length; index++) {
+    word |= term.charCodeAt(index) << shift;
     shift += BITS_PER_CHARACTER;
     if (shift === BITS_PER_WORD) {
       hash = foldWord(hash, word);
@@ -90,7 +89,7 @@ function packRange(source: string, start: number, end: number, mask: number, wor
     hash = foldWord(hash, word);
     if (count < 4) words[count] = word;
   }
-  return finishHash(hash, end - start);
+  return finishHash(hash, term.length);
 }
 
 /** Term ↔ id dictionary of one lexical index; ids are dense, in first-seen order. */
@@ -149,7 +148,7 @@ export class TermDictionary {
   get(term: string): number {
     if (!isAsciiTerm(term)) return this.nonAsciiIds.get(term) ?? -1;
     const words = this.scratchWords;
-    const hash = packRange(term, 0, term.length, 0, words);
+    const hash = packTerm(term, words);
     return this.find(hash, term.length, words[0]!, words[1]!, words[2]!, words[3]!, term, 0, false);
   }
 
@@ -165,28 +164,8 @@ export class TermDictionary {
       return id;
     }
     const words = this.scratchWords;
-    const hash = packRange(term, 0, term.length, 0, words);
+    const hash = packTerm(term, words);
     return this.internPacked(term, 0, term.length, hash, words[0]!, words[1]!, words[2]!, words[3]!, false);
-  }
-
-  /**
-   * Id of the lowercased text `source[start, end)`, adding it when new. The range must hold only ASCII letters
-   * and digits (what the ASCII tokenizer produces).
-   */
-  internRange(source: string, start: number, end: number): number {
-    const words = this.scratchWords;
-    const hash = packRange(source, start, end, LOWERCASE_BIT, words);
-    return this.internPacked(
-      source,
-      start,
-      end - start,
-      hash,
-      words[0]!,
-      words[1]!,
-      words[2]!,
-      words[3]!,
-      true,
-    );
   }
 
   /**
