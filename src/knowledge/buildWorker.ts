@@ -10,7 +10,8 @@
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { tokenizeList } from "./document.js";
-import { IntBuffer, type ScatteredRange, type ScatterInput, scatterRange } from "./postings.js";
+import { type ScatteredRange, type ScatterInput, scatterRange } from "./fieldPostings.js";
+import { IntBuffer } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";

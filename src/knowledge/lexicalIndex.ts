@@ -25,6 +25,7 @@ import {
   RAW_FIELD_TEXTS,
   resolveFieldWeights,
 } from "./document.js";
+import { bm25fPostings, fieldPostings, type ScatterHelper } from "./fieldPostings.js";
 import { addedDenseIdOf, type IndexBase, type IndexChanges } from "./indexChanges.js";
 import {
   type FinishedLexicalState,
@@ -36,7 +37,6 @@ import {
 import { changedState, compactedState } from "./lexicalIndexChanges.js";
 import { scoreQueryLive } from "./liveScoring.js";
 import {
-  bm25fPostings,
   createFieldBuilder,
   emptyFrequencyPostings,
   FIELD_COUNT,
@@ -44,9 +44,7 @@ import {
   type FieldPostings,
   type FinishedField,
   type FrequencyPostings,
-  fieldPostings,
   inactivePostings,
-  type ScatterHelper,
 } from "./postings.js";
 import { rankIds } from "./ranking.js";
 import { scoreQuery } from "./scoring.js";

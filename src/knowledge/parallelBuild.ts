@@ -29,7 +29,7 @@ import {
   type ScatteredRange,
   type ScatterHelper,
   type ScatterInput,
-} from "./postings.js";
+} from "./fieldPostings.js";
 import { nodeBuiltin } from "./runtime.js";
 
 /** With automatic threads, registries smaller than this are indexed by one thread (starting a worker costs more). */

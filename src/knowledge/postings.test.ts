@@ -1,12 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { fieldPostings } from "./fieldPostings.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import {
   createFieldBuilder,
   type FieldBuilder,
   type FinishedField,
-  fieldPostings,
   frequencyAt,
   recoverable,
 } from "./postings.js";

@@ -1,0 +1,365 @@
+/**
+ * Finalizing a field: its build buffers into postings grouped by term (one thread, or the main thread and a build
+ * worker each scattering a range of terms), and BM25F's merged postings.
+ */
+
+import type { KnowledgeFieldWeights } from "../types/knowledge.js";
+import {
+  bm25fFieldFrequency,
+  bm25fTermScore,
+  bm25Idf,
+  bm25LengthNormalization,
+  bm25LengthRatio,
+  bm25TermScore,
+} from "./bm25.js";
+import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import {
+  FIELD_COUNT,
+  type FieldBuilder,
+  type FieldPostings,
+  type FinishedField,
+  inactivePostings,
+  LARGE_FREQUENCY,
+  recoverable,
+} from "./postings.js";
+
+/** Postings finalized between two yields of an incremental build. */
+const POSTINGS_PER_STEP = 1 << 16;
+/** Fields with fewer postings are finalized by the calling thread alone (a worker's round trip costs more). */
+export const PARALLEL_SCATTER_MIN_POSTINGS = 1 << 18;
+/** Share of a field's postings the calling thread scatters itself when a worker takes the rest. */
+const OWN_SCATTER_SHARE = 0.5;
+/** Milliseconds a finalize step waits for a worker before it yields (an incremental build checks its deadline). */
+const SCATTER_WAIT_MILLISECONDS = 50;
+
+/**
+ * What scattering a field's postings into their terms' slices reads: the build buffers, the slices (`offsets`,
+ * from the counting pass), each term's weight × IDF and each document's length, all typed arrays, so that a build
+ * worker can scatter a range of terms (the build buffers are then shared memory: no copy).
+ */
+export type ScatterInput = {
+  terms: Int32Array;
+  frequencies: Int32Array;
+  ends: Int32Array;
+  lengths: Int32Array;
+  documentCount: number;
+  /** Term id → first posting of the finished field (`termCount + 1` values). */
+  offsets: Int32Array;
+  /** Per term: field weight × IDF (empty when the field is not scored). */
+  weightedIdf: Float64Array;
+  /** BM25 parameters of a scored field, or null (term frequencies only). */
+  scored: { k1: number; b: number; averageLength: number } | null;
+  /** Whether the frequencies are stored (false: recovered from the contributions on first read). */
+  keepFrequencies: boolean;
+};
+
+/**
+ * The scattered postings of a range of terms, from the posting at `offsets[fromTerm]` on: documents, contributions
+ * (empty when not scored), frequencies (null when not kept), and the frequencies of {@link LARGE_FREQUENCY} or
+ * more by position (relative to the range's first posting).
+ */
+export type ScatteredRange = {
+  docs: Int32Array;
+  contributions: Float64Array;
+  frequencies: Uint8Array | null;
+  large: Map<number, number> | null;
+};
+
+/**
+ * Scatters the postings of the terms in [`fromTerm`, `toTerm`) into `out` (whose first posting is the field's
+ * posting `base`), reading the build buffers in document order so each slice stays sorted by document. The
+ * weight × IDF of a term and the length normalization of a document are computed once each, then combined by
+ * {@link bm25TermScore}, so contributions are bit-identical to scoring each posting on its own (what scoring at
+ * query time does, see `liveScoring.ts`). A generator, so an incremental build can yield inside a large field.
+ */
+export function* scatterTerms(
+  input: ScatterInput,
+  fromTerm: number,
+  toTerm: number,
+  out: ScatteredRange,
+  base: number,
+): Generator<void, void, void> {
+  const { terms, frequencies, ends, lengths, documentCount, weightedIdf, scored } = input;
+  const { docs, contributions } = out;
+  const stored = input.keepFrequencies ? out.frequencies : null;
+  const termCount = input.offsets.length - 1;
+  const whole = fromTerm === 0 && toTerm >= termCount;
+  const cursor = input.offsets.slice(0, termCount);
+  let begin = 0;
+  let sinceYield = 0;
+  for (let doc = 0; doc < documentCount; doc++) {
+    const end = ends[doc]!;
+    if (end === begin) continue;
+    const lengthNormalization = scored
+      ? bm25LengthNormalization(scored.k1, scored.b, lengths[doc]!, scored.averageLength)
+      : 0;
+    for (let index = begin; index < end; index++) {
+      const term = terms[index]!;
+      if (!whole && (term < fromTerm || term >= toTerm)) continue;
+      const frequency = frequencies[index]!;
+      const position = cursor[term]!++ - base;
+      docs[position] = doc;
+      if (stored) {
+        if (frequency >= LARGE_FREQUENCY) {
+          stored[position] = LARGE_FREQUENCY;
+          out.large ??= new Map();
+          out.large.set(position, frequency);
+        } else stored[position] = frequency;
+      }
+      if (scored)
+        contributions[position] = bm25TermScore(
+          weightedIdf[term]!,
+          frequency,
+          scored.k1,
+          lengthNormalization,
+        );
+    }
+    sinceYield += end - begin;
+    begin = end;
+    if (sinceYield >= POSTINGS_PER_STEP) {
+      sinceYield = 0;
+      yield;
+    }
+  }
+}
+
+/** The postings of terms [`fromTerm`, `termCount`) scattered in one go (what a build worker runs). */
+export function scatterRange(input: ScatterInput, fromTerm: number): ScatteredRange {
+  const termCount = input.offsets.length - 1;
+  const base = input.offsets[fromTerm]!;
+  const count = input.offsets[termCount]! - base;
+  const out: ScatteredRange = {
+    docs: new Int32Array(count),
+    contributions: new Float64Array(input.scored ? count : 0),
+    frequencies: input.keepFrequencies ? new Uint8Array(count) : null,
+    large: null,
+  };
+  const steps = scatterTerms(input, fromTerm, termCount, out, base);
+  while (!steps.next().done) {
+    // Runs to completion.
+  }
+  return out;
+}
+
+/**
+ * A thread that can scatter a range of terms while the caller scatters the rest (a parallel build's worker).
+ * `start` returns a request, or null when no worker can take it; `result` waits up to `milliseconds` and returns
+ * the range, undefined while it is pending, or null when the worker failed (the caller then scatters it itself).
+ */
+export type ScatterHelper = {
+  /** Fields with fewer postings are not split ({@link PARALLEL_SCATTER_MIN_POSTINGS}; tests split every field). */
+  minimumPostings: number;
+  start(input: ScatterInput, fromTerm: number): number | null;
+  result(request: number, milliseconds: number): ScatteredRange | null | undefined;
+};
+
+/**
+ * The finished postings of one field: grouped by term, with each posting's term frequency and, when `scored` is
+ * given (the field is scored with precomputed contributions), its BM25 contribution; `lengths` are the field's
+ * lengths by document (kept by the term-frequency postings when their frequencies are left to recovery). A
+ * generator so an incremental build can yield inside a large field.
+ *
+ * One counting pass gives each term's document frequency and slice; then the postings are scattered into their
+ * term's slice ({@link scatterTerms}). With a `helper` (a parallel build), a large field's terms are cut in two
+ * ranges of about equal postings: the helper scatters the upper one while this thread scatters the lower one, then
+ * copies the helper's range in place; the arrays are the same as one thread's, bit for bit.
+ */
+export function* fieldPostings(
+  builder: FieldBuilder,
+  lengths: Int32Array,
+  termCount: number,
+  documentCount: number,
+  scored: { weight: number; averageLength: number; k1: number; b: number } | null,
+  helper: ScatterHelper | null = null,
+): Generator<void, FinishedField, void> {
+  const postingCount = builder.terms.length;
+  const terms = builder.terms.data;
+  const frequencies = builder.frequencies.data;
+  const offsets = new Int32Array(termCount + 1);
+  let largestFrequency = 0;
+  for (let from = 0; from < postingCount; from += POSTINGS_PER_STEP) {
+    const to = Math.min(postingCount, from + POSTINGS_PER_STEP);
+    for (let index = from; index < to; index++) {
+      offsets[terms[index]! + 1]!++;
+      if (frequencies[index]! > largestFrequency) largestFrequency = frequencies[index]!;
+    }
+    yield;
+  }
+  let shortestLength = Number.POSITIVE_INFINITY;
+  let longestLength = 0;
+  for (let doc = 0; doc < documentCount; doc++) {
+    const length = lengths[doc]!;
+    if (length > 0 && length < shortestLength) shortestLength = length;
+    if (length > longestLength) longestLength = length;
+  }
+  // Frequencies that the contributions give back exactly are not kept (a byte per posting, read only by updates).
+  const recover =
+    scored !== null && recoverable(scored, documentCount, largestFrequency, shortestLength, longestLength);
+  const weightedIdf = new Float64Array(scored ? termCount : 0);
+  for (let term = 0; term < termCount; term++) {
+    const documentFrequency = offsets[term + 1]!;
+    if (scored && documentFrequency > 0)
+      weightedIdf[term] = scored.weight * bm25Idf(documentCount, documentFrequency);
+    offsets[term + 1]! += offsets[term]!;
+  }
+  yield;
+  const input: ScatterInput = {
+    terms,
+    frequencies,
+    ends: builder.ends.data,
+    lengths,
+    documentCount,
+    offsets,
+    weightedIdf,
+    scored: scored ? { k1: scored.k1, b: scored.b, averageLength: scored.averageLength } : null,
+    keepFrequencies: !recover,
+  };
+  const out: ScatteredRange = {
+    docs: new Int32Array(postingCount),
+    contributions: new Float64Array(scored ? postingCount : 0),
+    frequencies: recover ? null : new Uint8Array(postingCount),
+    large: null,
+  };
+  let split = termCount;
+  let request: number | null = null;
+  if (helper && postingCount >= helper.minimumPostings && postingCount > 0) {
+    split = 0;
+    while (split < termCount && offsets[split + 1]! <= postingCount * OWN_SCATTER_SHARE) split++;
+    request = split < termCount ? helper.start(input, split) : null;
+    if (request === null) split = termCount;
+  }
+  yield* scatterTerms(input, 0, split, out, 0);
+  if (helper && request !== null) {
+    let range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
+    while (range === undefined) {
+      yield;
+      range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
+    }
+    if (range === null) yield* scatterTerms(input, split, termCount, out, 0);
+    else {
+      const base = offsets[split]!;
+      out.docs.set(range.docs, base);
+      if (scored) out.contributions.set(range.contributions, base);
+      if (out.frequencies && range.frequencies) out.frequencies.set(range.frequencies, base);
+      if (range.large) {
+        out.large ??= new Map();
+        for (const [position, frequency] of range.large) out.large.set(base + position, frequency);
+      }
+    }
+  }
+  const { docs, contributions } = out;
+  return {
+    postings: scored ? { offsets, docs, contributions, active: true } : inactivePostings(),
+    frequencies: {
+      offsets,
+      docs,
+      frequencies: out.frequencies,
+      largeFrequencies: out.large,
+      recovery: recover
+        ? {
+            contributions,
+            lengths,
+            weight: scored.weight,
+            averageLength: scored.averageLength,
+            k1: scored.k1,
+            b: scored.b,
+            documentCount,
+            recovered: new Uint8Array(termCount),
+          }
+        : null,
+    },
+  };
+}
+
+/**
+ * True BM25F: one posting list per term over all scored fields (weight > 0 and a positive average length), each
+ * posting the complete term score, with the per-field shares (`shares[posting × FIELD_COUNT + field]`) kept for
+ * the breakdown.
+ */
+export function bm25fPostings(
+  builders: readonly FieldBuilder[],
+  termCount: number,
+  documentCount: number,
+  fieldWeights: Readonly<KnowledgeFieldWeights>,
+  averageLengths: Float64Array,
+  k1: number,
+  b: number,
+): FieldPostings & { shares: Float64Array } {
+  // Flat arrays in three passes over the build buffers, documents in ascending order (so each term's postings
+  // come out sorted by document without a sort): document frequencies, then each (term, document)'s weighted,
+  // length-normalized frequency per field, then the merged score. A map of per-posting arrays would allocate one
+  // object per (term, document) pair: tens of millions at 100k entries, and a build dominated by the collector.
+  const activeFields: number[] = [];
+  const weights = new Float64Array(FIELD_COUNT);
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    const weight = fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+    weights[field] = weight;
+    if (weight > 0 && averageLengths[field]! > 0) activeFields.push(field);
+  }
+  const lastDocument = new Int32Array(termCount).fill(-1);
+  const offsets = new Int32Array(termCount + 1);
+  forEachFieldRecord(builders, activeFields, documentCount, (doc, _field, term) => {
+    if (lastDocument[term] === doc) return;
+    lastDocument[term] = doc;
+    offsets[term + 1]!++;
+  });
+  for (let term = 0; term < termCount; term++) offsets[term + 1]! += offsets[term]!;
+  const postingCount = offsets[termCount]!;
+  const docs = new Int32Array(postingCount);
+  const contributions = new Float64Array(postingCount);
+  // Holds each posting's per-field frequencies until the last pass turns them into score shares in place.
+  const shares = new Float64Array(postingCount * FIELD_COUNT);
+  const next = offsets.slice(0, termCount);
+  lastDocument.fill(-1);
+  forEachFieldRecord(builders, activeFields, documentCount, (doc, field, term, frequency, length) => {
+    if (lastDocument[term] !== doc) {
+      lastDocument[term] = doc;
+      docs[next[term]!++] = doc;
+    }
+    const position = next[term]! - 1;
+    shares[position * FIELD_COUNT + field] = bm25fFieldFrequency(
+      weights[field]!,
+      frequency,
+      bm25LengthRatio(b, length, averageLengths[field]!),
+    );
+  });
+  for (let term = 0; term < termCount; term++) {
+    const start = offsets[term]!;
+    const end = offsets[term + 1]!;
+    if (start === end) continue;
+    const idf = bm25Idf(documentCount, end - start);
+    for (let position = start; position < end; position++) {
+      const base = position * FIELD_COUNT;
+      let pseudoFrequency = 0;
+      for (let field = 0; field < FIELD_COUNT; field++) pseudoFrequency += shares[base + field]!;
+      const score = bm25fTermScore(idf, pseudoFrequency, k1);
+      contributions[position] = score;
+      for (let field = 0; field < FIELD_COUNT; field++) {
+        shares[base + field] = pseudoFrequency > 0 ? (score * shares[base + field]!) / pseudoFrequency : 0;
+      }
+    }
+  }
+  return { offsets, docs, contributions, active: postingCount > 0, shares };
+}
+
+/** Calls `visit` for every record of the given fields, document by document (ascending), fields in the given order. */
+function forEachFieldRecord(
+  builders: readonly FieldBuilder[],
+  fields: readonly number[],
+  documentCount: number,
+  visit: (doc: number, field: number, term: number, frequency: number, length: number) => void,
+): void {
+  const starts = new Int32Array(FIELD_COUNT);
+  for (let doc = 0; doc < documentCount; doc++) {
+    for (const field of fields) {
+      const builder = builders[field]!;
+      if (doc >= builder.ends.length) continue;
+      const end = builder.ends.data[doc]!;
+      const length = builder.lengths.data[doc]!;
+      for (let index = starts[field]!; index < end; index++) {
+        visit(doc, field, builder.terms.data[index]!, builder.frequencies.data[index]!, length);
+      }
+      starts[field] = end;
+    }
+  }
+}
