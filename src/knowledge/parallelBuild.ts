@@ -17,12 +17,15 @@
  */
 import type { KnowledgeAnalyzerName, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import {
-  BUILD_WORKER_MARKER,
-  type BuildWorkerData,
-  type BuildWorkerReply,
-  type BuildWorkerScatterTask,
-  type BuildWorkerTask,
-} from "./buildWorker.js";
+  availableCores,
+  isNode,
+  type NodePort,
+  type NodeWorker,
+  startBuildWorker,
+  type WorkerThreads,
+  workerThreads,
+} from "./buildThreads.js";
+import type { BuildWorkerReply, BuildWorkerScatterTask, BuildWorkerTask } from "./buildWorker.js";
 import { entryFieldTexts } from "./document.js";
 import {
   PARALLEL_SCATTER_MIN_POSTINGS,
@@ -30,7 +33,6 @@ import {
   type ScatterHelper,
   type ScatterInput,
 } from "./fieldPostings.js";
-import { nodeBuiltin } from "./runtime.js";
 
 /** With automatic threads, registries smaller than this are indexed by one thread (starting a worker costs more). */
 export const PARALLEL_MIN_ENTRIES = 16_384;
@@ -44,30 +46,6 @@ const STALL_MILLISECONDS = 60_000;
 const SPARE_BUFFERS = 4;
 /** Weight of the latest measurement in a smoothed speed. */
 const SMOOTHING = 0.3;
-
-type NodePort = {
-  postMessage(message: unknown, transfer?: readonly unknown[]): void;
-  close(): void;
-};
-type NodeWorker = {
-  on(event: "error" | "exit" | "messageerror", listener: (value: unknown) => void): void;
-  unref(): void;
-  terminate(): Promise<number>;
-};
-type WorkerThreads = {
-  Worker: new (
-    filename: URL | string,
-    options: { workerData: unknown; transferList: readonly unknown[]; eval?: boolean },
-  ) => NodeWorker;
-  MessageChannel: new () => { port1: NodePort; port2: NodePort };
-  receiveMessageOnPort(port: NodePort): { message: BuildWorkerReply } | undefined;
-};
-type NodeOs = { availableParallelism?: () => number; cpus(): readonly unknown[] };
-type NodeProcess = { versions: Record<string, string | undefined> };
-
-/** The worker's script when the engine runs from its TypeScript sources: tsx's loader, then the worker module. */
-const SOURCE_WORKER = `const { workerData } = process.getBuiltinModule("node:worker_threads");
-import("tsx/esm/api").then((api) => { api.register(); return import(workerData.entry); });`;
 
 type Counted = Extract<BuildWorkerReply, { kind: "counted" }>;
 
@@ -143,19 +121,15 @@ export function parallelIndexing(
   entries: readonly NormalizedKnowledgeEntry[],
   options: ParallelBuildOptions,
 ): ParallelIndexing | null {
-  const process = (globalThis as { process?: NodeProcess }).process;
-  // Other runtimes with a `process` (Bun, Deno) differ in worker details: they keep the single-threaded build.
-  if (!process?.versions?.node || process.versions.bun || process.versions.deno) return null;
+  if (!isNode()) return null;
   let workers: number;
   if (options.threads !== undefined) workers = Math.floor(options.threads) - 1;
   else {
     if (entries.length < PARALLEL_MIN_ENTRIES) return null;
-    const os = nodeBuiltin<NodeOs>("node:os");
-    const cores = os ? (os.availableParallelism?.() ?? os.cpus().length) : 1;
-    workers = Math.min(cores - 1, MAX_AUTOMATIC_WORKERS);
+    workers = Math.min(availableCores() - 1, MAX_AUTOMATIC_WORKERS);
   }
   if (!(workers >= 1) || entries.length === 0) return null;
-  const threads = nodeBuiltin<WorkerThreads>("node:worker_threads");
+  const threads = workerThreads();
   if (!threads) return null;
   const parallel = new ParallelIndexing(entries, options.partEntries ?? DEFAULT_PART_ENTRIES);
   for (let index = 0; index < workers; index++) parallel.startHelper(threads, options.analyzer);
@@ -206,26 +180,10 @@ export class ParallelIndexing {
   /** Starts one worker (ignored when it cannot start). @internal */
   startHelper(threads: WorkerThreads, analyzer: KnowledgeAnalyzerName): void {
     try {
-      const channel = new threads.MessageChannel();
-      // A file name in a variable: bundlers leave this `new URL` alone (the worker only ever runs in Node).
-      const here = import.meta.url;
-      const file = here.endsWith(".ts") ? "./buildWorker.ts" : "./buildWorker.js";
-      const entry = new URL(file, here);
-      const data: BuildWorkerData = {
-        marker: BUILD_WORKER_MARKER,
-        analyzer,
-        signal: this.signal,
-        port: channel.port2 as unknown as BuildWorkerData["port"],
-        entry: entry.href,
-      };
-      const options = { workerData: data, transferList: [channel.port2] };
-      // From the TypeScript sources (development, tests), the worker registers tsx's loader before loading them.
-      const worker = entry.pathname.endsWith(".ts")
-        ? new threads.Worker(SOURCE_WORKER, { ...options, eval: true })
-        : new threads.Worker(entry, options);
+      const { worker, port } = startBuildWorker(threads, analyzer, this.signal);
       const helper: Helper = {
         worker,
-        port: channel.port1,
+        port,
         ready: false,
         failed: false,
         termIds: new Int32Array(1024),
