@@ -277,15 +277,30 @@ export abstract class KnowledgeEngineUpdates extends KnowledgeEngineBuilds {
         step = steps.next();
       }
       await this.updateQueue.catch(() => {});
-      const position = this.appliedChanges.findIndex((applied) => applied.snapshot === target);
-      if (position < 0) return; // a rebuild replaced the registry meanwhile
-      const later = this.appliedChanges.slice(position + 1);
+      // Changes applied meanwhile go again on top of the result, in slices too (a long compaction can have many
+      // to catch up with), until none is left; then the result is installed with no yield in between.
       let compacted = step.value;
-      for (const applied of later)
-        compacted = applySnapshotChanges(compacted, applied.removed, applied.upserted);
-      if (this.snapshot !== (later.at(-1)?.snapshot ?? target)) return;
+      let caughtUp = target;
+      let reapplied = false;
+      for (;;) {
+        const position = this.appliedChanges.findIndex((applied) => applied.snapshot === caughtUp);
+        if (position < 0) return; // a rebuild replaced the registry meanwhile
+        const later = this.appliedChanges.slice(position + 1);
+        if (later.length === 0) break;
+        sliceStart = performance.now();
+        for (const applied of later) {
+          compacted = applySnapshotChanges(compacted, applied.removed, applied.upserted);
+          caughtUp = applied.snapshot;
+          reapplied = true;
+          if (performance.now() - sliceStart >= COMPACTION_SLICE_MS) {
+            await yieldToEventLoop();
+            sliceStart = performance.now();
+          }
+        }
+      }
+      if (this.snapshot !== caughtUp) return;
       this.snapshot = compacted;
-      this.appliedChanges = later.length > 0 ? [{ snapshot: compacted, removed: [], upserted: [] }] : [];
+      this.appliedChanges = reapplied ? [{ snapshot: compacted, removed: [], upserted: [] }] : [];
     }
   }
 }
