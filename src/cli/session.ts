@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { open, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { readKnowledgeBase } from "../files/compile.js";
@@ -13,43 +13,33 @@ import { CONTENT_WARNING_CODES } from "../files/fileText.js";
 import { locateIssues, notesToIssues } from "../files/issues.js";
 import type { LoadedKnowledgeBase } from "../files/types.js";
 import {
-  assembleKnowledgeContext,
   buildIndexSnapshot,
   buildKnowledgeIndexCacheKey,
-  DEFAULT_MAX_CONTEXT_TOKENS,
   deserializeIndexSnapshot,
   isKnowledgePresetName,
   KNOWLEDGE_PRESET_NAMES,
   KnowledgeArtifactError,
   loadIndexArtifact,
-  MAX_QUERY_CHARS,
   resolveGroundingConfiguration,
-  retrieve,
 } from "../index.js";
-import { KNOWLEDGE_STATUSES } from "../knowledge/defaults.js";
 import { resolveArtifactIndexOptions } from "../knowledge/indexCache.js";
-import { getCompiledSnapshot } from "../knowledge/knowledgeIndex.js";
 import { normalizeSources } from "../knowledge/resolve.js";
 import type {
-  KnowledgeCandidateCut,
-  KnowledgeCitation,
   KnowledgeContextConfig,
-  KnowledgeExpansionSkip,
-  KnowledgeFieldName,
   KnowledgeIndexSnapshot,
   KnowledgePresetName,
   KnowledgeResolvedRetrieval,
-  KnowledgeRetrievalConfidence,
-  KnowledgeStatus,
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { type CliGroundingConfig, readConfigFile } from "./config.js";
 import { CliFailure, CliUsageError, KnowledgeBaseInvalidError } from "./errors.js";
-import { type CommandContext, createProgress, parseList } from "./io.js";
+import { type CommandContext, createProgress } from "./io.js";
 import { formatIssue } from "./report.js";
 
 export type { CliGroundingConfig } from "./config.js";
+
+import { artifactPopulation, setPopulation } from "./population.js";
 
 /** Checks a `--preset` flag value; an unknown name is a usage error listing the presets. */
 export function parsePreset(value: string | undefined): KnowledgePresetName | undefined {
@@ -138,79 +128,6 @@ export type PreparedKnowledgeBase = {
   indexNote?: string;
 };
 
-/** Active entries that share a domain and a set of integrations (lowercased, sorted). */
-export type KnowledgeScopeGroup = { domain: string; integrations: string[]; count: number };
-
-/** The knowledge base's entries counted by what decides whether a turn may retrieve them. */
-export type KnowledgePopulation = {
-  statuses: Record<KnowledgeStatus, number>;
-  /** Active entries grouped by (domain, integrations): a scope's exclusions are counted per group, not per entry. */
-  scopeGroups: KnowledgeScopeGroup[];
-};
-
-/** Counts the entries per status and groups the active ones by scope, once per knowledge base. */
-export function countPopulation(entries: readonly NormalizedKnowledgeEntry[]): KnowledgePopulation {
-  const statuses: Record<KnowledgeStatus, number> = { active: 0, draft: 0, deprecated: 0 };
-  const groups = new Map<string, KnowledgeScopeGroup>();
-  for (const entry of entries) {
-    statuses[entry.status] += 1;
-    if (entry.status !== "active") continue;
-    const integrations = [...new Set(entry.integrations.map((name) => name.toLowerCase()))].sort();
-    const key = JSON.stringify([entry.domain, integrations]);
-    const group = groups.get(key);
-    if (group) group.count += 1;
-    else groups.set(key, { domain: entry.domain, integrations, count: 1 });
-  }
-  return { statuses, scopeGroups: [...groups.values()] };
-}
-
-const populations = new WeakMap<PreparedKnowledgeBase, KnowledgePopulation>();
-
-/** The population of a prepared knowledge base, counted on first use (a cold start that never asks pays nothing). */
-export function populationOf(prepared: PreparedKnowledgeBase): KnowledgePopulation {
-  let population = populations.get(prepared);
-  if (!population) {
-    population = countPopulation(prepared.entries);
-    populations.set(prepared, population);
-  }
-  return population;
-}
-
-/** How many entries a turn could never retrieve, and why. */
-export type KnowledgeExclusions = {
-  draft: number;
-  deprecated: number;
-  /** Active entries in a blocked domain. */
-  blockedDomain: number;
-  /** Active entries, outside blocked domains, bound only to integrations the turn does not enable. */
-  integrations: number;
-};
-
-/**
- * Counts what a scope excludes from the precomputed population: one pass over the scope groups (a handful for a
- * typical knowledge base), never over the entries, and never in the engine's retrieval path.
- */
-export function countExclusions(
-  population: KnowledgePopulation,
-  scope: { enabledIntegrations: readonly string[]; blockedDomains: readonly string[] },
-): KnowledgeExclusions {
-  const enabled = new Set(scope.enabledIntegrations.map((name) => name.toLowerCase()));
-  const blocked = new Set(scope.blockedDomains);
-  let blockedDomain = 0;
-  let integrations = 0;
-  for (const group of population.scopeGroups) {
-    if (blocked.has(group.domain)) blockedDomain += group.count;
-    else if (group.integrations.length > 0 && !group.integrations.some((name) => enabled.has(name)))
-      integrations += group.count;
-  }
-  return {
-    draft: population.statuses.draft,
-    deprecated: population.statuses.deprecated,
-    blockedDomain,
-    integrations,
-  };
-}
-
 /** Validates and indexes; throws {@link KnowledgeBaseInvalidError} when validation finds errors. */
 export function prepareKnowledgeBase(
   knowledgeBase: LoadedKnowledgeBase,
@@ -262,144 +179,6 @@ export function prepareKnowledgeBase(
     timing: { validateMs, indexMs },
     indexOrigin,
     ...(indexNote !== undefined ? { indexNote } : {}),
-  };
-}
-
-/** Flags that scope one turn. */
-export type TurnScope = {
-  integrations?: string | string[];
-  allIntegrations?: boolean;
-  blockedDomains?: string | string[];
-  resultLimit?: number;
-};
-
-/** One ranked candidate, with the evidence behind its score. */
-export type ExplainedCandidate = {
-  rank: number;
-  id: string;
-  title: string;
-  kind: string;
-  score: number;
-  lexical: number;
-  exact: boolean;
-  alias: boolean;
-  fieldScores: Partial<Record<KnowledgeFieldName, number>>;
-  matchedPhrases: string[];
-  /** Whether the candidate made it into the primary selection. */
-  selected: boolean;
-  /** Why an adaptive cut-off removed it from the primary selection (absent otherwise). */
-  cut?: KnowledgeCandidateCut;
-};
-
-/** Everything one turn produced, as `query --json` prints it. */
-export type TurnReport = {
-  query: string;
-  enabledIntegrations: string[];
-  blockedDomains: string[];
-  confidence: KnowledgeRetrievalConfidence;
-  /** Eligible candidates before the candidate-limit cut. */
-  candidateCount: number;
-  candidates: ExplainedCandidate[];
-  primary: { id: string; title: string; summary: string; version: string }[];
-  expanded: { id: string; title: string; summary: string; version: string; via: string | null }[];
-  /** Set when an expansion rule stopped relation expansion. */
-  expansionSkipped?: KnowledgeExpansionSkip;
-  context: {
-    text: string;
-    tokens: number;
-    maxTokens: number;
-    truncated: boolean;
-    citations: KnowledgeCitation[];
-  };
-  timing: { retrieveMs: number; assembleMs: number };
-};
-
-function asList(value: string | string[] | undefined): string[] | undefined {
-  return Array.isArray(value) ? value : parseList(value);
-}
-
-/** The integrations and blocked domains a turn runs with: flags first, then the config file, then none. */
-export function resolveScope(
-  prepared: PreparedKnowledgeBase,
-  scope: TurnScope,
-): { enabledIntegrations: string[]; blockedDomains: string[] } {
-  return {
-    enabledIntegrations: scope.allIntegrations ? prepared.integrations : (asList(scope.integrations) ?? []),
-    blockedDomains: asList(scope.blockedDomains) ?? prepared.config.blockedDomains ?? [],
-  };
-}
-
-/** Runs one turn on a prepared knowledge base. */
-export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: TurnScope = {}): TurnReport {
-  const { enabledIntegrations, blockedDomains } = resolveScope(prepared, scope);
-  const resolved =
-    scope.resultLimit !== undefined
-      ? { ...prepared.resolved, resultLimit: scope.resultLimit }
-      : prepared.resolved;
-  const retrieveStart = performance.now();
-  const selection = retrieve(
-    prepared.snapshot,
-    { query, recentTurns: [], enabledIntegrations },
-    resolved,
-    blockedDomains,
-  );
-  const retrieveMs = performance.now() - retrieveStart;
-  const assembleStart = performance.now();
-  const assembled = assembleKnowledgeContext(selection, prepared.context, {
-    query,
-    analyzer: resolved.analyzer ?? "none",
-  });
-  const assembleMs = performance.now() - assembleStart;
-
-  const primaryIds = new Set(selection.primary.map((entry) => entry.id));
-  const byId = prepared.snapshot.entriesById;
-  const candidates = selection.candidates.map((candidate, index) => {
-    const entry = byId.get(candidate.id);
-    return {
-      rank: index + 1,
-      id: candidate.id,
-      title: entry?.title ?? "",
-      kind: entry?.kind ?? "",
-      score: candidate.score,
-      lexical: candidate.lexical,
-      exact: candidate.exact,
-      alias: candidate.alias,
-      fieldScores: candidate.fieldScores,
-      matchedPhrases: candidate.matchedPhrases,
-      selected: primaryIds.has(candidate.id),
-      ...(candidate.cut ? { cut: candidate.cut } : {}),
-    };
-  });
-  const describe = (entry: NormalizedKnowledgeEntry) => ({
-    id: entry.id,
-    title: entry.title,
-    summary: entry.summary,
-    version: entry.version,
-  });
-  const expanded = selection.expanded.map((entry) => {
-    const via = selection.primary.find((primary) =>
-      (prepared.snapshot.relationIndex.get(primary.id) ?? []).includes(entry.id),
-    );
-    return { ...describe(entry), via: via?.id ?? null };
-  });
-  return {
-    query,
-    enabledIntegrations,
-    blockedDomains,
-    confidence: selection.confidence,
-    candidateCount: selection.candidateCount,
-    candidates,
-    primary: selection.primary.map(describe),
-    expanded,
-    ...(selection.expansionSkipped ? { expansionSkipped: selection.expansionSkipped } : {}),
-    context: {
-      text: assembled.assembledContext,
-      tokens: assembled.contextTokens,
-      maxTokens: prepared.context.maxTokens ?? DEFAULT_MAX_CONTEXT_TOKENS,
-      truncated: assembled.truncated,
-      citations: assembled.citations,
-    },
-    timing: { retrieveMs, assembleMs },
   };
 }
 
@@ -497,43 +276,8 @@ export async function prepareFromArtifact(
     },
   });
   const population = artifactPopulation(snapshot, header.statusCounts);
-  if (population) populations.set(prepared as PreparedKnowledgeBase, population);
+  if (population) setPopulation(prepared as PreparedKnowledgeBase, population);
   return prepared as PreparedKnowledgeBase;
-}
-
-/**
- * The population of a loaded artifact from its scope lists (which entries are active, in which domain, bound to
- * which integrations) and its status counts, without decoding any entry.
- */
-function artifactPopulation(
-  snapshot: KnowledgeIndexSnapshot,
-  statusCounts: Record<KnowledgeStatus, number> | undefined,
-): KnowledgePopulation | undefined {
-  const compiled = getCompiledSnapshot(snapshot);
-  if (!compiled || typeof statusCounts !== "object" || statusCounts === null) return undefined;
-  if (!KNOWLEDGE_STATUSES.every((status) => Number.isSafeInteger(statusCounts[status]))) return undefined;
-  const count = snapshot.entryCount;
-  const domainOf: string[] = new Array(count);
-  for (const [domain, docs] of compiled.byDomain) for (const doc of docs) domainOf[doc] = domain;
-  const integrationsOf: string[][] = new Array(count);
-  for (const [integration, docs] of compiled.activeByIntegration) {
-    for (const doc of docs) {
-      const list = integrationsOf[doc];
-      if (list) list.push(integration);
-      else integrationsOf[doc] = [integration];
-    }
-  }
-  const groups = new Map<string, KnowledgeScopeGroup>();
-  for (let doc = 0; doc < count; doc++) {
-    const bound = integrationsOf[doc];
-    if (compiled.universalMask[doc] !== 1 && !bound) continue;
-    const integrations = bound ? [...bound].sort() : [];
-    const key = JSON.stringify([domainOf[doc], integrations]);
-    const group = groups.get(key);
-    if (group) group.count += 1;
-    else groups.set(key, { domain: domainOf[doc]!, integrations, count: 1 });
-  }
-  return { statuses: { ...statusCounts }, scopeGroups: [...groups.values()] };
 }
 
 /** Loads, configures, validates and indexes in one step, as `query`, `ask` and `mcp` do. */
@@ -577,92 +321,4 @@ export function parseCount(value: string | undefined, flag: string): number | un
     throw new CliUsageError(`${flag} must be a whole number >= 1, got "${value}"`, `e.g. ${flag} 5`);
   }
   return Number(value);
-}
-
-/** Largest question read from a file or standard input (the engine searches its first {@link MAX_QUERY_CHARS}). */
-export const MAX_QUESTION_BYTES = 16 * 1024 * 1024;
-
-async function readBoundedStream(stream: AsyncIterable<unknown>, source: string): Promise<string> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of stream) {
-    const buffer = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array);
-    bytes += buffer.length;
-    if (bytes > MAX_QUESTION_BYTES) {
-      throw new CliUsageError(
-        `the question from ${source} is larger than ${MAX_QUESTION_BYTES / 1024 / 1024} MiB`,
-        `only the first ${MAX_QUERY_CHARS} characters are searched; pass a shorter question`,
-      );
-    }
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-/**
- * The question of `query` or `ask`: the argument, or the contents of `--file` (`-` for standard input), or standard
- * input when there is no argument and it is not a terminal. A long question belongs in a file or a pipe: the
- * operating system refuses a command line of a few hundred kilobytes ("Argument list too long").
- */
-export async function readQuestion(
-  context: CommandContext,
-  argument: string | undefined,
-  file: string | undefined,
-): Promise<string> {
-  if (argument !== undefined && file !== undefined) {
-    throw new CliUsageError(
-      "give the question either as an argument or with --file, not both",
-      'e.g. lexground query --file question.txt --kb kb.json, or lexground query "refund window" --kb kb.json',
-    );
-  }
-  const stdin = context.io.stdin;
-  let text: string;
-  if (file !== undefined && file !== "-") {
-    let handle: Awaited<ReturnType<typeof open>>;
-    try {
-      handle = await open(resolve(context.io.cwd, file), "r");
-    } catch {
-      throw new CliUsageError(`${file}: question file not found`, "pass a text file holding the question");
-    }
-    try {
-      text = await readBoundedStream(handle.createReadStream({ autoClose: false }), file);
-    } finally {
-      await handle.close();
-    }
-  } else if (file === "-" || argument === "-" || (argument === undefined && stdin && stdin.isTTY !== true)) {
-    if (!stdin) throw new CliUsageError("no standard input to read the question from");
-    text = await readBoundedStream(stdin, "standard input");
-  } else if (argument !== undefined) {
-    text = argument;
-  } else {
-    throw new CliUsageError(
-      "no question given",
-      'pass it as an argument, with --file <path>, or on standard input: echo "refund window" | lexground query --kb kb.json',
-    );
-  }
-  const question = text.trim();
-  if (question === "") {
-    throw new CliUsageError(
-      "the question is empty",
-      'pass it as an argument, with --file <path>, or on standard input: echo "refund window" | lexground query --kb kb.json',
-    );
-  }
-  return question;
-}
-
-/** Longest part of a question shown in a header; the rest is elided with its length. */
-export const QUESTION_SHOWN_CHARS = 200;
-
-/**
- * The question as a header shows it: quoted, and for a long one its first {@link QUESTION_SHOWN_CHARS} characters,
- * an ellipsis and the length (and how much of it is searched).
- */
-export function showQuestion(question: string): string {
-  if (question.length <= QUESTION_SHOWN_CHARS) return JSON.stringify(question);
-  let end = QUESTION_SHOWN_CHARS;
-  // Never cut a surrogate pair in half.
-  const last = question.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  const searched = question.length > MAX_QUERY_CHARS ? `; the first ${MAX_QUERY_CHARS} are searched` : "";
-  return `${JSON.stringify(question.slice(0, end))}… (${question.length} characters${searched})`;
 }

@@ -25,15 +25,10 @@
 import type {
   LanguageModelV3CallOptions,
   LanguageModelV3GenerateResult,
-  LanguageModelV3Message,
   LanguageModelV3Middleware,
-  LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
   LanguageModelV3StreamResult,
-  SharedV3ProviderMetadata,
 } from "@ai-sdk/provider";
-import { DEFAULT_RECENT_TURNS, HISTORY_TURN_CHARS, MAX_QUERY_CHARS } from "../knowledge/defaults.js";
-import { LruCache } from "../knowledge/lruCache.js";
+import { DEFAULT_RECENT_TURNS } from "../knowledge/defaults.js";
 import { asShadowOutcome, shadowEventOf } from "../knowledge/shadow.js";
 import type {
   KnowledgeConversationTurn,
@@ -43,8 +38,10 @@ import type {
   KnowledgeRequestScope,
   KnowledgeShadowEvent,
 } from "../types/knowledge.js";
+import { GroundingMemo, memoKeyOf, type StepGrounding } from "./aiSdkMemo.js";
+import { finishWithMetadata, type GroundingProviderMetadata, withMetadata } from "./aiSdkMetadata.js";
+import { insertGroundingBlock, turnFromPrompt } from "./aiSdkPrompt.js";
 import {
-  citationMarker,
   GroundingIntegrationError,
   groundSafely,
   type KnowledgeEngineLike,
@@ -53,6 +50,9 @@ import {
   resolveEngine,
 } from "./engine.js";
 
+export type { GroundingProviderMetadata } from "./aiSdkMetadata.js";
+
+export { insertGroundingBlock } from "./aiSdkPrompt.js";
 export {
   GroundingIntegrationError,
   type KnowledgeEngineLike,
@@ -127,143 +127,11 @@ export type GroundingMiddlewareOptions = KnowledgeEngineSource & {
   now?: () => number;
 };
 
-/**
- * The grounding metadata placed in `providerMetadata[providerOptionsKey]` of every grounded step's result (and of
- * the stream's `finish` part): the engine's content-free metadata plus the citation markers of the block.
- */
-export type GroundingProviderMetadata = {
-  retrievalMode: "lexical";
-  selectedIds: string[];
-  expandedIds: string[];
-  candidateCount: number;
-  contextTokens: number;
-  truncated: boolean;
-  durationMs: number;
-  confidence?: KnowledgeGroundingMetadata["confidence"];
-  failureReason?: string;
-  /** Citation markers (`[KB:id@version]`) of the entries included in the block. */
-  citations: string[];
-  /** Whether a block was added to the prompt. */
-  grounded: boolean;
-  /** True when this step reused the retrieval of an earlier step of the same turn instead of retrieving again. */
-  reused: boolean;
-  /** Present (true) when the turn ran in shadow mode: nothing was added to the prompt (lexground). */
-  shadow?: boolean;
-  /** In shadow mode: the citation markers of the block that would have been added (lexground). */
-  shadowCitations?: string[];
-};
-
 /** The middleware returned by {@link groundingMiddleware}: a plain `LanguageModelV3Middleware` plus its engine. */
 export type GroundingMiddleware = LanguageModelV3Middleware & {
   /** The engine the middleware grounds with (the one given, or the one built from `config`). */
   readonly engine: KnowledgeEngineLike;
 };
-
-type MemoEntry = {
-  promise: Promise<KnowledgeGroundingOutcome>;
-  createdAt: number;
-  settled: boolean;
-  /** The snapshot serving when the retrieval settled (`undefined` when the engine does not expose it). */
-  snapshot: KnowledgeIndexSnapshot | null | undefined;
-};
-
-type StepGrounding = { outcome: KnowledgeGroundingOutcome; reused: boolean };
-
-/**
- * Retrievals remembered per distinct turn, so the steps of one tool loop (one `transformParams` call each, with
- * the same last user message) reuse the first step's grounding: while it is younger than the lifetime and the
- * engine still serves the snapshot it was retrieved from. Bounded; least recently used dropped.
- */
-class GroundingMemo {
-  private readonly entries: LruCache<string, MemoEntry>;
-
-  constructor(
-    limit: number,
-    private readonly ttlMs: number,
-    private readonly now: () => number,
-    private readonly currentSnapshot: () => KnowledgeIndexSnapshot | null | undefined,
-  ) {
-    // Refreshed on reuse; a limit of 0 keeps nothing, so every step grounds anew.
-    this.entries = new LruCache(limit);
-  }
-
-  /** The remembered retrieval of `key` if it may be reused; a stale one is forgotten. */
-  reusable(key: string): Promise<KnowledgeGroundingOutcome> | undefined {
-    const existing = this.entries.get(key);
-    if (!existing) return undefined;
-    const fresh = this.now() - existing.createdAt <= this.ttlMs;
-    const sameSnapshot = !existing.settled || existing.snapshot === this.currentSnapshot();
-    if (fresh && sameSnapshot) return existing.promise;
-    this.entries.delete(key);
-    return undefined;
-  }
-
-  /** Remembers a retrieval that has just started. */
-  remember(key: string, promise: Promise<KnowledgeGroundingOutcome>): void {
-    this.entries.set(key, { promise, createdAt: this.now(), settled: false, snapshot: undefined });
-  }
-
-  /** Notes the snapshot that served `promise`, once it resolved, if it is still the one remembered for `key`. */
-  settled(key: string, promise: Promise<KnowledgeGroundingOutcome>): void {
-    const stored = this.entries.peek(key);
-    if (stored?.promise === promise) {
-      stored.settled = true;
-      stored.snapshot = this.currentSnapshot();
-    }
-  }
-}
-
-/** What one model call asks: the last user message's text, and the conversation turns before it. */
-type PromptTurn = { query: string; recentTurns: KnowledgeConversationTurn[] };
-
-/**
- * The turn a prompt asks about: the last user message (its text is the query) and up to `recentTurnLimit` earlier
- * user and assistant messages with text, oldest first. Null when there is no user message or it has no text.
- */
-function turnFromPrompt(prompt: LanguageModelV3Prompt, recentTurnLimit: number): PromptTurn | null {
-  let lastUser = -1;
-  for (let index = prompt.length - 1; index >= 0; index--) {
-    if (prompt[index]?.role === "user") {
-      lastUser = index;
-      break;
-    }
-  }
-  if (lastUser < 0) return null;
-  const query = messageText(prompt[lastUser]!);
-  if (query.trim().length === 0) return null;
-  const recentTurns: KnowledgeConversationTurn[] = [];
-  if (recentTurnLimit > 0) {
-    for (let index = lastUser - 1; index >= 0 && recentTurns.length < recentTurnLimit; index--) {
-      const message = prompt[index]!;
-      if (message.role !== "user" && message.role !== "assistant") continue;
-      const text = messageText(message);
-      if (text.length > 0) recentTurns.unshift({ role: message.role, text });
-    }
-  }
-  return { query, recentTurns };
-}
-
-/**
- * The memo key of a turn: what the engine actually reads (it truncates the query and each turn), so equal keys
- * mean equal retrievals. Integrations are compared case-insensitively by the engine, hence the normalization.
- */
-function memoKeyOf(
-  turn: PromptTurn,
-  scope: KnowledgeRequestScope | undefined,
-  shadow: boolean | undefined,
-): string {
-  const integrations = scope?.enabledIntegrations
-    ? [...new Set(scope.enabledIntegrations.map((name) => name.toLowerCase()))].sort()
-    : [];
-  return JSON.stringify([
-    turn.query.slice(0, MAX_QUERY_CHARS),
-    turn.recentTurns
-      .slice(-DEFAULT_RECENT_TURNS)
-      .map((recent) => [recent.role, recent.text.slice(0, HISTORY_TURN_CHARS)]),
-    integrations,
-    shadow ?? null,
-  ]);
-}
 
 function isCount(value: unknown): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0;
@@ -316,92 +184,6 @@ function parseCallOptions(
     scope: Object.keys(rest).length === 0 ? undefined : parseScope(rest, path),
     shadow: shadow as boolean | undefined,
   };
-}
-
-/** The text parts of a message, joined by newlines; `""` for system and tool messages. */
-function messageText(message: LanguageModelV3Message): string {
-  if (message.role !== "user" && message.role !== "assistant") return "";
-  if (!Array.isArray(message.content)) return "";
-  const texts: string[] = [];
-  for (const part of message.content) {
-    if (part && part.type === "text" && typeof part.text === "string" && part.text.length > 0) {
-      texts.push(part.text);
-    }
-  }
-  return texts.join("\n");
-}
-
-/**
- * Inserts the block into the prompt: appended (after a blank line) to the last system message of the leading run of
- * system messages, so it follows the host's static instructions (which keeps provider prefix caches warm), or as a
- * new first system message when the prompt starts with no system message. Never after a user message: some
- * providers (Google) reject system messages that do not lead the conversation.
- */
-export function insertGroundingBlock(prompt: LanguageModelV3Prompt, block: string): LanguageModelV3Prompt {
-  let lastLeadingSystem = -1;
-  while (prompt[lastLeadingSystem + 1]?.role === "system") lastLeadingSystem++;
-  if (lastLeadingSystem < 0) return [{ role: "system", content: block }, ...prompt];
-  const system = prompt[lastLeadingSystem] as Extract<LanguageModelV3Message, { role: "system" }>;
-  const content =
-    typeof system.content === "string" && system.content.length > 0 ? `${system.content}\n\n${block}` : block;
-  const copy = prompt.slice();
-  copy[lastLeadingSystem] = { ...system, content };
-  return copy;
-}
-
-function toProviderMetadata(grounding: StepGrounding): GroundingProviderMetadata {
-  const { metadata, ephemeralContext } = grounding.outcome;
-  const result: GroundingProviderMetadata = {
-    retrievalMode: "lexical",
-    selectedIds: Array.isArray(metadata.selectedIds) ? metadata.selectedIds.slice() : [],
-    expandedIds: Array.isArray(metadata.expandedIds) ? metadata.expandedIds.slice() : [],
-    candidateCount: metadata.candidateCount ?? 0,
-    contextTokens: metadata.contextTokens ?? 0,
-    truncated: metadata.truncated === true,
-    durationMs: metadata.durationMs ?? 0,
-    citations: (ephemeralContext?.citations ?? []).map((citation) =>
-      citationMarker(citation.id, citation.version),
-    ),
-    grounded: ephemeralContext !== null && ephemeralContext !== undefined,
-    reused: grounding.reused,
-  };
-  // providerMetadata must be JSON: optional fields are left out rather than set to undefined.
-  if (metadata.confidence !== undefined) result.confidence = metadata.confidence;
-  if (metadata.failureReason !== undefined) result.failureReason = metadata.failureReason;
-  if (metadata.shadow === true) {
-    result.shadow = true;
-    result.shadowCitations = (grounding.outcome.shadowContext?.citations ?? []).map((citation) =>
-      citationMarker(citation.id, citation.version),
-    );
-  }
-  return result;
-}
-
-function withMetadata(
-  providerMetadata: SharedV3ProviderMetadata | undefined,
-  key: string,
-  grounding: StepGrounding,
-): SharedV3ProviderMetadata {
-  return { ...providerMetadata, [key]: toProviderMetadata(grounding) };
-}
-
-/** A stream transform that adds the grounding metadata to the `finish` part and passes every other part through. */
-function finishWithMetadata(
-  key: string,
-  grounding: StepGrounding,
-): TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart> {
-  return new TransformStream({
-    transform(part, controller) {
-      if (part.type === "finish") {
-        controller.enqueue({
-          ...part,
-          providerMetadata: withMetadata(part.providerMetadata, key, grounding),
-        });
-      } else {
-        controller.enqueue(part);
-      }
-    },
-  });
 }
 
 /**

@@ -20,6 +20,16 @@ afterEach(() => clearKnowledgeIndexCache());
 const sources = [settingsSource, policiesSource];
 const scope = { enabledIntegrations: ["integration-a"] };
 
+/** The context settings every preset leaves at their defaults. */
+const DEFAULT_CONTEXT = {
+  maxTokens: 4000,
+  includeCitations: true,
+  passages: "off",
+  passageTokens: 200,
+  maxPassages: 3,
+  longBodyTokens: 600,
+};
+
 describe("the preset table", () => {
   it("has neurolink (the default, with no settings of its own) and recommended", () => {
     expect(KNOWLEDGE_PRESET_NAMES).toEqual(["neurolink", "recommended"]);
@@ -102,14 +112,7 @@ describe("applyPreset: explicit fields override the preset's, field by field", (
   });
 
   it("resolveContext applies the defaults", () => {
-    expect(resolveContext()).toEqual({
-      maxTokens: 4000,
-      includeCitations: true,
-      passages: "off",
-      passageTokens: 200,
-      maxPassages: 3,
-      longBodyTokens: 600,
-    });
+    expect(resolveContext()).toEqual(DEFAULT_CONTEXT);
     expect(resolveContext({ includeCitations: false, maxTokens: 0 })).toEqual({
       maxTokens: 0,
       includeCitations: false,
@@ -209,14 +212,7 @@ describe("the engine with a preset", () => {
     expect(engine.getStatus().configuration).toEqual({
       preset: "neurolink",
       retrieval: resolveRetrieval(),
-      context: {
-        maxTokens: 4000,
-        includeCitations: true,
-        passages: "off",
-        passageTokens: 200,
-        maxPassages: 3,
-        longBodyTokens: 600,
-      },
+      context: DEFAULT_CONTEXT,
     });
   });
 

@@ -4,11 +4,8 @@
  * the backend's health; a backend that fails makes turns fail open with the error as `failureReason`.
  */
 import { describe, expect, it } from "vitest";
-import type {
-  KnowledgeGroundingInput,
-  KnowledgeSource,
-  NormalizedKnowledgeEntry,
-} from "../types/knowledge.js";
+import { payoutSources } from "../../test/fixtures/payouts.js";
+import type { KnowledgeGroundingInput, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { buildIndexSnapshot, type KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
 import { snapshotSearchBackend } from "./retrieval.js";
@@ -69,44 +66,22 @@ class PromisedBackend implements KnowledgeIndexBackend {
   async close() {}
 }
 
-const sources: KnowledgeSource[] = [
+const sources = payoutSources("3", [
   {
-    id: "help",
-    version: "3",
-    entries: [
-      {
-        id: "payouts.instant",
-        title: "Instant payouts",
-        summary: "Send a payout to a debit card within minutes.",
-        domain: "payouts",
-        integrations: [],
-        aliases: ["payouts.instantEnabled"],
-        relatedEntryIds: ["payouts.schedule"],
-      },
-      {
-        id: "payouts.schedule",
-        title: "Payout schedule",
-        summary: "Payouts run daily, weekly or monthly.",
-        domain: "payouts",
-        integrations: [],
-      },
-      {
-        id: "shopify.sync",
-        title: "Shopify payouts sync",
-        summary: "Payout reports synced to Shopify.",
-        domain: "integrations",
-        integrations: ["Shopify"],
-      },
-      {
-        id: "internal.debug",
-        title: "Payout debugging",
-        summary: "Internal payout debugging notes.",
-        domain: "internal",
-        integrations: [],
-      },
-    ],
+    id: "shopify.sync",
+    title: "Shopify payouts sync",
+    summary: "Payout reports synced to Shopify.",
+    domain: "integrations",
+    integrations: ["Shopify"],
   },
-];
+  {
+    id: "internal.debug",
+    title: "Payout debugging",
+    summary: "Internal payout debugging notes.",
+    domain: "internal",
+    integrations: [],
+  },
+]);
 
 const inputs: KnowledgeGroundingInput[] = [
   { query: "what does payouts.instantEnabled do?" },

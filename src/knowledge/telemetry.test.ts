@@ -6,7 +6,8 @@ import {
   SimpleSpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { KnowledgeSource, KnowledgeTelemetryTracer } from "../types/knowledge.js";
+import { payoutSources } from "../../test/fixtures/payouts.js";
+import type { KnowledgeTelemetryTracer } from "../types/knowledge.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";
 
@@ -16,32 +17,7 @@ const contextManager = new AsyncLocalStorageContextManager();
 // An @opentelemetry/api Tracer is what hosts pass: this assignment is the type check.
 const tracer: KnowledgeTelemetryTracer = provider.getTracer("lexground-test") satisfies Tracer;
 
-const sources: KnowledgeSource[] = [
-  {
-    id: "help",
-    version: "1",
-    entries: [
-      {
-        id: "payouts.instant",
-        title: "Instant payouts",
-        summary: "Send a payout to a debit card within minutes.",
-        domain: "payouts",
-        integrations: [],
-        aliases: ["payouts.instantEnabled"],
-        relatedEntryIds: ["payouts.schedule"],
-        body: "Turn on in Settings.",
-      },
-      {
-        id: "payouts.schedule",
-        title: "Payout schedule",
-        summary: "Standard payouts arrive in two business days.",
-        domain: "payouts",
-        integrations: [],
-        body: "Daily, weekly or monthly.",
-      },
-    ],
-  },
-];
+const sources = payoutSources("1");
 
 const spans = (name: string) => exporter.getFinishedSpans().filter((span) => span.name === name);
 

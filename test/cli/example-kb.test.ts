@@ -6,7 +6,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { prepareKnowledgeBase, runTurn } from "../../src/cli/session.js";
+import { prepareKnowledgeBase } from "../../src/cli/session.js";
+import { runTurn } from "../../src/cli/turn.js";
 import { compileKnowledgeBase } from "../../src/files/compile.js";
 import { serializeManifest } from "../../src/files/manifest.js";
 import { run } from "./helpers.js";

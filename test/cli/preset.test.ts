@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
-import type { TurnReport } from "../../src/cli/session.js";
+import type { TurnReport } from "../../src/cli/turn.js";
 import { KNOWLEDGE_PRESETS } from "../../src/index.js";
 import { run, withTemporaryDirectory } from "./helpers.js";
 

@@ -11,15 +11,9 @@ import type { KnowledgeGroundingMetadata } from "../../types/knowledge.js";
 import { CliFailure, CliUsageError } from "../errors.js";
 import { type CommandContext, println } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
-import {
-  type PreparedKnowledgeBase,
-  prepareFromFlags,
-  readQuestion,
-  resolveScope,
-  runTurn,
-  type TurnReport,
-  type TurnScope,
-} from "../session.js";
+import { readQuestion } from "../question.js";
+import { type PreparedKnowledgeBase, prepareFromFlags } from "../session.js";
+import { resolveScope, runTurn, type TurnReport, type TurnScope } from "../turn.js";
 
 export type AskFlags = RetrievalFlags & {
   provider?: string;

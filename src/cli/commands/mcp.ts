@@ -15,13 +15,8 @@ import { CliUsageError } from "../errors.js";
 import { type CommandContext, parseList } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
 import { packageVersion } from "../packageVersion.js";
-import {
-  type PreparedKnowledgeBase,
-  parseCount,
-  prepareFromFlags,
-  resolveScope,
-  runTurn,
-} from "../session.js";
+import { type PreparedKnowledgeBase, parseCount, prepareFromFlags } from "../session.js";
+import { resolveScope, runTurn } from "../turn.js";
 
 /** Most entries one `search_knowledge` call may ask for. */
 export const MCP_MAX_LIMIT = 50;

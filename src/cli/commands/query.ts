@@ -3,19 +3,10 @@ import { performance } from "node:perf_hooks";
 import type { KnowledgeFieldName } from "../../types/knowledge.js";
 import { type CommandContext, formatMs, padCell, println } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
-import {
-  countExclusions,
-  type ExplainedCandidate,
-  type KnowledgeExclusions,
-  type PreparedKnowledgeBase,
-  parseCount,
-  populationOf,
-  prepareFromFlags,
-  readQuestion,
-  runTurn,
-  showQuestion,
-  type TurnReport,
-} from "../session.js";
+import { countExclusions, type KnowledgeExclusions, populationOf } from "../population.js";
+import { readQuestion, showQuestion } from "../question.js";
+import { type PreparedKnowledgeBase, parseCount, prepareFromFlags } from "../session.js";
+import { type ExplainedCandidate, runTurn, type TurnReport } from "../turn.js";
 
 export type QueryFlags = RetrievalFlags & {
   /** A PostgreSQL URL: the turn runs on the shared index (see `backend.ts`). */
