@@ -19,13 +19,7 @@ import {
   type KnowledgeSource,
 } from "../../src/index.js";
 import type { PostgresBackend, PostgresBackendOptions, PostgresPool } from "../../src/postgres/index.js";
-import {
-  entryArbitrary,
-  ID_POOL,
-  registryArbitrary,
-  requestArbitrary,
-  tiedEntryArbitrary,
-} from "../property/arbitraries.js";
+import { registryArbitrary, requestArbitrary, updateOperationsArbitrary } from "../property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
 import { instrumentedPool } from "../support/postgresCluster.js";
 import { startPostgresSuite } from "../support/postgresSuite.js";
@@ -82,19 +76,7 @@ async function generationContent(schema: string) {
   };
 }
 
-type Operation = { kind: "upsert"; entries: KnowledgeEntryInput[] } | { kind: "remove"; ids: string[] };
-
-const upsertArbitrary: fc.Arbitrary<Operation> = fc
-  .tuple(fc.uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 1, maxLength: 4 }), fc.boolean())
-  .chain(([ids, tied]) => fc.tuple(...ids.map((id) => (tied ? tiedEntryArbitrary(id) : entryArbitrary(id)))))
-  .map((entries) => ({ kind: "upsert", entries }));
-const removeArbitrary: fc.Arbitrary<Operation> = fc
-  .uniqueArray(fc.constantFrom(...ID_POOL, "never.there"), { minLength: 1, maxLength: 6 })
-  .map((ids) => ({ kind: "remove", ids }));
-const operationsArbitrary = fc.array(fc.oneof(upsertArbitrary, upsertArbitrary, removeArbitrary), {
-  minLength: 1,
-  maxLength: 6,
-});
+const operationsArbitrary = updateOperationsArbitrary(6);
 const configArbitrary: fc.Arbitrary<Partial<KnowledgeGroundingConfig>> = fc.constantFrom(
   {},
   { retrieval: { k1: 0.9, b: 0.3 } },

@@ -160,3 +160,27 @@ export const resolvedArbitrary: fc.Arbitrary<KnowledgeResolvedRetrieval> = fc
   }));
 
 export const blockedArbitrary = fc.subarray(["d1", "d2", "D3"]);
+
+/** One incremental update of a registry drawn from {@link ID_POOL}: an upsert of entries, or a removal of ids. */
+export type UpdateOperation =
+  | { kind: "upsert"; entries: KnowledgeEntryInput[] }
+  | { kind: "remove"; ids: string[] };
+
+/** An upsert of 1 to 4 entries of the id pool (all of them tied, or all varied). */
+export const upsertOperationArbitrary: fc.Arbitrary<UpdateOperation> = fc
+  .tuple(fc.uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 1, maxLength: 4 }), fc.boolean())
+  .chain(([ids, tied]) => fc.tuple(...ids.map((id) => (tied ? tiedEntryArbitrary(id) : entryArbitrary(id)))))
+  .map((entries) => ({ kind: "upsert", entries }));
+
+/** A removal of 1 to 6 ids, one of which may never have existed. */
+export const removeOperationArbitrary: fc.Arbitrary<UpdateOperation> = fc
+  .uniqueArray(fc.constantFrom(...ID_POOL, "never.there"), { minLength: 1, maxLength: 6 })
+  .map((ids) => ({ kind: "remove", ids }));
+
+/** Sequences of 1 to `maxLength` updates, upserts twice as likely as removals. */
+export function updateOperationsArbitrary(maxLength: number): fc.Arbitrary<UpdateOperation[]> {
+  return fc.array(fc.oneof(upsertOperationArbitrary, upsertOperationArbitrary, removeOperationArbitrary), {
+    minLength: 1,
+    maxLength,
+  });
+}

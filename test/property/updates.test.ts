@@ -31,22 +31,12 @@ import {
   requestArbitrary,
   resolvedArbitrary,
   tiedEntryArbitrary,
+  type UpdateOperation,
+  updateOperationsArbitrary,
 } from "./arbitraries.js";
 import { propertyRuns, propertySeed } from "./seed.js";
 
-type Operation = { kind: "upsert"; entries: KnowledgeEntryInput[] } | { kind: "remove"; ids: string[] };
-
-const upsertArbitrary: fc.Arbitrary<Operation> = fc
-  .tuple(fc.uniqueArray(fc.constantFrom(...ID_POOL), { minLength: 1, maxLength: 4 }), fc.boolean())
-  .chain(([ids, tied]) => fc.tuple(...ids.map((id) => (tied ? tiedEntryArbitrary(id) : entryArbitrary(id)))))
-  .map((entries) => ({ kind: "upsert", entries }));
-const removeArbitrary: fc.Arbitrary<Operation> = fc
-  .uniqueArray(fc.constantFrom(...ID_POOL, "never.there"), { minLength: 1, maxLength: 6 })
-  .map((ids) => ({ kind: "remove", ids }));
-const operationsArbitrary = fc.array(fc.oneof(upsertArbitrary, upsertArbitrary, removeArbitrary), {
-  minLength: 1,
-  maxLength: 10,
-});
+const operationsArbitrary = updateOperationsArbitrary(10);
 
 function normalize(entries: readonly KnowledgeEntryInput[]): NormalizedKnowledgeEntry[] | null {
   const result = normalizeAndValidate([{ id: "source", version: "v1", entries: [...entries] }], {
@@ -87,7 +77,7 @@ function expectSameTurns(
 /** Applies `operations` in turn (an invalid change is refused: the registry stays), compacting after `compactAt`. */
 function applyOperations(
   start: { snapshot: KnowledgeIndexSnapshot; registry: Map<string, KnowledgeEntryInput> },
-  operations: readonly Operation[],
+  operations: readonly UpdateOperation[],
   compactAt: number,
 ): { snapshot: KnowledgeIndexSnapshot; registry: Map<string, KnowledgeEntryInput> } {
   let { snapshot, registry } = start;
@@ -193,13 +183,13 @@ describe("incremental updates equal a full build of the final registry", () => {
     // `npm test` runs a shorter sequence; the fuzz script raises LEXGROUND_PROPERTY_RUNS to 1,000 for this suite.
     const length = propertyRuns(150);
     const pool = [...ID_POOL, ...Array.from({ length: 40 }, (_, index) => `entry.${index}`)];
-    const longUpsert: fc.Arbitrary<Operation> = fc
+    const longUpsert: fc.Arbitrary<UpdateOperation> = fc
       .tuple(fc.uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: 3 }), fc.boolean())
       .chain(([ids, tied]) =>
         fc.tuple(...ids.map((id) => (tied ? tiedEntryArbitrary(id) : entryArbitrary(id)))),
       )
       .map((entries) => ({ kind: "upsert", entries }));
-    const longRemove: fc.Arbitrary<Operation> = fc
+    const longRemove: fc.Arbitrary<UpdateOperation> = fc
       .uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: 3 })
       .map((ids) => ({ kind: "remove", ids }));
     fc.assert(
