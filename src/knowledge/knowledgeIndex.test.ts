@@ -245,7 +245,8 @@ describe("large builds", () => {
       plainOrder.add(buildDocument(entry));
       if (position === 1) capped.reserveFor(1_000_000, 10_000);
     });
-    const buffers = (capped as unknown as { builders: { terms: { data: Int32Array } }[] }).builders;
+    const buffers = (capped as unknown as { builder: { builders: { terms: { data: Int32Array } }[] } })
+      .builder.builders;
     const reserved = buffers.reduce((sum, builder) => sum + builder.terms.data.length, 0);
     expect(reserved).toBeLessThanOrEqual(10_000 + 5 * 1024);
     capped.finalize();

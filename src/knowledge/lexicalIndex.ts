@@ -3,7 +3,7 @@
  * per-field postings, then searched. Entries get dense integer ids; postings of each field are
  * compressed-sparse-row typed arrays per term whose postings carry their finished BM25 contribution, so a query
  * only adds precomputed numbers for the postings of its own terms. Eligibility is a byte mask applied while
- * scoring, before top-K.
+ * scoring, before top-K. The build phase (adding and finalizing) is `lexicalIndexBuilder.ts`.
  */
 import type {
   IndexedKnowledgeDocument,
@@ -17,15 +17,9 @@ import type {
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { assertIndexParameters } from "./bm25.js";
 import { compactedBuilders } from "./compaction.js";
-import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES, MAX_QUERY_TOKENS } from "./defaults.js";
-import {
-  buildDocument,
-  type DocumentWithRawTexts,
-  entryFieldTexts,
-  RAW_FIELD_TEXTS,
-  resolveFieldWeights,
-} from "./document.js";
-import { bm25fPostings, fieldPostings, type ScatterHelper } from "./fieldPostings.js";
+import { DEFAULT_BM25_B, DEFAULT_BM25_K1, MAX_QUERY_TOKENS } from "./defaults.js";
+import { resolveFieldWeights } from "./document.js";
+import type { ScatterHelper } from "./fieldPostings.js";
 import { addedDenseIdOf, type IndexBase, type IndexChanges } from "./indexChanges.js";
 import {
   type FinishedLexicalState,
@@ -34,22 +28,21 @@ import {
   partsOfState,
   stateFromParts,
 } from "./indexParts.js";
+import { LexicalIndexBuilder } from "./lexicalIndexBuilder.js";
 import { changedState, compactedState } from "./lexicalIndexChanges.js";
 import { scoreQueryLive } from "./liveScoring.js";
 import {
   createFieldBuilder,
-  emptyFrequencyPostings,
   FIELD_COUNT,
   type FieldBuilder,
   type FieldPostings,
-  type FinishedField,
   type FrequencyPostings,
-  inactivePostings,
 } from "./postings.js";
-import { rankIds } from "./ranking.js";
 import { scoreQuery } from "./scoring.js";
 import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";
+
+export { MAX_RESERVED_POSTINGS } from "./lexicalIndexBuilder.js";
 
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
 export type KnowledgeLexicalIndexOptions = {
@@ -62,14 +55,6 @@ export type KnowledgeLexicalIndexOptions = {
   /** Evidence combination. Default `"sum"`. */
   scoring?: KnowledgeScoringMode;
 };
-
-/**
- * Most postings reserved in advance over all fields (2^28: 2 GiB of term ids and frequencies, what a million
- * synthetic entries need). Below the cap the buffers are allocated once; past it they double as they fill, which
- * at a million entries meant two doublings of the body's buffers (each a copy and a full garbage collection) and a
- * larger peak than the reservation.
- */
-export const MAX_RESERVED_POSTINGS = 1 << 28;
 
 /**
  * Field-aware BM25 index (NeuroLink's "BM25F-style" scorer): per field, Okapi BM25 with Lucene's always-positive
@@ -91,21 +76,15 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   private readonly analyzer: TokenAnalyzer | null;
   /** Term ↔ id; shared (append-only) with the indexes derived from this one. */
   private dictionary = new TermDictionary();
-  /** Term frequencies of the document being added (build state, released by finalize). */
-  private counter: TermCounter | null = new TermCounter(this.dictionary);
   private ids: string[] = [];
   private denseIds = new Map<string, number>();
-  /** Per-field build buffers; null once finalized. */
-  private builders: FieldBuilder[] | null;
-  /** A parallel build's worker, which scatters part of each large field's postings when finalizing. */
-  private scatterHelper: ScatterHelper | null = null;
+  /** The build in progress (documents added, finalize steps taken); null once finalized or when derived. */
+  private builder: LexicalIndexBuilder | null;
   /** Per field (sum) or one over all fields (BM25F): postings with precomputed contributions. */
   private postings: FieldPostings[] = [];
   /** Per field: term-frequency postings, what query-time scoring and compaction read. */
   private termPostings: FrequencyPostings[] = [];
   private averageLengths: Float64Array = new Float64Array(FIELD_COUNT);
-  /** Per field: each document's length in tokens (set when finalizing starts). */
-  private fieldLengths: Int32Array[] = [];
   /** The finished arrays shared with derived indexes; null before finalize, or when loaded without frequencies. */
   private base: IndexBase | null = null;
   /** What this index changes relative to {@link base}; null for a full build (precomputed contributions apply). */
@@ -117,9 +96,6 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /** Terms the postings cover: the dictionary's size when finalizing started (it may grow afterwards). */
   private termLimit = 0;
   private finalized = false;
-  /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
-  private statisticsReady = false;
-  private pendingField: Generator<void, FinishedField, void> | null = null;
   /** Loaded from an artifact: fills the postings of a term when a search first reads it (null: all present). */
   private postingLoader: PostingLoader | null = null;
   /** Per entry of {@link postings}: each queried term's largest contribution (the pruning's upper bounds). */
@@ -133,7 +109,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     this.scoring = options.scoring ?? "sum";
     this.analyzer = getAnalyzer(this.analyzerName);
     assertIndexParameters(this.fieldWeights, this.k1, this.b);
-    this.builders = Array.from({ length: FIELD_COUNT }, createFieldBuilder);
+    this.builder = this.startBuild(
+      Array.from({ length: FIELD_COUNT }, createFieldBuilder),
+      new TermCounter(this.dictionary),
+    );
   }
 
   /** Number of documents (after changes: the live ones). */
@@ -178,87 +157,29 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
 
   /** Adds one document. Ids must be unique; documents cannot be added after {@link finalize}. */
   add(document: IndexedKnowledgeDocument): void {
-    const rawTexts = this.analyzer ? undefined : (document as DocumentWithRawTexts)[RAW_FIELD_TEXTS];
-    this.addDocument(document.id, rawTexts, document);
+    this.building().add(document);
   }
 
-  /**
-   * Sizes the build buffers for `documentCount` documents in all, extrapolated from the documents added so far,
-   * so that large builds allocate each buffer about once instead of doubling it: every large allocation can
-   * trigger a full garbage collection, which walks the host's whole heap.
-   * @internal
-   */
-  reserveFor(documentCount: number, maxReservedPostings = MAX_RESERVED_POSTINGS): void {
-    const builders = this.builders;
-    const added = this.ids.length;
-    if (!builders || added === 0 || documentCount <= added) return;
-    const scale = (documentCount / added) * 1.1;
-    const estimates = builders.map((builder) => Math.ceil(builder.terms.length * scale) + 1024);
-    // Unusual first documents (say, a run of megabyte bodies) must not make the estimate a huge allocation:
-    // past the cap the buffers are scaled down and simply keep doubling when they fill.
-    const total = estimates.reduce((sum, estimate) => sum + estimate, 0);
-    const shrink = total > maxReservedPostings ? maxReservedPostings / total : 1;
-    builders.forEach((builder, field) => {
-      const postings = Math.ceil(estimates[field]! * shrink);
-      builder.terms.reserve(postings);
-      builder.frequencies.reserve(postings);
-      builder.ends.reserve(documentCount);
-      builder.lengths.reserve(documentCount);
-    });
+  /** Sizes the build buffers ahead of a large build (see {@link LexicalIndexBuilder.reserveFor}). @internal */
+  reserveFor(documentCount: number, maxReservedPostings?: number): void {
+    this.builder?.reserveFor(documentCount, maxReservedPostings);
   }
 
-  /**
-   * Lets a parallel build's worker scatter part of each large field's postings when finalizing: the build buffers
-   * move to shared memory (call before adding any document).
-   * @internal
-   */
+  /** Lets a parallel build's worker help finalize (see {@link LexicalIndexBuilder.useScatterHelper}). @internal */
   useScatterHelper(helper: ScatterHelper): void {
-    if (!this.builders || this.ids.length > 0)
+    if (!this.builder || this.ids.length > 0)
       throw new Error("KnowledgeLexicalIndex.useScatterHelper: call before adding documents");
-    this.builders = Array.from({ length: FIELD_COUNT }, () => createFieldBuilder(true));
-    this.scatterHelper = helper;
+    this.builder.useScatterHelper(helper);
   }
 
-  /**
-   * Adds an entry's search document straight from the entry's texts (what a snapshot build does), without the
-   * intermediate document object.
-   * @internal
-   */
+  /** Adds an entry without the intermediate document (see {@link LexicalIndexBuilder.addEntry}). @internal */
   addEntry(entry: NormalizedKnowledgeEntry): void {
-    if (this.analyzer) this.add(buildDocument(entry));
-    else this.addDocument(entry.id, entryFieldTexts(entry), undefined);
+    this.building().addEntry(entry);
   }
 
-  /**
-   * Adds a document whose fields were tokenized and counted by a build worker: from `offset`, `counts` holds per
-   * field its length in tokens, its number of distinct terms, then (term, frequency) pairs in order of first
-   * occurrence, with the worker's term ids, which `termIds` maps to this index's (see {@link internTerms}). The
-   * same buffers as {@link addEntry} would fill. Returns the offset after the document.
-   * @internal
-   */
+  /** Adds a document counted by a build worker (see {@link LexicalIndexBuilder.addCountedDocument}). @internal */
   addCountedDocument(id: string, counts: Int32Array, offset: number, termIds: Int32Array): number {
-    const builders = this.builders;
-    if (!builders || !this.counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
-    if (this.denseIds.has(id))
-      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
-    this.denseIds.set(id, this.ids.length);
-    this.ids.push(id);
-    let position = offset;
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      const builder = builders[field]!;
-      const length = counts[position++]!;
-      const distinct = counts[position++]!;
-      builder.lengths.push(length);
-      builder.total += length;
-      const terms = builder.terms;
-      const frequencies = builder.frequencies;
-      for (let index = 0; index < distinct; index++) {
-        terms.push(termIds[counts[position++]!]!);
-        frequencies.push(counts[position++]!);
-      }
-      builder.ends.push(terms.length);
-    }
-    return position;
+    return this.building().addCountedDocument(id, counts, offset, termIds);
   }
 
   /**
@@ -270,37 +191,28 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     return terms.map((term) => this.dictionary.intern(term));
   }
 
-  private addDocument(
-    id: string,
-    rawTexts: readonly (readonly string[])[] | undefined,
-    document: IndexedKnowledgeDocument | undefined,
-  ): void {
-    const builders = this.builders;
-    const counter = this.counter;
-    if (!builders || !counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
-    if (this.denseIds.has(id))
-      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
-    const docId = this.ids.length;
-    this.ids.push(id);
-    this.denseIds.set(id, docId);
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      const builder = builders[field]!;
-      const marker = docId * FIELD_COUNT + field + 1;
-      let length: number;
-      if (rawTexts) length = counter.countTexts(rawTexts[field]!, marker);
-      else {
-        const raw = document?.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
-        length = counter.countTokens(this.analyzer ? this.analyzer(raw) : raw, marker);
-      }
-      builder.lengths.push(length);
-      builder.total += length;
-      for (const termId of counter.fieldTerms) {
-        builder.terms.push(termId);
-        builder.frequencies.push(counter.frequency(termId));
-      }
-      builder.ends.push(builder.terms.length);
-      counter.clearField();
-    }
+  /** The build in progress; adding to a finalized index is an error. */
+  private building(): LexicalIndexBuilder {
+    if (!this.builder) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
+    return this.builder;
+  }
+
+  /** A build of this index over the given buffers (a compaction's come filled, and it adds no document). */
+  private startBuild(builders: FieldBuilder[], counter: TermCounter | null): LexicalIndexBuilder {
+    return new LexicalIndexBuilder(
+      {
+        fieldWeights: this.fieldWeights,
+        k1: this.k1,
+        b: this.b,
+        scoring: this.scoring,
+        analyzer: this.analyzer,
+        dictionary: this.dictionary,
+        ids: this.ids,
+        denseIds: this.denseIds,
+      },
+      builders,
+      counter,
+    );
   }
 
   /** Computes average field lengths, IDF and every posting's contribution, and releases the build state. */
@@ -318,76 +230,10 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
    */
   finalizeStep(): boolean {
     if (this.finalized) return true;
-    const builders = this.builders!;
-    const documentCount = this.ids.length;
-    if (!this.statisticsReady) this.termLimit = this.dictionary.size;
-    const termCount = this.termLimit;
-    if (!this.statisticsReady) {
-      for (let index = 0; index < FIELD_COUNT; index++) {
-        this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
-      }
-      this.fieldLengths = builders.map((builder) => builder.lengths.data.slice(0, documentCount));
-      this.statisticsReady = true;
-      return false;
-    }
-    const field = this.termPostings.length;
-    if (field < FIELD_COUNT) {
-      const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
-      if (!(weight > 0)) {
-        if (this.scoring === "sum") this.postings.push(inactivePostings());
-        this.termPostings.push(emptyFrequencyPostings());
-        return false;
-      }
-      const averageLength = this.averageLengths[field]!;
-      // Contributions are precomputed for scored fields in sum mode; BM25F precomputes its own postings below.
-      this.pendingField ??= fieldPostings(
-        builders[field]!,
-        this.fieldLengths[field]!,
-        termCount,
-        documentCount,
-        this.scoring === "sum" && averageLength > 0
-          ? { weight, averageLength, k1: this.k1, b: this.b }
-          : null,
-        this.scatterHelper,
-      );
-      const step = this.pendingField.next();
-      if (step.done) {
-        if (this.scoring === "sum") this.postings.push(step.value.postings);
-        this.termPostings.push(step.value.frequencies);
-        this.pendingField = null;
-      }
-      return false;
-    }
-    if (this.scoring === "bm25f" && this.postings.length === 0) {
-      const { shares, ...postings } = bm25fPostings(
-        builders,
-        termCount,
-        documentCount,
-        this.fieldWeights,
-        this.averageLengths,
-        this.k1,
-        this.b,
-      );
-      this.bm25fShares = shares;
-      this.postings.push(postings);
-      return false;
-    }
-    this.ranks = rankIds(this.ids);
-    this.base = {
-      ids: this.ids,
-      denseIds: this.denseIds,
-      ranks: this.ranks,
-      order: null,
-      termPostings: this.termPostings,
-      lengths: this.fieldLengths,
-      totalLengths: Float64Array.from(builders, (builder) => builder.total),
-      scratch: null,
-    };
-    this.builders = null;
-    this.scatterHelper = null;
-    this.counter?.release();
-    this.counter = null;
-    this.finalized = true;
+    const state = this.builder!.finalizeStep();
+    if (!state) return false;
+    this.builder = null;
+    this.adopt(state);
     return true;
   }
 
@@ -523,7 +369,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       this.fieldWeights,
     );
     const index = this.sibling();
-    index.builders = builders;
+    index.builder = index.startBuild(builders, null);
     for (const id of ids) {
       index.denseIds.set(id, index.ids.length);
       index.ids.push(id);
@@ -542,8 +388,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
       scoring: this.scoring,
     });
     index.dictionary = this.dictionary;
-    index.builders = null;
-    index.counter = null;
+    index.builder = null;
     return index;
   }
 
@@ -600,20 +445,25 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /** A finished index with this one's parameters and the given state. */
   private withState(state: FinishedLexicalState): KnowledgeLexicalIndex {
     const index = this.sibling();
-    index.dictionary = state.dictionary;
-    index.ids = state.ids;
-    index.denseIds = state.denseIds;
-    index.ranks = state.ranks;
-    index.postings = state.postings;
-    index.termPostings = state.termPostings;
-    index.averageLengths = state.averageLengths;
-    index.bm25fShares = state.bm25fShares;
-    index.termLimit = state.termLimit;
-    index.base = state.base;
-    index.changes = state.changes;
-    index.postingLoader = state.postingLoader;
-    index.finalized = true;
+    index.adopt(state);
     return index;
+  }
+
+  /** Makes this index the finished index of `state`. */
+  private adopt(state: FinishedLexicalState): void {
+    this.dictionary = state.dictionary;
+    this.ids = state.ids;
+    this.denseIds = state.denseIds;
+    this.ranks = state.ranks;
+    this.postings = state.postings;
+    this.termPostings = state.termPostings;
+    this.averageLengths = state.averageLengths;
+    this.bm25fShares = state.bm25fShares;
+    this.termLimit = state.termLimit;
+    this.base = state.base;
+    this.changes = state.changes;
+    this.postingLoader = state.postingLoader;
+    this.finalized = true;
   }
 
   /** Approximate bytes held by the finished index (typed arrays plus an estimate for maps and strings). */

@@ -1,0 +1,304 @@
+/**
+ * The build phase of a `KnowledgeLexicalIndex`: documents are tokenized straight into term ids and appended to
+ * per-field build buffers, then finalized step by step into the index's finished state (postings with their
+ * precomputed contributions, term-frequency postings, ranks). The index owns a builder until it is finalized.
+ */
+import type {
+  IndexedKnowledgeDocument,
+  KnowledgeFieldWeights,
+  KnowledgeScoringMode,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import type { TokenAnalyzer } from "./analyzer.js";
+import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { buildDocument, type DocumentWithRawTexts, entryFieldTexts, RAW_FIELD_TEXTS } from "./document.js";
+import { bm25fPostings, fieldPostings, type ScatterHelper } from "./fieldPostings.js";
+import type { FinishedLexicalState } from "./indexParts.js";
+import {
+  createFieldBuilder,
+  emptyFrequencyPostings,
+  FIELD_COUNT,
+  type FieldBuilder,
+  type FieldPostings,
+  type FinishedField,
+  type FrequencyPostings,
+  inactivePostings,
+} from "./postings.js";
+import { rankIds } from "./ranking.js";
+import type { TermCounter } from "./termCounter.js";
+import type { TermDictionary } from "./termDictionary.js";
+
+/**
+ * Most postings reserved in advance over all fields (2^28: 2 GiB of term ids and frequencies, what a million
+ * synthetic entries need). Below the cap the buffers are allocated once; past it they double as they fill, which
+ * at a million entries meant two doublings of the body's buffers (each a copy and a full garbage collection) and a
+ * larger peak than the reservation.
+ */
+export const MAX_RESERVED_POSTINGS = 1 << 28;
+
+/**
+ * What a build reads from the index it builds: its parameters, and the term dictionary and id lists it fills
+ * (the index's own, so that the index sees the documents added so far).
+ * @internal
+ */
+export type LexicalIndexBuildTarget = {
+  readonly fieldWeights: Readonly<KnowledgeFieldWeights>;
+  readonly k1: number;
+  readonly b: number;
+  readonly scoring: KnowledgeScoringMode;
+  readonly analyzer: TokenAnalyzer | null;
+  readonly dictionary: TermDictionary;
+  readonly ids: string[];
+  readonly denseIds: Map<string, number>;
+};
+
+/**
+ * The build state of one index: add documents, then call {@link finalizeStep} until it returns the finished state.
+ * @internal
+ */
+export class LexicalIndexBuilder {
+  private readonly fieldWeights: Readonly<KnowledgeFieldWeights>;
+  private readonly k1: number;
+  private readonly b: number;
+  private readonly scoring: KnowledgeScoringMode;
+  private readonly analyzer: TokenAnalyzer | null;
+  private readonly dictionary: TermDictionary;
+  private readonly ids: string[];
+  private readonly denseIds: Map<string, number>;
+  /** Term frequencies of the document being added (null for a compaction's builder, which adds no document). */
+  private counter: TermCounter | null;
+  /** Per-field build buffers; null once finalized. */
+  private builders: FieldBuilder[] | null;
+  /** A parallel build's worker, which scatters part of each large field's postings when finalizing. */
+  private scatterHelper: ScatterHelper | null = null;
+  /** Per field (sum) or one over all fields (BM25F): postings with precomputed contributions. */
+  private postings: FieldPostings[] = [];
+  /** Per field: term-frequency postings, what query-time scoring and compaction read. */
+  private termPostings: FrequencyPostings[] = [];
+  private averageLengths: Float64Array = new Float64Array(FIELD_COUNT);
+  /** Per field: each document's length in tokens (set when finalizing starts). */
+  private fieldLengths: Int32Array[] = [];
+  /** BM25F only: per posting, each field's share of its score (for the breakdown). */
+  private bm25fShares: Float64Array | null = null;
+  /** Terms the postings cover: the dictionary's size when finalizing started (it may grow afterwards). */
+  private termLimit = 0;
+  /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
+  private statisticsReady = false;
+  private pendingField: Generator<void, FinishedField, void> | null = null;
+
+  constructor(target: LexicalIndexBuildTarget, builders: FieldBuilder[], counter: TermCounter | null) {
+    this.fieldWeights = target.fieldWeights;
+    this.k1 = target.k1;
+    this.b = target.b;
+    this.scoring = target.scoring;
+    this.analyzer = target.analyzer;
+    this.dictionary = target.dictionary;
+    this.ids = target.ids;
+    this.denseIds = target.denseIds;
+    this.builders = builders;
+    this.counter = counter;
+  }
+
+  /** See `KnowledgeLexicalIndex.add`. */
+  add(document: IndexedKnowledgeDocument): void {
+    const rawTexts = this.analyzer ? undefined : (document as DocumentWithRawTexts)[RAW_FIELD_TEXTS];
+    this.addDocument(document.id, rawTexts, document);
+  }
+
+  /**
+   * Sizes the build buffers for `documentCount` documents in all, extrapolated from the documents added so far,
+   * so that large builds allocate each buffer about once instead of doubling it: every large allocation can
+   * trigger a full garbage collection, which walks the host's whole heap.
+   */
+  reserveFor(documentCount: number, maxReservedPostings = MAX_RESERVED_POSTINGS): void {
+    const builders = this.builders;
+    const added = this.ids.length;
+    if (!builders || added === 0 || documentCount <= added) return;
+    const scale = (documentCount / added) * 1.1;
+    const estimates = builders.map((builder) => Math.ceil(builder.terms.length * scale) + 1024);
+    // Unusual first documents (say, a run of megabyte bodies) must not make the estimate a huge allocation:
+    // past the cap the buffers are scaled down and simply keep doubling when they fill.
+    const total = estimates.reduce((sum, estimate) => sum + estimate, 0);
+    const shrink = total > maxReservedPostings ? maxReservedPostings / total : 1;
+    builders.forEach((builder, field) => {
+      const postings = Math.ceil(estimates[field]! * shrink);
+      builder.terms.reserve(postings);
+      builder.frequencies.reserve(postings);
+      builder.ends.reserve(documentCount);
+      builder.lengths.reserve(documentCount);
+    });
+  }
+
+  /**
+   * Lets a parallel build's worker scatter part of each large field's postings when finalizing: the build buffers
+   * move to shared memory (call before adding any document).
+   */
+  useScatterHelper(helper: ScatterHelper): void {
+    this.builders = Array.from({ length: FIELD_COUNT }, () => createFieldBuilder(true));
+    this.scatterHelper = helper;
+  }
+
+  /**
+   * Adds an entry's search document straight from the entry's texts (what a snapshot build does), without the
+   * intermediate document object.
+   */
+  addEntry(entry: NormalizedKnowledgeEntry): void {
+    if (this.analyzer) this.add(buildDocument(entry));
+    else this.addDocument(entry.id, entryFieldTexts(entry), undefined);
+  }
+
+  /**
+   * Adds a document whose fields were tokenized and counted by a build worker: from `offset`, `counts` holds per
+   * field its length in tokens, its number of distinct terms, then (term, frequency) pairs in order of first
+   * occurrence, with the worker's term ids, which `termIds` maps to this index's (see
+   * `KnowledgeLexicalIndex.internTerms`). The same buffers as {@link addEntry} would fill. Returns the offset
+   * after the document.
+   */
+  addCountedDocument(id: string, counts: Int32Array, offset: number, termIds: Int32Array): number {
+    const builders = this.builders;
+    if (!builders || !this.counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
+    if (this.denseIds.has(id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
+    this.denseIds.set(id, this.ids.length);
+    this.ids.push(id);
+    let position = offset;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const builder = builders[field]!;
+      const length = counts[position++]!;
+      const distinct = counts[position++]!;
+      builder.lengths.push(length);
+      builder.total += length;
+      const terms = builder.terms;
+      const frequencies = builder.frequencies;
+      for (let index = 0; index < distinct; index++) {
+        terms.push(termIds[counts[position++]!]!);
+        frequencies.push(counts[position++]!);
+      }
+      builder.ends.push(terms.length);
+    }
+    return position;
+  }
+
+  private addDocument(
+    id: string,
+    rawTexts: readonly (readonly string[])[] | undefined,
+    document: IndexedKnowledgeDocument | undefined,
+  ): void {
+    const builders = this.builders;
+    const counter = this.counter;
+    if (!builders || !counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
+    if (this.denseIds.has(id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
+    const docId = this.ids.length;
+    this.ids.push(id);
+    this.denseIds.set(id, docId);
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const builder = builders[field]!;
+      const marker = docId * FIELD_COUNT + field + 1;
+      let length: number;
+      if (rawTexts) length = counter.countTexts(rawTexts[field]!, marker);
+      else {
+        const raw = document?.fields[KNOWLEDGE_FIELD_NAMES[field]!] ?? [];
+        length = counter.countTokens(this.analyzer ? this.analyzer(raw) : raw, marker);
+      }
+      builder.lengths.push(length);
+      builder.total += length;
+      for (const termId of counter.fieldTerms) {
+        builder.terms.push(termId);
+        builder.frequencies.push(counter.frequency(termId));
+      }
+      builder.ends.push(builder.terms.length);
+      counter.clearField();
+    }
+  }
+
+  /**
+   * See `KnowledgeLexicalIndex.finalizeStep`. Returns null while steps remain, then the finished state, once
+   * (the build state is released).
+   */
+  finalizeStep(): FinishedLexicalState | null {
+    const builders = this.builders!;
+    const documentCount = this.ids.length;
+    if (!this.statisticsReady) this.termLimit = this.dictionary.size;
+    const termCount = this.termLimit;
+    if (!this.statisticsReady) {
+      for (let index = 0; index < FIELD_COUNT; index++) {
+        this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
+      }
+      this.fieldLengths = builders.map((builder) => builder.lengths.data.slice(0, documentCount));
+      this.statisticsReady = true;
+      return null;
+    }
+    const field = this.termPostings.length;
+    if (field < FIELD_COUNT) {
+      const weight = this.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
+      if (!(weight > 0)) {
+        if (this.scoring === "sum") this.postings.push(inactivePostings());
+        this.termPostings.push(emptyFrequencyPostings());
+        return null;
+      }
+      const averageLength = this.averageLengths[field]!;
+      // Contributions are precomputed for scored fields in sum mode; BM25F precomputes its own postings below.
+      this.pendingField ??= fieldPostings(
+        builders[field]!,
+        this.fieldLengths[field]!,
+        termCount,
+        documentCount,
+        this.scoring === "sum" && averageLength > 0
+          ? { weight, averageLength, k1: this.k1, b: this.b }
+          : null,
+        this.scatterHelper,
+      );
+      const step = this.pendingField.next();
+      if (step.done) {
+        if (this.scoring === "sum") this.postings.push(step.value.postings);
+        this.termPostings.push(step.value.frequencies);
+        this.pendingField = null;
+      }
+      return null;
+    }
+    if (this.scoring === "bm25f" && this.postings.length === 0) {
+      const { shares, ...postings } = bm25fPostings(
+        builders,
+        termCount,
+        documentCount,
+        this.fieldWeights,
+        this.averageLengths,
+        this.k1,
+        this.b,
+      );
+      this.bm25fShares = shares;
+      this.postings.push(postings);
+      return null;
+    }
+    const ranks = rankIds(this.ids);
+    const state: FinishedLexicalState = {
+      dictionary: this.dictionary,
+      ids: this.ids,
+      denseIds: this.denseIds,
+      ranks,
+      postings: this.postings,
+      termPostings: this.termPostings,
+      averageLengths: this.averageLengths,
+      bm25fShares: this.bm25fShares,
+      termLimit: this.termLimit,
+      base: {
+        ids: this.ids,
+        denseIds: this.denseIds,
+        ranks,
+        order: null,
+        termPostings: this.termPostings,
+        lengths: this.fieldLengths,
+        totalLengths: Float64Array.from(builders, (builder) => builder.total),
+        scratch: null,
+      },
+      changes: null,
+      postingLoader: null,
+    };
+    this.builders = null;
+    this.scatterHelper = null;
+    this.counter?.release();
+    this.counter = null;
+    return state;
+  }
+}
