@@ -6,7 +6,8 @@
  * Reads its queries from the JSON file `--queries` (written by the parent); prints one JSON object on stdout.
  *
  * `node --expose-gc --import tsx bench/postgresReader.ts --url postgres://… [--read-url postgres://…]
- *   --queries FILE [--schema bench] [--turns 60] [--budget-ms 600000] [--clients 16] [--concurrent-ms 60000]`
+ *   --queries FILE [--schema bench] [--turns 60] [--budget-ms 600000] [--clients 16] [--concurrent-ms 60000]
+ *   [--posting-cache-bytes N] [--scored-only]`
  */
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -28,7 +29,7 @@ export type ReaderReport = {
   max: number;
   latencies: number[];
   failed: number;
-  paths: { pruned: number; full: number };
+  paths: { pruned: number; scored: number };
   concurrent: {
     clients: number;
     turnsPerSecond: number;
@@ -99,10 +100,15 @@ async function main(): Promise<void> {
     connectionString: url,
     ...(readUrl ? { readConnectionString: readUrl } : {}),
     schema: option("schema", "bench"),
-    maxConnections: clients,
+    maxConnections: Math.max(1, clients),
+    ...(option("posting-cache-bytes", "")
+      ? { postingCacheBytes: Number(option("posting-cache-bytes")) }
+      : {}),
     statementTimeoutMs: budgetMs,
     connectionTimeoutMs: budgetMs,
   });
+  // `--scored-only`: every turn scored in the app from its terms' postings (no impact blocks first).
+  if (process.argv.includes("--scored-only")) backend.prunedFirst = false;
   const engine = new KnowledgeGroundingEngine({
     enabled: true,
     sources: [],
@@ -136,7 +142,7 @@ async function main(): Promise<void> {
   }
   const paths = {
     pruned: backend.turnPaths.pruned - before.pruned,
-    full: backend.turnPaths.full - before.full,
+    scored: backend.turnPaths.scored - before.scored,
   };
   const sampler = setInterval(sample, 50);
   const concurrent =

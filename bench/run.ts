@@ -732,7 +732,7 @@ async function main(): Promise<void> {
           (selections.firstDifference ? `; first difference: ${selections.firstDifference}` : ""),
       );
       notes.push(
-        `lexground:postgres turns: ${backends.map((backend) => `${backend.turnPaths.pruned} pruned / ${backend.turnPaths.full} full`).join(", ")} ` +
+        `lexground:postgres turns: ${backends.map((backend) => `${backend.turnPaths.pruned} pruned / ${backend.turnPaths.scored} scored in the app`).join(", ")} ` +
           `(top K proven from impact blocks / every posting summed; per backend: publisher, reader)`,
       );
       notes.push(

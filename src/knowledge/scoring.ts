@@ -112,10 +112,44 @@ export function scoreQuery(
   mask: Uint8Array | null,
   windows: ScoringWindows = DEFAULT_WINDOWS,
 ): KnowledgeLexicalMatch[] {
+  const ranked = scoreLists(queryLists(index, termIds), index.ids.length, index.ranks, topK, mask, windows);
+  return ranked.map(({ doc, score }) => ({
+    id: index.ids[doc]!,
+    score,
+    fieldScores: index.bm25f ? bm25fFieldScores(index, termIds, doc) : sumFieldScores(index, termIds, doc),
+  }));
+}
+
+/** One posting list as the scoring loop reads it: `docs` ascending, each with its contribution. */
+export type ScoringList = { docs: Int32Array; contributions: Float64Array };
+
+/**
+ * A query's posting lists in the exhaustive order (field, then query term): list `n` is
+ * `postings[n]` from `starts[n]` to `ends[n]`, and none of its contributions exceeds `upper[n]` (`Infinity` when
+ * one is negative or not a number, which turns pruning off).
+ */
+export type QueryLists = {
+  postings: ScoringList[];
+  starts: Int32Array;
+  ends: Int32Array;
+  upper: Float64Array;
+};
+
+/**
+ * {@link scoreQuery}'s loop over lists given by the caller (the PostgreSQL backend scores the postings it fetched
+ * with it): the best `topK` documents of `lists` (dense ids below `documentCount`), score descending, ties by
+ * `ranks`, each score summed in the list order.
+ */
+export function scoreLists(
+  lists: QueryLists,
+  documentCount: number,
+  ranks: Int32Array,
+  topK: number,
+  mask: Uint8Array | null,
+  windows: ScoringWindows = DEFAULT_WINDOWS,
+): { doc: number; score: number }[] {
   const firstWindow = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.first));
   const laterWindows = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.later));
-  const documentCount = index.ids.length;
-  const lists = queryLists(index, termIds);
   const listCount = lists.postings.length;
   const capacity = Math.min(Math.ceil(topK), documentCount);
   if (listCount === 0 || !(capacity > 0)) return [];
@@ -127,7 +161,6 @@ export function scoreQuery(
       ? postingCount >= documentCount * DENSE_POSTINGS_PER_DOCUMENT
       : windows.layout === "dense";
   const nonEssentialShare = windows.nonEssentialShare ?? NON_ESSENTIAL_SHARE;
-  const ranks = index.ranks;
   // The lists by ascending bound, and prefix sums of those bounds: the first `count` lists of `order` can add at
   // most `prefix[count]` to any document.
   const order = Int32Array.from({ length: listCount }, (_, list) => list).sort(
@@ -344,18 +377,11 @@ export function scoreQuery(
     windowStart = windowEnd;
   }
 
-  return top.ranked().map(({ doc, score }) => ({
-    id: index.ids[doc]!,
-    score,
-    fieldScores: index.bm25f ? bm25fFieldScores(index, termIds, doc) : sumFieldScores(index, termIds, doc),
-  }));
+  return top.ranked();
 }
 
 /** The non-empty posting lists of a query in the exhaustive order (field, then term), with their upper bounds. */
-function queryLists(
-  index: ScoredIndex,
-  termIds: readonly number[],
-): { postings: FieldPostings[]; starts: Int32Array; ends: Int32Array; upper: Float64Array } {
+function queryLists(index: ScoredIndex, termIds: readonly number[]): QueryLists {
   const postings: FieldPostings[] = [];
   const starts: number[] = [];
   const ends: number[] = [];

@@ -27,6 +27,7 @@ import {
 import { GenerationFallbackSearcher, UNDEFINED_TABLE } from "./faults.js";
 import { computeGenerationData, resolveIndexParameters } from "./indexData.js";
 import { DEFAULTS, type PostgresBackendOptions, PostgresBackendOptionsError, readOption } from "./options.js";
+import { PostingCache } from "./postingCache.js";
 import { retireOldGenerations, writeGeneration } from "./publication.js";
 import { LOCK_NAMESPACE, migrateSchema } from "./schema.js";
 import { PostgresSearcher } from "./searcher.js";
@@ -51,11 +52,20 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   /** The schema holding the tables. */
   readonly schema: string;
   /**
-   * How this backend's turns found their lexical top K: `pruned` (proven from the impact blocks), `full` (every
-   * posting of the query's terms summed). For benchmarks and tests.
+   * How this backend's turns found their lexical top K: `pruned` (proven from the impact blocks), `scored` (every
+   * posting of the query's terms fetched, or read from the posting cache, and scored in the app). For benchmarks
+   * and tests.
    * @internal
    */
-  readonly turnPaths = { pruned: 0, full: 0 };
+  readonly turnPaths = { pruned: 0, scored: 0 };
+  /**
+   * Whether turns with few terms try the impact blocks (the pruned path) before fetching their postings. For
+   * benchmarks and tests.
+   * @internal
+   */
+  prunedFirst = true;
+  /** Decoded postings of recent turns' terms (see `postingCacheBytes`). @internal */
+  readonly postingCache: PostingCache;
   private readonly options: PostgresBackendOptions;
   private readonly statementTimeoutMs: number;
   private readonly connectionTimeoutMs: number;
@@ -103,6 +113,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
     this.generationCheckMs = readOption(options, "generationCheckMs", 0);
     this.keepGenerations = readOption(options, "keepGenerations", 1);
     this.batchBytes = readOption(options, "batchBytes", 1024);
+    this.postingCache = new PostingCache(readOption(options, "postingCacheBytes", 0));
     this.compactions = new CompactionSchedule(readOption(options, "compactionDelayMs", 0), (request) =>
       this.compact(request),
     );

@@ -20,13 +20,8 @@ type ScopeLists = {
 
 /** One scope's eligibility by dense id. */
 export type EligibilityMask = {
-  /** 1 = eligible, 0 = not, per dense id (the pruned path reads it). */
+  /** 1 = eligible, 0 = not, per dense id. */
   bytes: Uint8Array;
-  /**
-   * The same as a bit string for SQL's `get_bit(bytea, n)` (bit n is bit `n % 8`, counted from the least
-   * significant, of byte `n / 8`): what the full path's statement filters by.
-   */
-  bits: Buffer;
 };
 
 /** The eligibility masks of one generation. */
@@ -89,9 +84,7 @@ export class GenerationEligibility {
     for (const integration of enabled)
       for (const doc of lists.byIntegration.get(integration) ?? []) bytes[doc] = 1;
     for (const domain of blocked) for (const doc of lists.byDomain.get(domain) ?? []) bytes[doc] = 0;
-    const bits = Buffer.alloc((entryCount + 7) >>> 3);
-    for (let doc = 0; doc < entryCount; doc++) if (bytes[doc] === 1) bits[doc >>> 3]! |= 1 << (doc & 7);
-    const mask = { bytes, bits };
+    const mask = { bytes };
     this.masks.set(key, mask);
     if (this.masks.size > MASK_CACHE_SIZE) this.masks.delete(this.masks.keys().next().value!);
     return mask;

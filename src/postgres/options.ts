@@ -35,6 +35,12 @@ export type PostgresBackendOptions = {
    * turns on it do not use the pruned layout). Default 60,000 ms.
    */
   compactionDelayMs?: number;
+  /**
+   * Bytes of decoded postings a reader keeps for its next turns (per backend, least recently used terms forgotten
+   * first; 12 bytes per posting). A turn fetches from the database only the postings of terms not held for the
+   * serving generation. 0 disables it. Default 64 MiB.
+   */
+  postingCacheBytes?: number;
 };
 
 export const DEFAULTS = {
@@ -46,6 +52,7 @@ export const DEFAULTS = {
   keepGenerations: 2,
   batchBytes: 8 * 1024 * 1024,
   compactionDelayMs: 60_000,
+  postingCacheBytes: 64 * 1024 * 1024,
 } as const;
 
 const OPTIONS_ERROR_MARKER = Symbol.for("lexground.PostgresBackendOptionsError");

@@ -1,7 +1,7 @@
 /**
  * A turn's searches against one generation: the candidates (the pruned path when the generation's impact blocks
- * prove the top K, otherwise every posting of the query's terms summed in one statement, with the phrase hits),
- * then the selected entries with their relations' targets.
+ * prove the top K, otherwise the postings of the query's terms fetched, or read from the posting cache, and
+ * scored in the app: `postingSearch.ts`), then the selected entries with their relations' targets.
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
 import { MAX_QUERY_TOKENS } from "../knowledge/defaults.js";
@@ -11,31 +11,24 @@ import type {
   KnowledgeSearchBackend,
   KnowledgeSelectionEntries,
 } from "../knowledge/searchBackend.js";
-import type { KnowledgeLexicalMatch, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { GenerationEligibility } from "./eligibility.js";
+import { PostingSearch } from "./postingSearch.js";
 import { PRUNE_MAX_TERMS, PrunedSearch } from "./prunedSearch.js";
 import type { GenerationRow } from "./serving.js";
-import {
-  candidatesStatement,
-  encodeKey,
-  type GenerationTables,
-  int4Array,
-  scopesStatement,
-  selectionEntriesStatement,
-} from "./sql.js";
-import { FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
+import { type GenerationTables, int4Array, scopesStatement, selectionEntriesStatement } from "./sql.js";
 
 /** The dense ids of a query's candidates, kept for its `selectionEntries` call. */
 const candidateDocs = new WeakMap<KnowledgeCandidateQuery, Map<string, number>>();
 
 /** A turn's searches against one generation. */
 export class PostgresSearcher implements KnowledgeSearchBackend {
-  private readonly candidatesText: string;
   private readonly entriesText: string;
   private readonly analyzer: ReturnType<typeof getAnalyzer>;
   private readonly bm25f: boolean;
   private readonly pruned: PrunedSearch;
+  private readonly scored: PostingSearch;
   private readonly eligibility: GenerationEligibility;
 
   constructor(
@@ -44,11 +37,19 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     tables: GenerationTables,
   ) {
     this.bm25f = generation.parameters.scoring === "bm25f";
-    this.candidatesText = candidatesStatement(tables, this.bm25f);
     this.entriesText = selectionEntriesStatement(tables);
     const statementName = (kind: string) => this.statementName(kind);
     this.eligibility = new GenerationEligibility(backend, generation, scopesStatement(tables), statementName);
     this.pruned = new PrunedSearch(backend, generation, tables, this.bm25f, statementName, this.eligibility);
+    this.scored = new PostingSearch(
+      backend,
+      generation,
+      tables,
+      this.bm25f,
+      statementName,
+      this.eligibility,
+      backend.postingCache,
+    );
     this.analyzer = getAnalyzer(generation.parameters.analyzer);
   }
 
@@ -75,58 +76,20 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     candidateDocs.set(query, docs);
     if (terms.length === 0 && (query.phraseTokens.length === 0 || this.generation.maxPhraseWords === 0))
       return { exact: new Map(), alias: new Map(), matches: [] };
-    if (this.generation.layout >= 2 && terms.length > 0 && terms.length <= PRUNE_MAX_TERMS) {
+    if (
+      this.backend.prunedFirst &&
+      this.generation.layout >= 2 &&
+      terms.length > 0 &&
+      terms.length <= PRUNE_MAX_TERMS
+    ) {
       const pruned = await this.pruned.prunedCandidates(query, terms, topK, docs);
       if (pruned) {
         this.backend.turnPaths.pruned++;
         return pruned;
       }
     }
-    this.backend.turnPaths.full++;
-    return this.fullCandidates(query, terms, topK, docs);
-  }
-
-  /** Every posting of the query's terms summed in the database (one statement, with the phrase hits). */
-  private async fullCandidates(
-    query: KnowledgeCandidateQuery,
-    terms: readonly string[],
-    topK: number,
-    docs: Map<string, number>,
-  ): Promise<KnowledgeCandidateEvidence> {
-    const tokens = query.phraseTokens;
-    const eligible = await this.eligibility.mask(query);
-    const result = await this.backend.read({
-      name: this.statementName("candidates"),
-      text: this.candidatesText,
-      values: [
-        terms.map(encodeKey),
-        topK,
-        eligible.bits,
-        tokens,
-        Math.min(this.generation.maxPhraseWords, tokens.length),
-      ],
-    });
-    const lexical: { doc: number; match: KnowledgeLexicalMatch }[] = [];
-    const hits: PhraseHitRow[] = [];
-    for (const row of result.rows) {
-      const doc = Number(row.doc);
-      const id = JSON.parse(String(row.id)) as string;
-      docs.set(id, doc);
-      const kind = Number(row.kind);
-      if (kind === 0) {
-        const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
-        FIELD_NAMES.forEach((field, index) => {
-          const value = row[`f${index}`];
-          if (value !== null && value !== undefined) fieldScores[field] = Number(value);
-        });
-        lexical.push({ doc, match: { id, score: Number(row.score), fieldScores } });
-      } else {
-        hits.push({ kind, ord: Number(row.ord), doc, id });
-      }
-    }
-    // Rank order as in memory: score descending, then dense id (code-unit order of ids).
-    lexical.sort((left, right) => right.match.score - left.match.score || left.doc - right.doc);
-    return { ...phraseHits(tokens, hits), matches: lexical.map((item) => item.match) };
+    this.backend.turnPaths.scored++;
+    return this.scored.candidates(query, terms, topK, docs);
   }
 
   async selectionEntries(

@@ -222,7 +222,8 @@ export function dropGenerationStatement(tables: GenerationTables): string {
 /**
  * The common table expressions of a query's phrase hits (`hit_docs`: kind 1 exact, 2 alias, the n-gram's number
  * `ord`, the dense id), from the tokens in parameter `$tokens` and the longest phrase key's word count in
- * `$maxWords` (see {@link candidatesStatement}). The n-grams are materialized so that each key is built once, not
+ * `$maxWords`: the database builds the n-grams (tokens are letters and digits, so a joined n-gram is its own key
+ * encoding), numbered size × (tokens + 1) + start, which is the in-memory phrase lookup's generation order. The n-grams are materialized so that each key is built once, not
  * once per row its lookup compares; each is looked up alone (lateral, see `entryIdLateral`).
  */
 function phraseHitsCte(tables: GenerationTables, tokens: number, maxWords: number): string {
@@ -253,52 +254,6 @@ function entryIdLateral(tables: GenerationTables, alias: string): string {
 }
 
 /**
- * The candidates of one turn in one statement. Parameters: $1 the query's analyzed, distinct terms (encoded) in
- * first-occurrence order, $2 top K, $3 the scope's eligibility as a bit string (`EligibilityMask.bits`: bit n
- * set when entry n is eligible), $4 the query's tokens and $5 the longest phrase key's word count: the database
- * builds the n-grams (tokens are letters and digits, so a joined n-gram is its own key encoding), numbered
- * size × (tokens + 1) + start, which is the in-memory phrase lookup's generation order; the query sends its
- * tokens, not every n-gram.
- *
- * Rows: kind 0 lexical matches (doc, id, score, f0..f4: per-field scores, null when absent) in rank order; kind
- * 1 exact and kind 2 alias phrase hits (doc, id, ord: the n-gram's number). Ineligible entries are left
- * out of both (a bit test per entry scored: the scope's lists are not expanded in SQL on every turn).
- *
- * Exactness: each posting's contribution was computed in JavaScript; the posting lists are read ordered by
- * (field, term position), and a hash aggregate adds each document's contributions in arrival order, so every
- * sum is the in-memory engine's sum, operation for operation (parallel plans, which would interleave, are off
- * on the backend's connections). The aggregate must be a hash aggregate: grouping by sorting (which the
- * planner picks when it expects few rows) would reorder a document's contributions (PostgreSQL's sort is not
- * stable). The constant `'0'::xid` in the grouping key forces hashing: `xid` has equality and hashing but no
- * ordering, so the group cannot be formed by sorting. Ties are ordered by dense id, which is code-unit order of
- * entry ids.
- */
-export function candidatesStatement(tables: GenerationTables, bm25f: boolean): string {
-  const fieldSum = (field: number) => `sum(contribution) filter (where field = ${field}) as f${field}`;
-  const total = bm25f ? "sum(contribution) filter (where field = 5)" : "sum(contribution)";
-  return `with
-  query_terms as (select term, ord from unnest($1::text[]) with ordinality as t(term, ord)),
-  term_rows as materialized (
-    select p.field, p.docs, p.contributions from ${tables.postings} p join query_terms q on p.term = q.term
-    order by p.field, q.ord),
-  postings as (
-    select r.field, unnest(r.docs) as doc, unnest(r.contributions) as contribution from term_rows r),
-  scores as (
-    select u.doc, ${total} as score, ${[0, 1, 2, 3, 4].map(fieldSum).join(", ")}
-    from postings u group by u.doc, '0'::xid),
-  best as (
-    select s.* from scores s where get_bit($3::bytea, s.doc) = 1
-    order by s.score desc, s.doc limit $2),
-  ${phraseHitsCte(tables, 4, 5)}
-  select 0 as kind, b.doc, e.id, b.score, b.f0, b.f1, b.f2, b.f3, b.f4, null::bigint as ord
-  from best b ${entryIdLateral(tables, "b")}
-  union all
-  select h.kind, h.doc, e.id, null, null, null, null, null, null, h.ord
-  from hit_docs h ${entryIdLateral(tables, "h")}
-  where get_bit($3::bytea, h.doc) = 1`;
-}
-
-/**
  * The primary entries ($1, dense ids) with their relations, and every entry those relations name (eligibility
  * is checked by the caller on the entries themselves).
  */
@@ -311,11 +266,11 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
 }
 
 /**
- * Round one of a pruned turn: the query's phrase hits (kind 1 exact, 2 alias: doc, id, ord as in
- * {@link candidatesStatement}, eligibility left to the caller) and, per query term found, its best postings
+ * Round one of a pruned turn: the query's phrase hits (kind 1 exact, 2 alias: doc, id, ord: the n-gram's number, see
+ * `phraseHitsCte`, eligibility left to the caller) and, per query term found, its best postings
  * (kind 3: ord is the term's position in $1, then term_id, document_frequency, docs and impacts of block 0,
  * next_impact). Parameters: $1 the distinct analyzed terms (encoded), $2 the query's tokens, $3 the longest
- * phrase key's word count (see {@link candidatesStatement}).
+ * phrase key's word count.
  */
 export function prunedHeadsStatement(tables: GenerationTables): string {
   return `with
@@ -326,6 +281,30 @@ export function prunedHeadsStatement(tables: GenerationTables): string {
   union all
   select 3, null, null, q.ord, i.term_id, i.document_frequency, i.docs, i.impacts, i.next_impact
   from unnest($1::text[]) with ordinality as q(term, ord) join ${tables.impacts} i on i.term = q.term and i.block = 0`;
+}
+
+/**
+ * A turn's round one: its phrase hits (kind 1 exact, 2 alias: doc, id, ord: the n-gram's number, see `phraseHitsCte`,
+ * eligibility left to the caller) and every posting list of the terms in $1 (kind 3: ord is the term's position
+ * in $1, field, then `docs` and `contributions` as binary arrays, `array_send`, decoded by the app; see
+ * `binaryArrays.ts`). Parameters: $1 the terms whose postings the app does not hold (encoded), $2 the query's
+ * tokens, $3 the longest phrase key's word count. Each term is looked up alone in the postings' primary key.
+ */
+export function termPostingsStatement(tables: GenerationTables): string {
+  return `with
+  ${phraseHitsCte(tables, 2, 3)}
+  select h.kind, h.doc, e.id, h.ord, null::smallint as field, null::bytea as docs, null::bytea as contributions
+  from hit_docs h ${entryIdLateral(tables, "h")}
+  union all
+  select 3, null, null, q.ord, p.field, array_send(p.docs), array_send(p.contributions)
+  from unnest($1::text[]) with ordinality as q(term, ord)
+  cross join lateral (
+    select p.field, p.docs, p.contributions from ${tables.postings} p where p.term = q.term offset 0) p`;
+}
+
+/** The entry ids (doc, id) of dense ids $1. */
+export function entryIdsStatement(tables: GenerationTables): string {
+  return `select doc, id from ${tables.entries} where doc = any($1::int4[])`;
 }
 
 /** Deeper impact blocks: $1 terms (encoded) and $2 their block numbers, pairwise. Rows: term, block, docs, impacts, next_impact. */

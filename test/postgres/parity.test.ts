@@ -72,6 +72,12 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
 
   it("on random registries, queries, scopes and settings (analyzers and BM25F included)", async () => {
     const pg = backend("parity_random");
+    // The same generations read by turns scored in the app from fetched postings: with the posting cache (warm
+    // across the requests of a run) and without it.
+    const scored = suite.backend({ schema: "parity_random" });
+    scored.prunedFirst = false;
+    const cold = suite.backend({ schema: "parity_random", postingCacheBytes: 0 });
+    cold.prunedFirst = false;
     const seed = propertySeed("postgres-vs-memory");
     await fc.assert(
       fc.asyncProperty(
@@ -99,10 +105,13 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
           const snapshot = buildIndexSnapshot(entries, options);
           await pg.publish(entries, { indexOptions: options, contentKey: `run-${runs++}` });
           const index = await pg.current();
+          const scoredIndex = await scored.current();
+          const coldIndex = await cold.current();
           for (const request of requests) {
             const memory = retrieve(snapshot, request, resolved, blocked);
-            const database = await retrieveFrom(index!.searcher, request, resolved, blocked);
-            sameSelection(database, memory);
+            for (const searcher of [index!.searcher, scoredIndex!.searcher, coldIndex!.searcher]) {
+              sameSelection(await retrieveFrom(searcher, request, resolved, blocked), memory);
+            }
           }
         },
       ),
@@ -157,10 +166,13 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     const history = [{ role: "user" as const, text: "w4 w6 w9 tied" }];
     for (const scoring of ["sum", "bm25f"] as const) {
       const pg = backend(`parity_pruning_${scoring}`);
+      const scored = suite.backend({ schema: `parity_pruning_${scoring}` });
+      scored.prunedFirst = false;
       const options = { scoring };
       const snapshot = buildIndexSnapshot(normalized, options);
       await pg.publish(normalized, { indexOptions: options, contentKey: `pruning-${scoring}` });
       const index = await pg.current();
+      const scoredIndex = await scored.current();
       const before = { ...pg.turnPaths };
       for (const candidateLimit of [1, 3, 24]) {
         const resolved = {
@@ -177,31 +189,30 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
           ] as [string[], string[]][]) {
             for (const recentTurns of [[], history]) {
               const request = { query, recentTurns, enabledIntegrations };
-              const database = await retrieveFrom(index!.searcher, request, resolved, blocked);
               const memory = retrieve(snapshot, request, resolved, blocked);
-              sameSelection(database, memory);
-              // Bit for bit: the same operations in the same order.
-              expect(
-                database.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]),
-              ).toEqual(memory.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]));
+              for (const searcher of [index!.searcher, scoredIndex!.searcher]) {
+                const database = await retrieveFrom(searcher, request, resolved, blocked);
+                sameSelection(database, memory);
+                // Bit for bit: the same operations in the same order.
+                expect(
+                  database.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]),
+                ).toEqual(memory.candidates.map((candidate) => [candidate.lexical, candidate.fieldScores]));
+              }
             }
           }
         }
       }
-      // Most of these turns were answered from the impact blocks (the rest took the full path).
-      expect(pg.turnPaths.pruned - before.pruned).toBeGreaterThan(pg.turnPaths.full - before.full);
+      // Most of these turns were answered from the impact blocks (the rest were scored in the app).
+      expect(pg.turnPaths.pruned - before.pruned).toBeGreaterThan(pg.turnPaths.scored - before.scored);
+      expect(scored.turnPaths.pruned).toBe(0);
     }
   }, 120_000);
 
-  it("sums in the in-memory order whatever aggregation the planner would prefer (hash aggregation discouraged)", async () => {
+  it("scores long queries in the app bit for bit, cold and from the posting cache, never from an older generation's postings", async () => {
     // Documents matching many of a long query's terms in several fields: each score is a sum of dozens of
-    // contributions, whose last bits depend on the order of the additions. With hash aggregation discouraged, a
-    // statement that let the planner group by sorting would add them in the sort's (unstable) order.
-    const pool = suite.newPool({
-      options:
-        "-c enable_hashagg=off -c max_parallel_workers_per_gather=0 -c jit=off -c extra_float_digits=3",
-    });
-    const pg = suite.backend({ schema: "parity_sorted_grouping", pool });
+    // contributions, whose last bits depend on the order of the additions.
+    const pg = backend("parity_scored");
+    const cold = suite.backend({ schema: "parity_scored", postingCacheBytes: 0 });
     const vocabulary = Array.from({ length: 40 }, (_, index) => `v${index}`);
     let state = 7;
     const next = () => {
@@ -210,39 +221,56 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     };
     const words = (count: number) =>
       Array.from({ length: count }, () => vocabulary[Math.floor(next() * vocabulary.length)]).join(" ");
-    const entries = Array.from({ length: 300 }, (_, index) => ({
-      id: `s${index}`,
-      title: words(4),
-      summary: words(12),
-      body: words(60),
-      domain: "d",
-      integrations: [],
-      keywords: [words(2)],
-    }));
-    const { entries: normalized } = normalizeAndValidate([{ id: "sorted", version: "1", entries }], {
-      manifestVersion: "0",
-    });
-    const snapshot = buildIndexSnapshot(normalized, {});
-    await pg.publish(normalized, { indexOptions: {}, contentKey: "sorted-grouping" });
-    const index = await pg.current();
+    const registry = (prefix: string, count: number) => {
+      const entries = Array.from({ length: count }, (_, index) => ({
+        id: `${prefix}${index}`,
+        title: words(4),
+        summary: words(12),
+        body: words(60),
+        domain: "d",
+        integrations: [],
+        keywords: [words(2)],
+      }));
+      return normalizeAndValidate([{ id: "scored", version: prefix, entries }], { manifestVersion: "0" })
+        .entries;
+    };
     const resolved = { ...resolveRetrieval(undefined), candidateLimit: 24, resultLimit: 24 };
-    const before = pg.turnPaths.full;
-    for (let turn = 0; turn < 6; turn++) {
-      // More than 24 distinct terms: the full path (every posting summed in the database).
-      const request = {
-        query: words(6),
-        recentTurns: [{ role: "user" as const, text: vocabulary.slice(turn, turn + 30).join(" ") }],
-        enabledIntegrations: [],
-      };
-      const database = await retrieveFrom(index!.searcher, request, resolved, []);
-      const memory = retrieve(snapshot, request, resolved, []);
-      expect(
-        database.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
-      ).toEqual(
-        memory.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
-      );
-    }
-    expect(pg.turnPaths.full - before).toBe(6);
+    const requests = Array.from({ length: 6 }, (_, turn) => ({
+      // More than 24 distinct terms: never the pruned path.
+      query: words(6),
+      recentTurns: [{ role: "user" as const, text: vocabulary.slice(turn, turn + 30).join(" ") }],
+      enabledIntegrations: [],
+    }));
+    const compare = async (entries: ReturnType<typeof registry>) => {
+      const snapshot = buildIndexSnapshot(entries, {});
+      for (const searcher of [(await pg.current())!.searcher, (await cold.current())!.searcher]) {
+        for (const request of requests) {
+          const database = await retrieveFrom(searcher, request, resolved, []);
+          const memory = retrieve(snapshot, request, resolved, []);
+          expect(
+            database.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+          ).toEqual(
+            memory.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+          );
+        }
+      }
+    };
+    const first = registry("s", 300);
+    await pg.publish(first, { indexOptions: {}, contentKey: "scored-1" });
+    await compare(first);
+    const afterFirst = { ...pg.postingCache.counts };
+    // The same turns again: every term's postings from the cache.
+    await compare(first);
+    expect(pg.postingCache.counts.misses).toBe(afterFirst.misses);
+    expect(pg.postingCache.counts.hits).toBeGreaterThan(afterFirst.hits);
+    // A new generation with the same terms (other entries, other dense ids and contributions): the cached
+    // postings of the first must not be read.
+    const second = registry("t", 280);
+    await pg.publish(second, { indexOptions: {}, contentKey: "scored-2" });
+    await compare(second);
+    expect(pg.postingCache.counts.misses).toBeGreaterThan(afterFirst.misses);
+    expect(pg.turnPaths.pruned).toBe(0);
+    expect(cold.postingCache.size).toBe(0);
   });
 
   it("with hostile ids, domains and integrations (NUL, unpaired surrogates, astral vs U+E000–U+FFFF)", async () => {

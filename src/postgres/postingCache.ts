@@ -1,0 +1,99 @@
+/**
+ * The decoded postings of terms, as turns fetched them, kept for the next turns of the same generation: a
+ * least-recently-used map bounded by bytes (option `postingCacheBytes`; 0 keeps nothing). Keys carry the
+ * generation and its content key, so a new generation never reads an older one's postings (its entries'
+ * dense ids and contributions differ); the older generation's terms simply age out.
+ */
+
+/** One posting list of a term in one field (or BM25F's combined list): documents ascending, contributions. */
+export type FetchedList = {
+  docs: Int32Array;
+  contributions: Float64Array;
+  /** The largest contribution (`Infinity` when one is negative or not a number: no pruning on this list). */
+  upper: number;
+};
+
+/** A term's lists by field number (0–4, and 5 for BM25F's combined scores); absent fields are null. */
+export type TermPostings = {
+  lists: (FetchedList | null)[];
+  /** Bytes held (arrays plus a fixed overhead), what the cache counts. */
+  bytes: number;
+};
+
+/** Bytes counted per cached term beyond its arrays (key, objects, map entry). */
+const ENTRY_OVERHEAD = 160;
+
+/** The largest contribution of a list, `Infinity` when any is negative or not a number (as `scoring.ts` bounds). */
+export function listUpperBound(contributions: Float64Array): number {
+  let bound = 0;
+  for (let position = 0; position < contributions.length; position++) {
+    const contribution = contributions[position]!;
+    if (contribution > bound) bound = contribution;
+    else if (!(contribution >= 0)) return Number.POSITIVE_INFINITY;
+  }
+  return bound;
+}
+
+/** A term's postings from its fetched lists (field → docs and contributions). */
+export function termPostings(lists: (FetchedList | null)[]): TermPostings {
+  let bytes = ENTRY_OVERHEAD;
+  for (const list of lists) if (list) bytes += list.docs.byteLength + list.contributions.byteLength;
+  return { lists, bytes };
+}
+
+/** The postings cache of one backend (shared by its generations and turns). */
+export class PostingCache {
+  private readonly entries = new Map<string, TermPostings>();
+  private heldBytes = 0;
+  /** Lookups that found their term, and that did not (for benchmarks and tests). */
+  readonly counts = { hits: 0, misses: 0 };
+
+  /** @param limitBytes Most bytes held; 0 disables the cache. */
+  constructor(readonly limitBytes: number) {}
+
+  /** The key of `term` in generation `generation` published with `contentKey`. */
+  static key(generation: number, contentKey: string, term: string): string {
+    return `${generation}\u0000${contentKey}\u0000${term}`;
+  }
+
+  /** The postings of `key`, marking them most recently used; undefined when not held. */
+  get(key: string): TermPostings | undefined {
+    const found = this.entries.get(key);
+    if (found === undefined) {
+      this.counts.misses++;
+      return undefined;
+    }
+    this.counts.hits++;
+    this.entries.delete(key);
+    this.entries.set(key, found);
+    return found;
+  }
+
+  /** Keeps `postings` under `key`, then forgets the least recently used terms beyond the limit. */
+  set(key: string, postings: TermPostings): void {
+    if (postings.bytes > this.limitBytes) return;
+    const previous = this.entries.get(key);
+    if (previous) {
+      this.heldBytes -= previous.bytes;
+      this.entries.delete(key);
+    }
+    this.entries.set(key, postings);
+    this.heldBytes += postings.bytes;
+    while (this.heldBytes > this.limitBytes) {
+      const oldest = this.entries.entries().next().value;
+      if (oldest === undefined) break;
+      this.entries.delete(oldest[0]);
+      this.heldBytes -= oldest[1].bytes;
+    }
+  }
+
+  /** Bytes held. */
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
+  /** Terms held. */
+  get size(): number {
+    return this.entries.size;
+  }
+}

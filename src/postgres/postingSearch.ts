@@ -1,0 +1,204 @@
+/**
+ * A turn scored in the app: the database serves the postings of the turn's terms (as binary arrays, with the
+ * phrase hits, in one statement), and the in-memory engine's own scorer (`scoreLists`, MaxScore) ranks them over
+ * a view holding only those terms; a second statement names the top K. Same code and same lists in the same
+ * order as in memory (field, then query term; BM25F: the combined lists), so the same scores bit for bit. Terms
+ * already fetched for this generation come from the backend's posting cache.
+ */
+import { findPosting } from "../knowledge/fieldScores.js";
+import { type ScoringList, scoreLists } from "../knowledge/scoring.js";
+import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
+import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
+import type { PostgresBackend } from "./backend.js";
+import { ARRAY_BYTEA_TYPES, BinaryArrayError } from "./binaryArrays.js";
+import type { GenerationEligibility } from "./eligibility.js";
+import { COMBINED_FIELD } from "./fieldPairs.js";
+import {
+  type FetchedList,
+  listUpperBound,
+  PostingCache,
+  type TermPostings,
+  termPostings,
+} from "./postingCache.js";
+import type { GenerationRow } from "./serving.js";
+import {
+  encodeKey,
+  entryIdsStatement,
+  type GenerationTables,
+  int4Array,
+  termPostingsStatement,
+} from "./sql.js";
+import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
+
+/** Field slots of a term's lists: the five fields, then BM25F's combined list. */
+const LIST_SLOTS = COMBINED_FIELD + 1;
+
+/** The app-scored searches of one generation. */
+export class PostingSearch {
+  private readonly postingsText: string;
+  private readonly idsText: string;
+  /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
+  private ranks: Int32Array | null = null;
+
+  constructor(
+    private readonly backend: PostgresBackend,
+    private readonly generation: GenerationRow,
+    tables: GenerationTables,
+    private readonly bm25f: boolean,
+    private readonly statementName: (kind: string) => string,
+    private readonly eligibility: GenerationEligibility,
+    private readonly cache: PostingCache,
+  ) {
+    this.postingsText = termPostingsStatement(tables);
+    this.idsText = entryIdsStatement(tables);
+  }
+
+  private cacheKey(term: string): string {
+    return PostingCache.key(this.generation.generation, this.generation.contentKey, term);
+  }
+
+  /**
+   * The phrase hits and the exact lexical top K of `terms` (the query's analyzed, distinct terms in
+   * first-occurrence order), dense ids of every candidate recorded in `docs`.
+   */
+  async candidates(
+    query: KnowledgeCandidateQuery,
+    terms: readonly string[],
+    topK: number,
+    docs: Map<string, number>,
+  ): Promise<KnowledgeCandidateEvidence> {
+    const tokens = query.phraseTokens;
+    const byTerm: (TermPostings | undefined)[] = terms.map((term) =>
+      this.cache.limitBytes > 0 ? this.cache.get(this.cacheKey(term)) : undefined,
+    );
+    const missing: number[] = [];
+    byTerm.forEach((postings, position) => {
+      if (postings === undefined) missing.push(position);
+    });
+    const maxWords = Math.min(this.generation.maxPhraseWords, tokens.length);
+    const [mask, result] = await Promise.all([
+      this.eligibility.mask(query).then((eligible) => eligible.bytes),
+      missing.length > 0 || maxWords > 0
+        ? this.backend.read({
+            name: this.statementName("postings"),
+            text: this.postingsText,
+            values: [missing.map((position) => encodeKey(terms[position]!)), tokens, maxWords],
+            types: ARRAY_BYTEA_TYPES,
+          })
+        : null,
+    ]);
+    const fetched = missing.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
+    const hits: PhraseHitRow[] = [];
+    for (const row of result?.rows ?? []) {
+      const kind = Number(row.kind);
+      if (kind === 3) {
+        const slot = fetched[Number(row.ord) - 1];
+        const field = Number(row.field);
+        if (!slot || !(field >= 0 && field < LIST_SLOTS))
+          throw new BinaryArrayError("postings: a row names no term or field of the query");
+        slot[field] = this.checkedList(row.docs, row.contributions);
+      } else {
+        const doc = Number(row.doc);
+        if (mask[doc] !== 1) continue;
+        const id = JSON.parse(String(row.id)) as string;
+        docs.set(id, doc);
+        hits.push({ kind, ord: Number(row.ord), doc, id });
+      }
+    }
+    missing.forEach((position, index) => {
+      const postings = termPostings(fetched[index]!);
+      byTerm[position] = postings;
+      if (this.cache.limitBytes > 0) this.cache.set(this.cacheKey(terms[position]!), postings);
+    });
+    const phrases = phraseHits(tokens, hits);
+    const termLists = byTerm as TermPostings[];
+    const ranked = this.rank(termLists, topK, mask);
+    if (ranked.length === 0) return { ...phrases, matches: [] };
+    const ids = await this.backend.read({
+      name: this.statementName("ids"),
+      text: this.idsText,
+      values: [int4Array(ranked.map((item) => item.doc))],
+    });
+    const idOf = new Map<number, string>();
+    for (const row of ids.rows) idOf.set(Number(row.doc), JSON.parse(String(row.id)) as string);
+    const matches: KnowledgeLexicalMatch[] = ranked.map(({ doc, score }) => {
+      const id = idOf.get(doc);
+      if (id === undefined) throw new BinaryArrayError(`postings: entry ${doc} is missing`);
+      docs.set(id, doc);
+      return { id, score, fieldScores: this.fieldScores(termLists, doc) };
+    });
+    return { ...phrases, matches };
+  }
+
+  /** A fetched list, checked: documents ascending within the generation, one contribution each. */
+  private checkedList(docs: unknown, contributions: unknown): FetchedList {
+    if (!(docs instanceof Int32Array) || !(contributions instanceof Float64Array))
+      throw new BinaryArrayError("postings: docs or contributions are not int4[] and float8[]");
+    if (docs.length !== contributions.length || docs.length === 0)
+      throw new BinaryArrayError("postings: docs and contributions differ in length");
+    let previous = -1;
+    for (let position = 0; position < docs.length; position++) {
+      const doc = docs[position]!;
+      if (doc <= previous) throw new BinaryArrayError("postings: documents are not ascending");
+      previous = doc;
+    }
+    if (previous >= this.generation.entryCount)
+      throw new BinaryArrayError("postings: a posting names a missing entry");
+    return { docs, contributions, upper: listUpperBound(contributions) };
+  }
+
+  /** The top K by the in-memory scorer over the query's lists in its order (field, then query term). */
+  private rank(
+    termLists: readonly TermPostings[],
+    topK: number,
+    mask: Uint8Array,
+  ): { doc: number; score: number }[] {
+    const postings: ScoringList[] = [];
+    const ends: number[] = [];
+    const upper: number[] = [];
+    const add = (list: FetchedList | null) => {
+      if (!list) return;
+      postings.push(list);
+      ends.push(list.docs.length);
+      upper.push(list.upper);
+    };
+    if (this.bm25f) for (const term of termLists) add(term.lists[COMBINED_FIELD]!);
+    else
+      for (let field = 0; field < FIELD_COUNT; field++) for (const term of termLists) add(term.lists[field]!);
+    const documentCount = this.generation.entryCount;
+    if (!this.ranks || this.ranks.length !== documentCount)
+      this.ranks = Int32Array.from({ length: documentCount }, (_, doc) => doc);
+    const lists = {
+      postings,
+      starts: new Int32Array(postings.length),
+      ends: Int32Array.from(ends),
+      upper: Float64Array.from(upper),
+    };
+    return scoreLists(lists, documentCount, this.ranks, topK, mask);
+  }
+
+  /**
+   * One document's per-field breakdown, added as the in-memory index adds it (`fieldScores.ts`): per field, its
+   * contributions (BM25F: its positive shares) in query-term order.
+   */
+  private fieldScores(termLists: readonly TermPostings[], doc: number): KnowledgeLexicalMatch["fieldScores"] {
+    const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      let part = 0;
+      let matched = false;
+      for (const term of termLists) {
+        const list = term.lists[field];
+        if (!list) continue;
+        const position = findPosting(list.docs, 0, list.docs.length, doc);
+        if (position < 0) continue;
+        const value = list.contributions[position]!;
+        // BM25F stores only positive shares (the in-memory breakdown skips the others).
+        if (this.bm25f && !(value > 0)) continue;
+        part += value;
+        matched = true;
+      }
+      if (matched) fieldScores[FIELD_NAMES[field]!] = part;
+    }
+    return fieldScores;
+  }
+}
