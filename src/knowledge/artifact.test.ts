@@ -20,12 +20,14 @@ import {
   serializeIndexSnapshot,
 } from "./artifact.js";
 import { checksum32 } from "./checksum.js";
+import { resolveRetrieval } from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { buildIndexArtifact, buildKnowledgeIndexCacheKey, clearKnowledgeIndexCache } from "./indexCache.js";
 import { buildIndexSnapshot, type KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { normalizeSources } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
+import { getCompiledSnapshot } from "./snapshot.js";
 
 afterEach(() => clearKnowledgeIndexCache());
 
@@ -277,6 +279,37 @@ describe("index artifact round trip", () => {
     });
     const { snapshot } = deserializeIndexSnapshot(missingEntry, key);
     expectArtifactError(() => [...snapshot.exactIndex.values()], "corrupt");
+    // The term dictionary's and the phrase trie's tables are not walked at load either: a lookup that reads a slot
+    // naming a missing term, or an edge to a missing node or key, is the typed error of the turn that makes it.
+    const term = (built.lexical as KnowledgeLexicalIndex).exportParts().dictionary!.allTerms()[0]!;
+    const retrieval = resolveRetrieval(undefined);
+    const missingTerms = withSection(bytes, "lexical.dictionary.table", (section) => {
+      const slots = new Int32Array(section.slice().buffer);
+      for (let slot = 1; slot < slots.length; slot += 2) if (slots[slot] !== 0) slots[slot] = 1_000_000;
+      section.set(new Uint8Array(slots.buffer));
+    });
+    const withMissingTerms = deserializeIndexSnapshot(missingTerms, key).snapshot;
+    expectArtifactError(
+      () => retrieve(withMissingTerms, { query: term, recentTurns: [], enabledIntegrations: [] }, retrieval),
+      "corrupt",
+    );
+    const edgesToNowhere = withSection(bytes, "phrases.table", (section) => {
+      const slots = new Int32Array(section.slice().buffer);
+      for (let slot = 0; slot < slots.length; slot += 3)
+        if (slots[slot + 1] !== 0) slots[slot + 2] = 1_000_000;
+      section.set(new Uint8Array(slots.buffer));
+    });
+    const withEdgesToNowhere = deserializeIndexSnapshot(edgesToNowhere, key).snapshot;
+    expectArtifactError(() => withEdgesToNowhere.exactIndex.get(phrase), "corrupt");
+    // A wrong edge count misleads no walk (turns serve), and is found before the first key is added (an update).
+    const miscounted = deserializeIndexSnapshot(
+      withHeader(bytes, (header) => {
+        header.phraseEdgeCount = 0;
+      }),
+      key,
+    ).snapshot;
+    expect(miscounted.exactIndex.get(phrase)).toEqual(built.exactIndex.get(phrase));
+    expectArtifactError(() => getCompiledSnapshot(miscounted)!.phraseTrie.add("brand new key"), "corrupt");
     // Ids that are not one per entry are refused at load.
     const fewerIds = withSection(bytes, "lexical.idList", (section) => {
       section[section.indexOf(0)] = 0x2d;
@@ -344,9 +377,6 @@ describe("index artifact round trip", () => {
       },
       (header) => {
         header.phraseKeyCount = 1e9;
-      },
-      (header) => {
-        header.phraseEdgeCount = 0;
       },
       (header) => {
         header.postings = [{ active: true, postingCount: 1 }];

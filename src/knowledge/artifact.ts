@@ -282,6 +282,7 @@ function assembleLoaded(
     },
     keyCount,
     decodeKey,
+    corrupt,
   );
   const phraseLists = (name: "exact" | "alias") => {
     const offsets = read.int32(`phrases.${name}Offsets`);

@@ -391,12 +391,16 @@ export function readLexicalSections(
   const averageLengths = read.float64("lexical.averageLengths");
   if (averageLengths.length !== KNOWLEDGE_FIELD_NAMES.length)
     throw new RangeError("lexical.averageLengths has the wrong length");
-  const dictionary = TermDictionary.fromTables({
-    table: read.int32("lexical.dictionary.table"),
-    records: read.int32("lexical.dictionary.records"),
-    pool: read.bytes("lexical.dictionary.pool"),
-    nonAscii: read.json<[number, string][]>("lexical.dictionary.nonAscii"),
-  });
+  // Used in place and checked where a lookup reads it; a damage found then is the envelope's typed error.
+  const dictionary = TermDictionary.fromTables(
+    {
+      table: read.int32("lexical.dictionary.table"),
+      records: read.int32("lexical.dictionary.records"),
+      pool: read.bytes("lexical.dictionary.pool"),
+      nonAscii: read.json<[number, string][]>("lexical.dictionary.nonAscii"),
+    },
+    (message) => read.corrupt(message),
+  );
   if (dictionary.size !== termCount)
     throw new RangeError("the term dictionary does not match the term count");
   const lists: LazyList[] = [];

@@ -110,4 +110,48 @@ describe("PhraseTrie", () => {
       { seed, numRuns: propertyRuns(300) },
     );
   });
+
+  it("a trie loaded from its parts matches like the built one; a damaged edge table is an error where a walk reads it, checked whole before a key is added", () => {
+    const keys = [
+      ...new Set(Array.from({ length: 200 }, (_, index) => `w${index % 17} x${index % 5} y${index}`)),
+    ];
+    keys.push("w1", "w1 x1", "solo");
+    const built = trieOf(keys);
+    const { keys: exported, ...parts } = built.exportParts();
+    const corrupt = (message: string) => new TypeError(`corrupt: ${message}`);
+    const load = (changed: Partial<typeof parts> = {}) =>
+      PhraseTrie.fromParts({ ...parts, ...changed }, exported.length, (index) => exported[index]!, corrupt);
+    const queries = [
+      ["w1", "x1", "y1", "w3", "x3", "y3"],
+      ["solo", "w1"],
+      ["nothing", "here"],
+      keys.flatMap((key) => key.split(" ")).slice(0, 60),
+    ];
+    const intact = load();
+    for (const query of queries) expect(intact.match(query)).toEqual(built.match(query));
+    for (const key of keys) expect(intact.indexOf(key)).toBe(built.indexOf(key));
+    const table = parts.table;
+    // Every edge pointing past the nodes or keys: a walk that follows one throws instead of reading nowhere.
+    const nowhere = load({
+      table: table.map((value, index) =>
+        index % 3 === 2 && table[index - 1] !== 0 ? (value >= 0 ? 1_000_000 : -1_000_000) : value,
+      ),
+    });
+    expect(() => nowhere.match(["w1", "x1"])).toThrow(TypeError);
+    expect(() => nowhere.indexOf("solo")).toThrow(TypeError);
+    // No empty slot (the free slots given a parent no walk is at): a walk that misses never ends by itself.
+    const full = load({
+      table: table.map((value, index) => (index % 3 === 1 && value === 0 ? 1_000_000 : value)),
+    });
+    expect(() => full.match(["absent"])).toThrow(TypeError);
+    expect(() => full.indexOf("absent")).toThrow(TypeError);
+    // A wrong edge count cannot mislead a walk, but would let an added key fill the table: checked before adding.
+    const miscounted = load({ edgeCount: 0 });
+    expect(miscounted.match(queries[0]!)).toEqual(built.match(queries[0]!));
+    expect(() => miscounted.add("new key")).toThrow(TypeError);
+    // Intact parts grow like a built trie.
+    intact.add("new key");
+    expect(intact.match(["a", "new", "key"])).toEqual(["new key"]);
+    expect(intact.indexOf("new key")).toBe(exported.length);
+  });
 });

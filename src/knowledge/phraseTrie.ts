@@ -78,6 +78,11 @@ export class PhraseTrie {
   private table: Int32Array<ArrayBufferLike> = new Int32Array(SLOT << 10);
   private mask = (1 << 10) - 1;
   private edgeCount = 0;
+  /**
+   * Set while the edge table is a loaded artifact's, not yet checked whole (see {@link fromParts}): the error a walk
+   * throws when an edge it reads points nowhere. Cleared when the table is checked, before the first key is added.
+   */
+  private loadedCorrupt: ((message: string) => Error) | null = null;
 
   /** Number of keys. */
   get size(): number {
@@ -95,6 +100,7 @@ export class PhraseTrie {
    */
   intern(key: string): number {
     if (key === "") return -1;
+    if (this.loadedCorrupt) this.checkLoadedEdges(this.loadedCorrupt);
     const keyIndex = this.keys.length;
     let node = 0;
     let start = 0;
@@ -176,6 +182,8 @@ export class PhraseTrie {
     const mask = this.mask;
     const nodePrefixLength = this.nodePrefixLength;
     const nodeKey = this.nodeKey;
+    const nodeCount = this.nodeCount;
+    const keyCount = this.keys.length;
     for (let start = 0; start < count; start++) {
       let node = 0;
       // Once on a collapsed leaf: its key and the offset of the key's next token.
@@ -199,11 +207,16 @@ export class PhraseTrie {
         let slot = slotOf(tokenHash, node, mask) * SLOT;
         let target = 0;
         let found = false;
-        for (;;) {
+        // Probes end at an empty slot; a loaded table is checked as it is read (an edge to nowhere, or no empty
+        // slot at all, is a typed error instead of a wrong key or an endless walk).
+        for (let probes = 0; ; probes++) {
           const parent = table[slot + 1]!;
           if (parent === 0) break;
+          if (probes > mask) throw this.inconsistent("the edge table has no empty slot");
           if (parent === node + 1 && table[slot] === tokenHash) {
             target = table[slot + 2]!;
+            if (target >= nodeCount || ~target >= keyCount)
+              throw this.inconsistent("an edge refers to a missing node or key");
             if (tokenAt(this.referenceKey(target), prefixLength, token, 0, token.length)) {
               found = true;
               break;
@@ -278,13 +291,17 @@ export class PhraseTrie {
 
   /**
    * A finished trie over arrays written by {@link exportParts}; its keys are decoded on demand by `decodeKey`
-   * (a query decodes only the keys its walk reads). Throws a RangeError when the arrays are inconsistent, so a
-   * damaged artifact never makes a walk read out of bounds or loop.
+   * (a query decodes only the keys its walk reads). The sizes and the nodes are checked here (a RangeError, or
+   * `corrupt(...)` when given); the edge table is not walked at load (what makes loading cheap) but checked where
+   * it is read: a walk that meets an edge to a missing node or key, or a table with no empty slot, throws
+   * `corrupt(...)`, so a damaged artifact never makes a walk read out of bounds, loop or answer wrongly. Before the
+   * first key is added (updates), the table is checked whole.
    */
   static fromParts(
     parts: Omit<PhraseTrieParts, "keys">,
     keyCount: number,
     decodeKey: (index: number) => string,
+    corrupt: (message: string) => Error = (message) => new RangeError(message),
   ): PhraseTrie {
     const { nodePrefixLength, nodeKey, nodeSample, table, edgeCount } = parts;
     const nodeCount = nodePrefixLength.length;
@@ -302,8 +319,9 @@ export class PhraseTrie {
       !Number.isInteger(keyCount) ||
       keyCount < 0
     ) {
-      throw new RangeError("phrase trie parts are inconsistent");
+      throw corrupt("phrase trie parts are inconsistent");
     }
+    // The nodes are few (prefixes shared by two keys or more): checked here, so a walk reads them as they are.
     for (let node = 0; node < nodeCount; node++) {
       const key = nodeKey[node]!;
       const sample = nodeSample[node]!;
@@ -314,20 +332,8 @@ export class PhraseTrie {
         (keyCount > 0 && sample >= keyCount) ||
         nodePrefixLength[node]! < 0
       )
-        throw new RangeError("phrase trie parts are inconsistent: a node refers to a missing key");
+        throw corrupt("phrase trie parts are inconsistent: a node refers to a missing key");
     }
-    let used = 0;
-    for (let slot = 0; slot < table.length; slot += SLOT) {
-      const parent = table[slot + 1]!;
-      if (parent === 0) continue;
-      used++;
-      const target = table[slot + 2]!;
-      if (parent < 0 || parent > nodeCount || (target >= 0 ? target >= nodeCount : ~target >= keyCount))
-        throw new RangeError("phrase trie parts are inconsistent: an edge refers to a missing node or key");
-    }
-    // A full table would make a probe loop forever.
-    if (used !== edgeCount || (used === capacity && capacity > 0))
-      throw new RangeError("phrase trie parts are inconsistent: wrong edge count");
     const trie = new PhraseTrie();
     trie.keys = new Array(keyCount);
     trie.decodeKey = decodeKey;
@@ -338,7 +344,36 @@ export class PhraseTrie {
     trie.table = table;
     trie.mask = capacity - 1;
     trie.edgeCount = edgeCount;
+    trie.loadedCorrupt = corrupt;
     return trie;
+  }
+
+  /**
+   * Checks a loaded edge table whole (every edge names an existing parent and target, and there are as many as the
+   * artifact says, so that adding keys grows the table in time); throws `corrupt(...)` otherwise. Once, before the
+   * first key is added.
+   */
+  private checkLoadedEdges(corrupt: (message: string) => Error): void {
+    const table = this.table;
+    const nodeCount = this.nodeCount;
+    const keyCount = this.keys.length;
+    let used = 0;
+    for (let slot = 0; slot < table.length; slot += SLOT) {
+      const parent = table[slot + 1]!;
+      if (parent === 0) continue;
+      used++;
+      const target = table[slot + 2]!;
+      if (parent < 0 || parent > nodeCount || (target >= 0 ? target >= nodeCount : ~target >= keyCount))
+        throw corrupt("phrase trie parts are inconsistent: an edge refers to a missing node or key");
+    }
+    if (used !== this.edgeCount) throw corrupt("phrase trie parts are inconsistent: wrong edge count");
+    this.loadedCorrupt = null;
+  }
+
+  /** The error of a walk that finds the edge table inconsistent (only a loaded table can be). */
+  private inconsistent(detail: string): Error {
+    const message = `phrase trie parts are inconsistent: ${detail}`;
+    return this.loadedCorrupt ? this.loadedCorrupt(message) : new RangeError(message);
   }
 
   /** Releases the spare capacity of the key list and node arrays once every key is added (the table stays). */
@@ -360,15 +395,17 @@ export class PhraseTrie {
     const table = this.table;
     const prefixLength = this.nodePrefixLength[node]!;
     let slot = slotOf(tokenHash, node, this.mask) * SLOT;
-    for (;;) {
+    // Checked as in `matchIndices` (a loaded table is not walked at load).
+    for (let probes = 0; ; probes++) {
       const parent = table[slot + 1]!;
       if (parent === 0) return slot;
-      if (
-        parent === node + 1 &&
-        table[slot]! === tokenHash &&
-        tokenAt(this.referenceKey(table[slot + 2]!), prefixLength, key, start, end)
-      )
-        return slot;
+      if (probes > this.mask) throw this.inconsistent("the edge table has no empty slot");
+      if (parent === node + 1 && table[slot]! === tokenHash) {
+        const target = table[slot + 2]!;
+        if (target >= this.nodeCount || ~target >= this.keys.length)
+          throw this.inconsistent("an edge refers to a missing node or key");
+        if (tokenAt(this.referenceKey(target), prefixLength, key, start, end)) return slot;
+      }
       slot = slot + SLOT === table.length ? 0 : slot + SLOT;
     }
   }

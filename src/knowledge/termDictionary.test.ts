@@ -80,20 +80,68 @@ describe("TermDictionary tables (index artifacts)", () => {
     expect(loaded.get("brandnewterm")).toBe(added);
   });
 
-  it("damaged tables are a RangeError, never an endless probe or a read out of bounds", () => {
+  it("damaged tables are an error where they are read (a lookup, a term, the first added term), never an endless probe, a read out of bounds or another term's id", () => {
     const original = new TermDictionary();
-    for (let index = 0; index < 100; index++) original.intern(`term${index}`);
+    const terms = Array.from({ length: 100 }, (_, index) => `term${index}${"q".repeat(index % 25)}`);
+    for (const term of terms) original.intern(term);
     const tables = original.exportTables();
-    const full = { ...tables, table: tables.table.map((value, index) => (index % 2 === 1 ? 1 : value)) };
-    expect(() => TermDictionary.fromTables(full)).toThrow(RangeError);
-    const badId = { ...tables, table: tables.table.map((value, index) => (index === 1 ? 9999 : value)) };
-    expect(() => TermDictionary.fromTables(badId)).toThrow(RangeError);
-    const badLength = {
-      ...tables,
-      records: tables.records.map((value, index) => (index === 0 ? 5000 : value)),
+    const corrupt = (message: string) => new TypeError(`corrupt: ${message}`);
+    /** Every lookup either answers as the original or throws the loader's error; returns how many threw. */
+    const lookupsThrown = (loaded: TermDictionary): number => {
+      let thrown = 0;
+      for (const term of [...terms, "missing", "m".repeat(30)]) {
+        try {
+          expect(loaded.get(term)).toBe(original.get(term));
+        } catch (caught) {
+          expect(caught).toBeInstanceOf(TypeError);
+          thrown++;
+        }
+      }
+      return thrown;
     };
-    expect(() => TermDictionary.fromTables(badLength)).toThrow(RangeError);
-    const odd = { ...tables, table: tables.table.subarray(0, 6) };
-    expect(() => TermDictionary.fromTables(odd)).toThrow(RangeError);
+    // Every slot used: a lookup that misses finds no empty slot to stop at; adding a term checks the table whole.
+    const full = TermDictionary.fromTables(
+      { ...tables, table: tables.table.map((value, index) => (index % 2 === 1 ? 1 : value)) },
+      corrupt,
+    );
+    expect(() => full.get("missing")).toThrow(TypeError);
+    expect(() => full.intern("added")).toThrow(TypeError);
+    // Every used slot naming a missing term: each lookup that reads one throws.
+    const badIds = TermDictionary.fromTables(
+      {
+        ...tables,
+        table: tables.table.map((value, index) => (index % 2 === 1 && value !== 0 ? 9999 : value)),
+      },
+      corrupt,
+    );
+    expect(lookupsThrown(badIds)).toBeGreaterThanOrEqual(terms.length);
+    expect(() => badIds.intern("added")).toThrow(TypeError);
+    // A record with an impossible length, and a long term's tail outside the pool: reading them throws.
+    const longId = terms.findIndex((term) => term.length > 16);
+    const badRecords = TermDictionary.fromTables(
+      {
+        ...tables,
+        records: tables.records.map((value, index) =>
+          index === 0 ? 5000 : index === longId * 8 + 5 ? 1_000_000 : value,
+        ),
+      },
+      corrupt,
+    );
+    expect(() => badRecords.term(0)).toThrow(TypeError);
+    expect(() => badRecords.term(longId)).toThrow(TypeError);
+    expect(() => badRecords.get(terms[longId]!)).toThrow(TypeError);
+    expect(lookupsThrown(badRecords)).toBe(2);
+    expect(() => badRecords.intern("added")).toThrow(TypeError);
+    // Sizes that cannot be right, and non-ASCII terms that do not match their records, are refused at once.
+    expect(() => TermDictionary.fromTables({ ...tables, table: tables.table.subarray(0, 6) })).toThrow(
+      RangeError,
+    );
+    expect(() => TermDictionary.fromTables({ ...tables, nonAscii: [[0, "ü"]] })).toThrow(RangeError);
+    // Intact tables: nothing throws, and the first added term copies them (the exported ones stay as they were).
+    const intact = TermDictionary.fromTables(tables, corrupt);
+    expect(lookupsThrown(intact)).toBe(0);
+    const tableBefore = tables.table.slice();
+    expect(intact.intern("added")).toBe(terms.length);
+    expect(tables.table).toEqual(tableBefore);
   });
 });

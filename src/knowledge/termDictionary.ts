@@ -95,16 +95,22 @@ function packTerm(term: string, words: Int32Array): number {
 /** Term ↔ id dictionary of one lexical index; ids are dense, in first-seen order. */
 export class TermDictionary {
   // Slots of two Int32s: the hash and id + 1 (0 = empty).
-  private table = new Int32Array(2 * INITIAL_SLOTS);
+  private table: Int32Array<ArrayBufferLike> = new Int32Array(2 * INITIAL_SLOTS);
   private mask = INITIAL_SLOTS - 1;
-  private records = new Int32Array(RECORD * INITIAL_RECORDS);
-  private pool = new Uint8Array(INITIAL_POOL_BYTES);
+  private records: Int32Array<ArrayBufferLike> = new Int32Array(RECORD * INITIAL_RECORDS);
+  private pool: Uint8Array<ArrayBufferLike> = new Uint8Array(INITIAL_POOL_BYTES);
   private poolLength = 0;
   private count = 0;
   private readonly nonAsciiIds = new Map<string, number>();
   private readonly nonAsciiTerms = new Map<number, string>();
   private readonly scratchWords = new Int32Array(4);
   private termsCache: string[] | null = null;
+  /**
+   * Set while the tables are a loaded artifact's, not yet checked whole (see {@link fromTables}): lookups then check
+   * what they read, and this makes the error they throw. Cleared when the tables are checked and copied, before
+   * the first term is added.
+   */
+  private loadedCorrupt: ((message: string) => Error) | null = null;
 
   /** Number of terms. */
   get size(): number {
@@ -114,6 +120,7 @@ export class TermDictionary {
   /** The term of an id. */
   term(id: number): string {
     if (id < 0 || id >= this.count) throw new RangeError(`no term with id ${id}`);
+    if (this.loadedCorrupt) this.checkRecord(id, this.loadedCorrupt);
     const base = id * RECORD;
     const records = this.records;
     const length = records[base + RECORD_LENGTH]!;
@@ -149,11 +156,13 @@ export class TermDictionary {
     if (!isAsciiTerm(term)) return this.nonAsciiIds.get(term) ?? -1;
     const words = this.scratchWords;
     const hash = packTerm(term, words);
+    if (this.loadedCorrupt) return this.findChecked(hash, term, words, this.loadedCorrupt);
     return this.find(hash, term.length, words[0]!, words[1]!, words[2]!, words[3]!, term, 0, false);
   }
 
   /** Id of a term, adding it when new. */
   intern(term: string): number {
+    if (this.loadedCorrupt) this.adoptLoadedTables(this.loadedCorrupt);
     if (!isAsciiTerm(term)) {
       let id = this.nonAsciiIds.get(term);
       if (id === undefined) {
@@ -184,6 +193,7 @@ export class TermDictionary {
     word3: number,
     lowercase: boolean,
   ): number {
+    if (this.loadedCorrupt) this.adoptLoadedTables(this.loadedCorrupt);
     const found = this.find(hash, length, word0, word1, word2, word3, source, start, lowercase);
     if (found >= 0) return found;
     const id = this.addRecord(length);
@@ -244,6 +254,64 @@ export class TermDictionary {
           return stored - 1;
       }
       slot = (slot + 1) & mask;
+    }
+  }
+
+  /**
+   * {@link find} over a loaded artifact's tables not yet checked whole (for {@link get}): every slot it reads must
+   * name an existing term, every record it compares must lie within the tables, and the probe must end within the
+   * table's size; otherwise it throws `corrupt(...)` instead of answering.
+   */
+  private findChecked(
+    hash: number,
+    term: string,
+    words: Int32Array,
+    corrupt: (message: string) => Error,
+  ): number {
+    const table = this.table;
+    const mask = this.mask;
+    const records = this.records;
+    const count = this.count;
+    const length = term.length;
+    let slot = hash & mask;
+    for (let probes = 0; probes <= mask; probes++) {
+      const stored = table[2 * slot + 1]!;
+      if (stored === EMPTY) return -1;
+      if (stored < 1 || stored > count) throw corrupt("term dictionary table refers to a missing term");
+      if (table[2 * slot] === hash) {
+        // The record a matching hash points at is checked before it is compared (so a damaged one is an error,
+        // not a miss).
+        this.checkRecord(stored - 1, corrupt);
+        const base = (stored - 1) * RECORD;
+        if (
+          records[base + RECORD_LENGTH] === length &&
+          records[base + RECORD_WORDS] === words[0] &&
+          records[base + RECORD_WORDS + 1] === words[1] &&
+          records[base + RECORD_WORDS + 2] === words[2] &&
+          records[base + RECORD_WORDS + 3] === words[3] &&
+          (length <= INLINE_CHARACTERS || this.sameTail(records[base + RECORD_TAIL]!, term, 0, length, false))
+        )
+          return stored - 1;
+      }
+      slot = (slot + 1) & mask;
+    }
+    throw corrupt("term dictionary table has no empty slot");
+  }
+
+  /** Throws `corrupt(...)` unless the record of `id` has a possible length and, past 16 characters, a tail in the pool. */
+  private checkRecord(id: number, corrupt: (message: string) => Error): void {
+    const base = id * RECORD;
+    const length = this.records[base + RECORD_LENGTH]!;
+    if (length === -1) {
+      if (!this.nonAsciiTerms.has(id)) throw corrupt("term dictionary non-ASCII terms do not match");
+      return;
+    }
+    if (!(length >= 0 && length <= MAX_TOKEN_LENGTH))
+      throw corrupt("term dictionary record has a bad length");
+    if (length > INLINE_CHARACTERS) {
+      const tail = this.records[base + RECORD_TAIL]!;
+      if (!(tail >= 0 && tail + length - INLINE_CHARACTERS <= this.poolLength))
+        throw corrupt("term dictionary record points outside its pool");
     }
   }
 
@@ -315,62 +383,76 @@ export class TermDictionary {
   }
 
   /**
-   * A dictionary over tables written by {@link exportTables}, without hashing a term again (what makes loading an
-   * artifact's dictionary cheap). The tables are copied (a loaded dictionary can still grow), and checked so that
-   * no lookup of a damaged or crafted table can read out of bounds or probe forever; throws a RangeError otherwise.
+   * A dictionary over tables written by {@link exportTables}, without hashing a term again and without walking the
+   * tables (what makes loading an artifact's dictionary cheap): they are used in place, and checked where they are
+   * read, so that no lookup of a damaged or crafted table reads out of bounds, probes forever or answers from a
+   * record outside the tables: a lookup throws `corrupt(...)` instead. Before the first term is added (updates),
+   * the tables are checked whole and copied (a loaded dictionary can still grow). Sizes that cannot be right and
+   * non-ASCII terms that do not match their records are refused here; `corrupt` makes the errors (a RangeError by
+   * default).
    */
-  static fromTables(tables: TermDictionaryTables): TermDictionary {
+  static fromTables(
+    tables: TermDictionaryTables,
+    corrupt: (message: string) => Error = (message) => new RangeError(message),
+  ): TermDictionary {
     const { table, records, pool, nonAscii } = tables;
     const slots = table.length / 2;
     const count = records.length / RECORD;
     if (!Number.isInteger(slots) || slots < 2 || (slots & (slots - 1)) !== 0 || !Number.isInteger(count))
-      throw new RangeError("term dictionary tables have impossible sizes");
-    let used = 0;
-    for (let slot = 0; slot < slots; slot++) {
-      const stored = table[2 * slot + 1]!;
-      if (stored === EMPTY) continue;
-      if (stored < 1 || stored > count)
-        throw new RangeError("term dictionary table refers to a missing term");
-      used++;
-    }
-    // At most half full, as the builder keeps it: probes end at an empty slot.
-    if (used * 2 > slots) throw new RangeError("term dictionary table is too full");
-    let nonAsciiCount = 0;
-    for (let id = 0; id < count; id++) {
-      const base = id * RECORD;
-      const length = records[base + RECORD_LENGTH]!;
-      if (length === -1) {
-        nonAsciiCount++;
-        continue;
-      }
-      if (length < 0 || length > MAX_TOKEN_LENGTH)
-        throw new RangeError("term dictionary record has a bad length");
-      if (length > INLINE_CHARACTERS) {
-        const tail = records[base + RECORD_TAIL]!;
-        if (tail < 0 || tail + length - INLINE_CHARACTERS > pool.length)
-          throw new RangeError("term dictionary record points outside its pool");
-      }
-    }
-    if (nonAscii.length !== nonAsciiCount)
-      throw new RangeError("term dictionary non-ASCII terms do not match");
+      throw corrupt("term dictionary tables have impossible sizes");
+    // At most half full, as the builder keeps it: more terms than that cannot all be in the table.
+    if (count * 2 > slots) throw corrupt("term dictionary table is too full");
     const dictionary = new TermDictionary();
     for (const [id, term] of nonAscii) {
       if (!Number.isInteger(id) || id < 0 || id >= count || records[id * RECORD + RECORD_LENGTH] !== -1)
-        throw new RangeError("term dictionary non-ASCII term has a bad id");
+        throw corrupt("term dictionary non-ASCII term has a bad id");
       if (typeof term !== "string" || dictionary.nonAsciiIds.has(term))
-        throw new RangeError("term dictionary non-ASCII terms are not distinct strings");
+        throw corrupt("term dictionary non-ASCII terms are not distinct strings");
       dictionary.nonAsciiIds.set(term, id);
       dictionary.nonAsciiTerms.set(id, term);
     }
-    dictionary.table = table.slice();
+    dictionary.table = table;
     dictionary.mask = slots - 1;
-    dictionary.records = new Int32Array(Math.max(records.length, RECORD * INITIAL_RECORDS));
-    dictionary.records.set(records);
-    dictionary.pool = new Uint8Array(Math.max(pool.length, INITIAL_POOL_BYTES));
-    dictionary.pool.set(pool);
+    dictionary.records = records;
+    dictionary.pool = pool;
     dictionary.poolLength = pool.length;
     dictionary.count = count;
+    dictionary.loadedCorrupt = corrupt;
     return dictionary;
+  }
+
+  /**
+   * Checks a loaded artifact's tables whole (every slot names an existing term, at most half the slots are used,
+   * every record has a possible length and its tail in the pool, every non-ASCII record has its term) and copies
+   * them into arrays of the dictionary's own, which can grow; throws `corrupt(...)` otherwise. Once, before the
+   * first term is added.
+   */
+  private adoptLoadedTables(corrupt: (message: string) => Error): void {
+    const table = this.table;
+    const count = this.count;
+    let used = 0;
+    for (let slot = 1; slot < table.length; slot += 2) {
+      const stored = table[slot]!;
+      if (stored === EMPTY) continue;
+      if (stored < 1 || stored > count) throw corrupt("term dictionary table refers to a missing term");
+      used++;
+    }
+    if (used * 2 > table.length / 2) throw corrupt("term dictionary table is too full");
+    let nonAsciiCount = 0;
+    for (let id = 0; id < count; id++) {
+      this.checkRecord(id, corrupt);
+      if (this.records[id * RECORD + RECORD_LENGTH] === -1) nonAsciiCount++;
+    }
+    if (nonAsciiCount !== this.nonAsciiTerms.size)
+      throw corrupt("term dictionary non-ASCII terms do not match");
+    this.table = table.slice();
+    const records = new Int32Array(Math.max(this.records.length, RECORD * INITIAL_RECORDS));
+    records.set(this.records);
+    this.records = records;
+    const pool = new Uint8Array(Math.max(this.poolLength, INITIAL_POOL_BYTES));
+    pool.set(this.pool.subarray(0, this.poolLength));
+    this.pool = pool;
+    this.loadedCorrupt = null;
   }
 }
 
