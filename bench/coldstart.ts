@@ -3,11 +3,13 @@
  * three modes: from the manifest (read, validate, hash, build), from the manifest with a prebuilt artifact (read,
  * validate, hash, load), and from the self-contained artifact alone (`indexArtifact` without sources: load only).
  * Each child runs the built package (`dist/`, plain `node`, no TypeScript loader), constructs the engine and
- * grounds one query; a bare `node -e ""` is timed in the same runs (Node's own start, part of every figure). Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c]`
- * (modes: `manifest`, `manifest+artifact`, `artifact`; default all three); it builds `dist/` first.
+ * grounds one query; a bare `node -e ""` is timed in the same runs (Node's own start, part of every figure). Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c] [--artifact-dir DIR]`
+ * (modes: `manifest`, `manifest+artifact`, `artifact`; default all three); it builds `dist/` first. With
+ * `--artifact-dir`, the artifacts (and their query) are kept in DIR as `synthetic-<size>-seed42.lxg` and reused by
+ * later runs with only the `artifact` mode (a million entries' artifact takes minutes and gigabytes to build).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { buildIndexArtifactChunks, clearKnowledgeIndexCache } from "../src/index.js";
@@ -31,6 +33,7 @@ function option(name: string, fallback: string): string {
 const sizes = option("sizes", "10000,100000").split(",").map(Number);
 const runs = Number(option("runs", "3"));
 const modes = option("modes", "manifest,manifest+artifact,artifact").split(",");
+const artifactDirectory = option("artifact-dir", "");
 
 async function main(): Promise<void> {
   execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
@@ -52,29 +55,40 @@ async function main(): Promise<void> {
   console.log(`|--:|--:|--:|${modes.map(() => "--:|").join("")}--:|--:|--:|`);
   try {
     for (const size of sizes) {
-      const workload = generateSyntheticRegistry({ size, seed: 42, queryCount: 1 });
-      const manifest: KnowledgeManifest = {
-        schemaVersion: "1",
-        contentVersion: `synthetic-${size}`,
-        generatedAt: "2026-01-01T00:00:00.000Z",
-        catalogs: [{ id: "synthetic", entries: workload.entries }],
-      };
       const manifestPath = join(directory, `kb-${size}.json`);
-      // A million entries' manifest is longer than the longest string V8 makes: written only when a mode reads it.
+      const kept = artifactDirectory ? join(artifactDirectory, `synthetic-${size}-seed42`) : "";
+      const artifactPath = kept ? `${kept}.lxg` : join(directory, `kb-${size}.lxg`);
       let manifestBytes = 0;
-      if (modes.some((mode) => mode !== "artifact")) {
-        const manifestText = JSON.stringify(manifest);
-        manifestBytes = Buffer.byteLength(manifestText);
-        writeFileSync(manifestPath, manifestText);
+      let artifactBytes: number;
+      let query: string;
+      if (kept && modes.every((mode) => mode === "artifact") && existsSync(`${kept}.query.txt`)) {
+        // Kept by an earlier run (its query beside it): reused as it is.
+        query = readFileSync(`${kept}.query.txt`, "utf8");
+        artifactBytes = statSync(artifactPath).size;
+      } else {
+        const workload = generateSyntheticRegistry({ size, seed: 42, queryCount: 1 });
+        const manifest: KnowledgeManifest = {
+          schemaVersion: "1",
+          contentVersion: `synthetic-${size}`,
+          generatedAt: "2026-01-01T00:00:00.000Z",
+          catalogs: [{ id: "synthetic", entries: workload.entries }],
+        };
+        // A million entries' manifest is longer than the longest string V8 makes: written only when a mode reads it.
+        if (modes.some((mode) => mode !== "artifact")) {
+          const manifestText = JSON.stringify(manifest);
+          manifestBytes = Buffer.byteLength(manifestText);
+          writeFileSync(manifestPath, manifestText);
+        }
+        const pieces = await buildIndexArtifactChunks([
+          { id: "synthetic", version: manifest.contentVersion, entries: workload.entries },
+        ]);
+        clearKnowledgeIndexCache();
+        if (kept) mkdirSync(artifactDirectory, { recursive: true });
+        artifactBytes = writeArtifactPieces(artifactPath, pieces);
+        pieces.length = 0;
+        query = workload.queries[0]!.query;
+        if (kept) writeFileSync(`${kept}.query.txt`, query);
       }
-      const pieces = await buildIndexArtifactChunks([
-        { id: "synthetic", version: manifest.contentVersion, entries: workload.entries },
-      ]);
-      clearKnowledgeIndexCache();
-      const artifactPath = join(directory, `kb-${size}.lxg`);
-      const artifactBytes = writeArtifactPieces(artifactPath, pieces);
-      pieces.length = 0;
-      const query = workload.queries[0]!.query;
       const times = new Map<string, number[]>(modes.map((mode) => [mode, []]));
       const cpuTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
       const bareTimes: number[] = [];

@@ -4,7 +4,8 @@
  * from the compiled files or from the TypeScript sources.
  */
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
-import { BUILD_WORKER_MARKER, type BuildWorkerData, type BuildWorkerReply } from "./buildWorker.js";
+import type { BuildWorkerData, BuildWorkerReply } from "./buildWorker.js";
+import { BUILD_WORKER_MARKER } from "./buildWorkerMarker.js";
 import { nodeBuiltin } from "./runtime.js";
 
 /** The part of Node's `MessagePort` the main thread uses. */

@@ -9,15 +9,13 @@
  */
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
+import { BUILD_WORKER_MARKER } from "./buildWorkerMarker.js";
 import { tokenizeList } from "./document.js";
 import { type ScatteredRange, type ScatterInput, scatterRange } from "./fieldPostings.js";
 import { IntBuffer } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";
-
-/** Marks the `workerData` of a build worker. */
-export const BUILD_WORKER_MARKER = "lexground.buildWorker";
 
 /** What a build worker is started with. */
 export type BuildWorkerData = {

@@ -277,11 +277,20 @@ function viewOfCodePoint(code: number): string {
   return known;
 }
 
-const NAMED_REFERENCES: ReadonlyMap<string, string> = new Map(
-  NAMED_REFERENCE_ROWS.flatMap(([decoded, names]) =>
-    names.split(" ").map((name): [string, string] => [name, viewOf(decoded)]),
-  ),
-);
+let namedReferenceViews: ReadonlyMap<string, string> | null = null;
+
+/**
+ * Each named reference with its decoded text as the view holds it: made when text first holds a reference, not
+ * when the module loads (every process that imports the engine would pay for it at start).
+ */
+function namedReferences(): ReadonlyMap<string, string> {
+  namedReferenceViews ??= new Map(
+    NAMED_REFERENCE_ROWS.flatMap(([decoded, names]) =>
+      names.split(" ").map((name): [string, string] => [name, viewOf(decoded)]),
+    ),
+  );
+  return namedReferenceViews;
+}
 
 /** The named references of the table, with their decoded text (for tests). */
 export function namedReferencesForTests(): ReadonlyMap<string, string> {
@@ -316,11 +325,11 @@ function decodeReference(text: string, at: number): { length: number; text: stri
   const run = NAME_RUN.exec(text)?.[0];
   if (run === undefined) return undefined;
   if (text[at + 1 + run.length] === ";") {
-    const decoded = NAMED_REFERENCES.get(`${run};`);
+    const decoded = namedReferences().get(`${run};`);
     if (decoded !== undefined) return { length: run.length + 2, text: decoded };
   }
   for (let length = Math.min(run.length, LEGACY_NAME_MAX_LENGTH); length >= 2; length--) {
-    const decoded = NAMED_REFERENCES.get(run.slice(0, length));
+    const decoded = namedReferences().get(run.slice(0, length));
     if (decoded !== undefined) return { length: length + 1, text: decoded };
   }
   return undefined;
