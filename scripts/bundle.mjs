@@ -7,9 +7,16 @@
  * Why: Node loads an ES module graph file by file (resolve, read, compile, link). The root export was 49 modules;
  * loading them took most of a cold start's time after Node's own (`npm run bench:coldstart`), and a bundle of the
  * same code loads in a fraction of it. Peer and runtime dependencies stay `import`s of their packages.
+ *
+ * The root export's code is one chunk: esbuild puts code in one chunk per set of entry points that use it, and the
+ * other entry points (the CLI's commands, the worker) each use another part of it, which split it into seven
+ * chunks, each a file more to load (about 1 ms each at a cold start). Every other entry point (and every module
+ * loaded by a dynamic import) therefore also uses all of the root export (`KEEP_ROOT` below), so they share it as
+ * one chunk; they load the root export's code with their own (most of them did already; the CLI's `--help` and the
+ * build worker load more than before). Checked after the build: the root export is at most two files.
  */
 import { readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -36,9 +43,40 @@ function filesUnder(directory) {
     .map((entry) => join(entry.parentPath ?? entry.path, entry.name));
 }
 
+const rootEntry = join(root, manifest.exports["."].default);
+/**
+ * Appended to every entry point and dynamically imported module except the root export: it uses the root export's
+ * namespace as a value, so all of the root export's code is used by every entry point (see the module comment).
+ */
+const KEEP_ROOT = (file) =>
+  `\nimport * as lexgroundRootExport from ${JSON.stringify(relative(dirname(file), rootEntry).replace(/^(?!\.)/, "./"))};\n` +
+  'if (typeof lexgroundRootExport !== "object") throw new Error("lexground: the root export did not load");\n';
+
+/** Entry points and dynamically imported modules (not the root export) get {@link KEEP_ROOT}. */
+function keepRootPlugin(entries) {
+  const keepers = new Set(entries.filter((entry) => entry !== rootEntry));
+  return {
+    name: "lexground-keep-root",
+    setup(builder) {
+      builder.onResolve({ filter: /^\./ }, (args) => {
+        if (args.kind === "dynamic-import") {
+          const target = resolve(args.resolveDir, args.path);
+          if (target !== rootEntry && target.startsWith(dist)) keepers.add(target);
+        }
+        return undefined;
+      });
+      builder.onLoad({ filter: /\.js$/ }, (args) => {
+        if (!keepers.has(args.path) || !isAbsolute(args.path)) return undefined;
+        return { contents: readFileSync(args.path, "utf8") + KEEP_ROOT(args.path), loader: "js" };
+      });
+    },
+  };
+}
+
 rmSync(staging, { recursive: true, force: true });
+const entries = entryPoints();
 await build({
-  entryPoints: entryPoints(),
+  entryPoints: entries,
   outdir: staging,
   outbase: dist,
   bundle: true,
@@ -51,6 +89,7 @@ await build({
   chunkNames: "knowledge/chunk-[hash]",
   sourcemap: true,
   logLevel: "warning",
+  plugins: [keepRootPlugin(entries)],
 });
 
 // The parallel build resolves its worker as `./buildWorker.js` from the file its code lands in.
@@ -62,6 +101,21 @@ for (const file of filesUnder(staging)) {
   )
     throw new Error(`bundle: ${relative(staging, file)} starts the build worker but is not beside it`);
 }
+
+// The root export is its entry file and one chunk (plus, at most, an empty module's): see the module comment.
+const rootGraph = new Set();
+const visitGraph = (file) => {
+  if (rootGraph.has(file)) return;
+  rootGraph.add(file);
+  for (const match of readFileSync(file, "utf8").matchAll(
+    /(?:^|\n)\s*(?:import|export)\b[^;]*?["'](\.[^"']+)["']/g,
+  ))
+    visitGraph(resolve(dirname(file), match[1]));
+};
+visitGraph(join(staging, relative(dist, rootEntry)));
+const loadedFiles = [...rootGraph].filter((file) => readFileSync(file, "utf8").trim() !== "");
+if (loadedFiles.length > 2)
+  throw new Error(`bundle: the root export loads ${loadedFiles.length} files where one chunk was expected`);
 
 // tsc's JavaScript (and its maps) goes; its declarations stay; the bundles take the entry points' places.
 for (const file of filesUnder(dist)) if (/\.js(\.map)?$/.test(file)) rmSync(file);
