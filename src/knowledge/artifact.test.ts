@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,7 +24,12 @@ import { checksum32 } from "./checksum.js";
 import { resolveRetrieval } from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
-import { buildIndexArtifact, buildKnowledgeIndexCacheKey, clearKnowledgeIndexCache } from "./indexCache.js";
+import {
+  buildIndexArtifact,
+  buildKnowledgeIndexCacheKey,
+  clearKnowledgeIndexCache,
+  getOrLoadKnowledgeIndexArtifact,
+} from "./indexCache.js";
 import { buildIndexSnapshot, type KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { normalizeSources } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
@@ -481,6 +487,30 @@ describe("engine from a self-contained artifact alone", () => {
     { query: "progress bar", recentTurns: [{ role: "user" as const, text: "onboarding wizard" }] },
     { query: "nothing matches zzz" },
   ];
+
+  it("a file is opened once per load: its header names the cached snapshot, and a cache hit or a refusal leaves no file open", async () => {
+    const directory = await mkdtemp(join(tmpdir(), "lexground-open-once-"));
+    try {
+      const path = join(directory, "kb.lxg");
+      await writeFile(path, await buildIndexArtifact(sources));
+      clearKnowledgeIndexCache();
+      const openFiles = () => (existsSync("/proc/self/fd") ? readdirSync("/proc/self/fd").length : 0);
+      const first = await getOrLoadKnowledgeIndexArtifact(path);
+      expect(first.cacheHit).toBe(false);
+      expect(first.origin).toBe("artifact");
+      const before = openFiles();
+      const second = await getOrLoadKnowledgeIndexArtifact(path);
+      expect(second.cacheHit).toBe(true);
+      expect(second.snapshot).toBe(first.snapshot);
+      expect(openFiles()).toBe(before);
+      await expect(getOrLoadKnowledgeIndexArtifact(path, { k1: 0.5 })).rejects.toMatchObject({
+        code: "options-mismatch",
+      });
+      expect(openFiles()).toBe(before);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
 
   it("serves from a file or bytes with no sources: same outcomes as the engine built from the sources", async () => {
     const directory = await mkdtemp(join(tmpdir(), "lexground-artifact-"));

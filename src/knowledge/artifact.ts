@@ -34,6 +34,7 @@ import {
   type ByteSource,
   checkExpectations,
   corrupt,
+  type FileByteSource,
   type IndexArtifactExpectations,
   isLittleEndian,
   KEYS_PER_BLOCK,
@@ -359,40 +360,92 @@ export async function loadIndexArtifact(
   expected: IndexArtifactExpectations = {},
 ): Promise<{ snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader }> {
   if (typeof artifact !== "string") return loadBytesWith(artifact, expected);
+  return openIndexArtifact(artifact, expected).load(expected);
+}
+
+/**
+ * An artifact file opened, with its header read and checked (see {@link openIndexArtifact}): `load` reads the rest
+ * (what {@link loadIndexArtifact} does after opening), `close` releases the file when it is not loaded after all.
+ * @internal
+ */
+export type OpenedIndexArtifact = {
+  header: KnowledgeIndexArtifactHeader;
+  load(
+    expected?: IndexArtifactExpectations,
+  ): Promise<{ snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader }>;
+  close(): void;
+};
+
+/**
+ * Opens an artifact file and reads and checks its header against `expected`, so a caller can look at the header
+ * (its content key) before loading, without opening and reading the file twice. Throws
+ * {@link KnowledgeArtifactError} (the file is closed then).
+ * @internal
+ */
+export function openIndexArtifact(
+  path: string,
+  expected: IndexArtifactExpectations = {},
+): OpenedIndexArtifact {
   if (!isLittleEndian()) throw unsupportedPlatform();
-  const source = openFileSource(artifact);
+  const source = openFileSource(path);
+  let head: { header: KnowledgeIndexArtifactHeader; payloadStart: number };
   try {
-    const head = readHeaderFrom(source);
+    head = readHeaderFrom(source);
     checkExpectations(head.header, expected);
-    // The sections read at load lie first (the lazy postings and the entry records after them): up to a
-    // gigabyte, one read (without blocking the event loop) brings them all, and the buffer starts at the payload,
-    // so the 8-byte aligned sections stay aligned; beyond, each section is read into a buffer of its own (no
-    // buffer may exceed 4 GiB).
-    const eager = Object.entries(head.header.sections).filter(([, section]) => !section.lazy);
-    const regionLength = eager.reduce(
-      (end, [, section]) => Math.max(end, section.offset + section.length),
-      0,
-    );
-    let fetch: (name: string, offset: number, length: number) => Uint8Array;
-    if (regionLength <= ONE_READ_BYTES) {
-      const region = await source.readAsync(head.payloadStart, regionLength);
-      fetch = (_name, offset, length) => region.subarray(offset, offset + length);
-    } else {
-      const buffers = new Map<string, Uint8Array>();
-      for (const [name, section] of eager)
-        buffers.set(name, await source.readAsync(head.payloadStart + section.offset, section.length));
-      fetch = (name) => buffers.get(name)!;
-    }
-    const loaded = loadFrom(source, expected, fetch, head);
-    const held = { source, holders: 2 };
-    fileCloser?.register(loaded.snapshot.entriesById, held);
-    fileCloser?.register(loaded.snapshot.lexical, held);
-    return loaded;
   } catch (caught) {
     source.close();
     if (KnowledgeArtifactError.isInstance(caught)) throw caught;
-    throw unreadable(artifact, caught);
+    throw unreadable(path, caught);
   }
+  let used = false;
+  return {
+    header: head.header,
+    close() {
+      if (!used) source.close();
+      used = true;
+    },
+    async load(loadExpected = {}) {
+      if (used) throw new KnowledgeArtifactError("unreadable", `index artifact ${path} was closed`);
+      used = true;
+      try {
+        checkExpectations(head.header, loadExpected);
+        return await loadSections(source, head, loadExpected);
+      } catch (caught) {
+        source.close();
+        if (KnowledgeArtifactError.isInstance(caught)) throw caught;
+        throw unreadable(path, caught);
+      }
+    },
+  };
+}
+
+/** The sections of an opened file after its header: read, checked and assembled (see {@link loadIndexArtifact}). */
+async function loadSections(
+  source: FileByteSource,
+  head: { header: KnowledgeIndexArtifactHeader; payloadStart: number },
+  expected: IndexArtifactExpectations,
+): Promise<{ snapshot: KnowledgeIndexSnapshot; header: KnowledgeIndexArtifactHeader }> {
+  // The sections read at load lie first (the lazy postings and the entry records after them): up to a
+  // gigabyte, one read (without blocking the event loop) brings them all, and the buffer starts at the payload,
+  // so the 8-byte aligned sections stay aligned; beyond, each section is read into a buffer of its own (no
+  // buffer may exceed 4 GiB).
+  const eager = Object.entries(head.header.sections).filter(([, section]) => !section.lazy);
+  const regionLength = eager.reduce((end, [, section]) => Math.max(end, section.offset + section.length), 0);
+  let fetch: (name: string, offset: number, length: number) => Uint8Array;
+  if (regionLength <= ONE_READ_BYTES) {
+    const region = await source.readAsync(head.payloadStart, regionLength);
+    fetch = (_name, offset, length) => region.subarray(offset, offset + length);
+  } else {
+    const buffers = new Map<string, Uint8Array>();
+    for (const [name, section] of eager)
+      buffers.set(name, await source.readAsync(head.payloadStart + section.offset, section.length));
+    fetch = (name) => buffers.get(name)!;
+  }
+  const loaded = loadFrom(source, expected, fetch, head);
+  const held = { source, holders: 2 };
+  fileCloser?.register(loaded.snapshot.entriesById, held);
+  fileCloser?.register(loaded.snapshot.lexical, held);
+  return loaded;
 }
 
 function loadBytesWith(

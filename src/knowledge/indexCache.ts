@@ -15,6 +15,7 @@ import type {
 import {
   type ArtifactIndexOptions,
   loadIndexArtifact,
+  openIndexArtifact,
   readIndexArtifactHeaderFrom,
   serializeIndexSnapshot,
   serializeIndexSnapshotChunks,
@@ -312,14 +313,27 @@ export async function getOrLoadKnowledgeIndexArtifact(
   options?: Partial<KnowledgeFieldWeights> | KnowledgeIndexBuildOptions,
 ): Promise<KnowledgeIndexBuildResult & { cacheHit: boolean }> {
   const expectedOptions = resolveArtifactIndexOptions(options);
-  const header = readIndexArtifactHeaderFrom(artifact, { options: expectedOptions });
+  // A file is opened once: its header names the content key (the cache's), the rest is read only on a miss.
+  const opened =
+    typeof artifact === "string" ? openIndexArtifact(artifact, { options: expectedOptions }) : null;
+  const header = opened ? opened.header : readIndexArtifactHeaderFrom(artifact, { options: expectedOptions });
   const cacheKey = header.cacheKey;
   const existing = cache.get(cacheKey);
   if (existing) {
-    const result = await existing;
-    if (result.snapshot) return { ...result, cacheHit: true };
+    let result: KnowledgeIndexBuildResult;
+    try {
+      result = await existing;
+    } catch (caught) {
+      opened?.close();
+      throw caught;
+    }
+    if (result.snapshot) {
+      opened?.close();
+      return { ...result, cacheHit: true };
+    }
   }
-  const promise = loadIndexArtifact(artifact, { cacheKey, options: expectedOptions }).then(
+  const expected = { cacheKey, options: expectedOptions };
+  const promise = (opened ? opened.load(expected) : loadIndexArtifact(artifact, expected)).then(
     ({ snapshot }): KnowledgeIndexBuildResult => ({
       snapshot,
       validation: { ok: true, issues: [] },
