@@ -95,8 +95,11 @@ export class PartCounter {
         ? counter.countTokens(this.analyzer(tokenizeList(fieldTexts)), marker)
         : counter.countTexts(fieldTexts, marker);
       out.push(length);
-      out.push(counter.fieldTerms.length);
-      for (const termId of counter.fieldTerms) {
+      const termCount = counter.fieldTermCount;
+      const termIds = counter.fieldTermIds;
+      out.push(termCount);
+      for (let index = 0; index < termCount; index++) {
+        const termId = termIds[index]!;
         out.push(termId);
         out.push(counter.frequency(termId));
       }

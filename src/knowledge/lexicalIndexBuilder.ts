@@ -203,7 +203,9 @@ export class LexicalIndexBuilder {
       }
       builder.lengths.push(length);
       builder.total += length;
-      for (const termId of counter.fieldTerms) {
+      const termIds = counter.fieldTermIds;
+      for (let index = 0; index < counter.fieldTermCount; index++) {
+        const termId = termIds[index]!;
         builder.terms.push(termId);
         builder.frequencies.push(counter.frequency(termId));
       }

@@ -11,7 +11,14 @@ import {
 } from "./characters.js";
 import { MAX_TOKEN_LENGTH } from "./defaults.js";
 import { forEachSegment, isAscii, tokenize } from "./normalize.js";
-import { finishHash, foldWord, PACKED_HASH_START, type TermDictionary } from "./termDictionary.js";
+import {
+  finishHash,
+  foldWord,
+  PACKED_HASH,
+  PACKED_HASH_START,
+  PACKED_WORDS,
+  type TermDictionary,
+} from "./termDictionary.js";
 
 /** Bits of one packed character (the dictionary packs four per 32-bit word). */
 const BITS_PER_CHARACTER = 8;
@@ -27,8 +34,14 @@ export class TermCounter {
   private readonly dictionary: TermDictionary;
   /** `[2 × termId]`: the marker of the last (document, field) the term was seen in; `[2 × termId + 1]`: its count there. */
   private counts = new Int32Array(2048);
-  /** Distinct term ids of the current (document, field), in order of first occurrence. */
-  readonly fieldTerms: number[] = [];
+  /**
+   * Distinct term ids of the current (document, field), in order of first occurrence: the first
+   * {@link fieldTermCount} values. A typed array with a count, not a JS array emptied per field: emptying a JS
+   * array drops its storage, which every field then grows again (most of a build's short-lived allocations).
+   */
+  fieldTermIds = new Int32Array(256);
+  /** How many of {@link fieldTermIds} belong to the current (document, field). */
+  fieldTermCount = 0;
 
   constructor(dictionary: TermDictionary) {
     this.dictionary = dictionary;
@@ -39,9 +52,14 @@ export class TermCounter {
     return this.counts[2 * termId + 1]!;
   }
 
+  /** The distinct term ids of the current (document, field) as a new array (for callers off the hot path). */
+  get fieldTerms(): number[] {
+    return Array.from(this.fieldTermIds.subarray(0, this.fieldTermCount));
+  }
+
   /** Starts the next (document, field). */
   clearField(): void {
-    this.fieldTerms.length = 0;
+    this.fieldTermCount = 0;
   }
 
   /** Releases the scratch memory (after the last document). */
@@ -86,7 +104,12 @@ export class TermCounter {
     if (counts[2 * termId] !== marker) {
       counts[2 * termId] = marker;
       counts[2 * termId + 1] = 1;
-      this.fieldTerms.push(termId);
+      if (this.fieldTermCount === this.fieldTermIds.length) {
+        const grown = new Int32Array(this.fieldTermIds.length * 2);
+        grown.set(this.fieldTermIds);
+        this.fieldTermIds = grown;
+      }
+      this.fieldTermIds[this.fieldTermCount++] = termId;
     } else {
       counts[2 * termId + 1]!++;
     }
@@ -100,6 +123,7 @@ export class TermCounter {
    */
   countAsciiText(text: string, marker: number, from: number, to: number): number {
     const dictionary = this.dictionary;
+    const key = dictionary.packedKey;
     let tokens = 0;
     let index = from;
     while (index < to) {
@@ -157,20 +181,13 @@ export class TermCounter {
         else if (length <= 12) word2 = word;
         else if (length <= 16) word3 = word;
       }
-      this.countTerm(
-        dictionary.internPacked(
-          text,
-          start,
-          length,
-          finishHash(hash, length),
-          word0,
-          word1,
-          word2,
-          word3,
-          true,
-        ),
-        marker,
-      );
+      // Through the dictionary's packed key, not as arguments (which would box them; see TermDictionary.packedKey).
+      key[PACKED_HASH] = finishHash(hash, length);
+      key[PACKED_WORDS] = word0;
+      key[PACKED_WORDS + 1] = word1;
+      key[PACKED_WORDS + 2] = word2;
+      key[PACKED_WORDS + 3] = word3;
+      this.countTerm(dictionary.internPacked(text, start, length, true), marker);
       tokens++;
     }
     return tokens;

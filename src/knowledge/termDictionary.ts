@@ -65,21 +65,21 @@ function isAsciiTerm(term: string): boolean {
 }
 
 /**
- * Packs the ASCII term `term` as the tokenizer packs a token (`termCounter.ts`): the first four words into `words`
- * (zero beyond the end), the hash returned.
+ * Packs the ASCII term `term` as the tokenizer packs a token (`termCounter.ts`) into `key`: its hash, then its first
+ * four words (zero beyond the end); see {@link TermDictionary.packedKey}.
  */
-function packTerm(term: string, words: Int32Array): number {
+function packTerm(term: string, key: Int32Array): void {
   let hash = FNV_OFFSET;
   let word = 0;
   let shift = 0;
   let count = 0;
-  words.fill(0);
+  key.fill(0);
   for (let index = 0; index < term.length; index++) {
     word |= term.charCodeAt(index) << shift;
     shift += BITS_PER_CHARACTER;
     if (shift === BITS_PER_WORD) {
       hash = foldWord(hash, word);
-      if (count < 4) words[count] = word;
+      if (count < 4) key[PACKED_WORDS + count] = word;
       count++;
       word = 0;
       shift = 0;
@@ -87,10 +87,14 @@ function packTerm(term: string, words: Int32Array): number {
   }
   if (shift > 0) {
     hash = foldWord(hash, word);
-    if (count < 4) words[count] = word;
+    if (count < 4) key[PACKED_WORDS + count] = word;
   }
-  return finishHash(hash, term.length);
+  key[PACKED_HASH] = finishHash(hash, term.length);
 }
+
+/** {@link TermDictionary.packedKey} layout: the hash, then the first of the four packed words. */
+export const PACKED_HASH = 0;
+export const PACKED_WORDS = 1;
 
 /** Term ↔ id dictionary of one lexical index; ids are dense, in first-seen order. */
 export class TermDictionary {
@@ -103,7 +107,13 @@ export class TermDictionary {
   private count = 0;
   private readonly nonAsciiIds = new Map<string, number>();
   private readonly nonAsciiTerms = new Map<number, string>();
-  private readonly scratchWords = new Int32Array(4);
+  /**
+   * The packed key of the term being looked up: its hash ({@link PACKED_HASH}) and its first 16 characters as four
+   * words ({@link PACKED_WORDS}). The tokenizer writes it here and then calls {@link internPacked}: hashes and
+   * packed words are 32-bit values outside the small-integer range, and passing them as arguments to a call that
+   * is not inlined would box each in a heap number (several allocations per token, most of a build's garbage).
+   */
+  readonly packedKey = new Int32Array(5);
   private termsCache: string[] | null = null;
   /**
    * Set while the tables are a loaded artifact's, not yet checked whole (see {@link fromTables}): lookups then check
@@ -154,10 +164,9 @@ export class TermDictionary {
   /** Id of a term, or -1. */
   get(term: string): number {
     if (!isAsciiTerm(term)) return this.nonAsciiIds.get(term) ?? -1;
-    const words = this.scratchWords;
-    const hash = packTerm(term, words);
-    if (this.loadedCorrupt) return this.findChecked(hash, term, words, this.loadedCorrupt);
-    return this.find(hash, term.length, words[0]!, words[1]!, words[2]!, words[3]!, term, 0, false);
+    packTerm(term, this.packedKey);
+    if (this.loadedCorrupt) return this.findChecked(term, this.loadedCorrupt);
+    return this.find(term.length, term, 0, false);
   }
 
   /** Id of a term, adding it when new. */
@@ -172,37 +181,27 @@ export class TermDictionary {
       }
       return id;
     }
-    const words = this.scratchWords;
-    const hash = packTerm(term, words);
-    return this.internPacked(term, 0, term.length, hash, words[0]!, words[1]!, words[2]!, words[3]!, false);
+    packTerm(term, this.packedKey);
+    return this.internPacked(term, 0, term.length, false);
   }
 
   /**
-   * Id of a packed ASCII term, adding it when new: `hash` from {@link finishHash}, `word0..3` its first 16
-   * characters packed (zero beyond its length), and `source[start, start + length)` its characters, lowercased
-   * with `| 32` when `lowercase` is set (letters and digits only then).
+   * Id of a packed ASCII term, adding it when new: {@link packedKey} holds its hash (from {@link finishHash}) and
+   * its first 16 characters packed (zero beyond its length), and `source[start, start + length)` are its
+   * characters, lowercased with `| 32` when `lowercase` is set (letters and digits only then).
    */
-  internPacked(
-    source: string,
-    start: number,
-    length: number,
-    hash: number,
-    word0: number,
-    word1: number,
-    word2: number,
-    word3: number,
-    lowercase: boolean,
-  ): number {
+  internPacked(source: string, start: number, length: number, lowercase: boolean): number {
     if (this.loadedCorrupt) this.adoptLoadedTables(this.loadedCorrupt);
-    const found = this.find(hash, length, word0, word1, word2, word3, source, start, lowercase);
+    const found = this.find(length, source, start, lowercase);
     if (found >= 0) return found;
+    const key = this.packedKey;
     const id = this.addRecord(length);
     const base = id * RECORD;
     const records = this.records;
-    records[base + RECORD_WORDS] = word0;
-    records[base + RECORD_WORDS + 1] = word1;
-    records[base + RECORD_WORDS + 2] = word2;
-    records[base + RECORD_WORDS + 3] = word3;
+    records[base + RECORD_WORDS] = key[PACKED_WORDS]!;
+    records[base + RECORD_WORDS + 1] = key[PACKED_WORDS + 1]!;
+    records[base + RECORD_WORDS + 2] = key[PACKED_WORDS + 2]!;
+    records[base + RECORD_WORDS + 3] = key[PACKED_WORDS + 3]!;
     if (length > INLINE_CHARACTERS) {
       const tail = length - INLINE_CHARACTERS;
       if (this.poolLength + tail > this.pool.length) {
@@ -217,25 +216,24 @@ export class TermDictionary {
         pool[this.poolLength + index] = source.charCodeAt(start + INLINE_CHARACTERS + index) | mask;
       this.poolLength += tail;
     }
-    this.placeInTable(hash, id);
+    this.placeInTable(key[PACKED_HASH]!, id);
     return id;
   }
 
-  /** The id of a packed term, or -1 (where {@link placeInTable} would put it is found again on insert). */
-  private find(
-    hash: number,
-    length: number,
-    word0: number,
-    word1: number,
-    word2: number,
-    word3: number,
-    source: string,
-    start: number,
-    lowercase: boolean,
-  ): number {
+  /**
+   * The id of the term in {@link packedKey}, or -1 (where {@link placeInTable} would put it is found again on
+   * insert).
+   */
+  private find(length: number, source: string, start: number, lowercase: boolean): number {
     const table = this.table;
     const mask = this.mask;
     const records = this.records;
+    const key = this.packedKey;
+    const hash = key[PACKED_HASH]!;
+    const word0 = key[PACKED_WORDS]!;
+    const word1 = key[PACKED_WORDS + 1]!;
+    const word2 = key[PACKED_WORDS + 2]!;
+    const word3 = key[PACKED_WORDS + 3]!;
     let slot = hash & mask;
     for (;;) {
       const stored = table[2 * slot + 1]!;
@@ -262,12 +260,9 @@ export class TermDictionary {
    * name an existing term, every record it compares must lie within the tables, and the probe must end within the
    * table's size; otherwise it throws `corrupt(...)` instead of answering.
    */
-  private findChecked(
-    hash: number,
-    term: string,
-    words: Int32Array,
-    corrupt: (message: string) => Error,
-  ): number {
+  private findChecked(term: string, corrupt: (message: string) => Error): number {
+    const key = this.packedKey;
+    const hash = key[PACKED_HASH]!;
     const table = this.table;
     const mask = this.mask;
     const records = this.records;
@@ -285,10 +280,10 @@ export class TermDictionary {
         const base = (stored - 1) * RECORD;
         if (
           records[base + RECORD_LENGTH] === length &&
-          records[base + RECORD_WORDS] === words[0] &&
-          records[base + RECORD_WORDS + 1] === words[1] &&
-          records[base + RECORD_WORDS + 2] === words[2] &&
-          records[base + RECORD_WORDS + 3] === words[3] &&
+          records[base + RECORD_WORDS] === key[PACKED_WORDS] &&
+          records[base + RECORD_WORDS + 1] === key[PACKED_WORDS + 1] &&
+          records[base + RECORD_WORDS + 2] === key[PACKED_WORDS + 2] &&
+          records[base + RECORD_WORDS + 3] === key[PACKED_WORDS + 3] &&
           (length <= INLINE_CHARACTERS || this.sameTail(records[base + RECORD_TAIL]!, term, 0, length, false))
         )
           return stored - 1;
