@@ -16,6 +16,7 @@ import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import type { PostingLoader } from "./indexParts.js";
 import { KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { FIELD_COUNT } from "./postings.js";
+import { RankedIdMap } from "./rankedIdMap.js";
 import { TermDictionary } from "./termDictionary.js";
 
 /** The index settings an artifact was built with (compared with an engine's before it serves the artifact). */
@@ -210,94 +211,6 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
 
 function isStringArray(value: unknown, length: number): value is string[] {
   return Array.isArray(value) && value.length === length && value.every((item) => typeof item === "string");
-}
-
-/**
- * Entry id → dense id of a loaded index without a hash map: a binary search over the ids in `ranks` order (code-unit
- * order). Built in two linear passes at load (the ranks inverted, then the ids checked to be strictly ascending in
- * that order, which also proves them distinct), where a `Map` would hash every id. Read-only.
- */
-class RankedIdMap extends Map<string, number> {
-  constructor(
-    private readonly ids: readonly string[],
-    private readonly order: Int32Array,
-  ) {
-    super();
-  }
-
-  /** The ranked lookup of `ids` (by dense id) with their `ranks`; throws a RangeError when they disagree. */
-  static from(ids: readonly string[], ranks: Int32Array): RankedIdMap {
-    const count = ids.length;
-    if (ranks.length !== count) throw new RangeError("lexical.ranks does not match the entry count");
-    let identity = true;
-    for (let doc = 0; doc < count; doc++)
-      if (ranks[doc] !== doc) {
-        identity = false;
-        break;
-      }
-    let order = ranks;
-    if (!identity) {
-      order = new Int32Array(count).fill(-1);
-      for (let doc = 0; doc < count; doc++) {
-        const rank = ranks[doc]!;
-        if (rank >>> 0 >= count || order[rank] !== -1)
-          throw new RangeError("lexical.ranks is not a permutation");
-        order[rank] = doc;
-      }
-    }
-    for (let rank = 1; rank < count; rank++)
-      if (!(ids[order[rank - 1]!]! < ids[order[rank]!]!))
-        throw new RangeError("lexical.ids are not distinct and in the order of lexical.ranks");
-    return new RankedIdMap(ids, order);
-  }
-
-  override get(id: string): number | undefined {
-    if (typeof id !== "string") return undefined;
-    let low = 0;
-    let high = this.order.length - 1;
-    while (low <= high) {
-      const middle = (low + high) >>> 1;
-      const doc = this.order[middle]!;
-      const found = this.ids[doc]!;
-      if (found === id) return doc;
-      if (found < id) low = middle + 1;
-      else high = middle - 1;
-    }
-    return undefined;
-  }
-  override has(id: string): boolean {
-    return this.get(id) !== undefined;
-  }
-  override get size(): number {
-    return this.ids.length;
-  }
-  override *entries(): MapIterator<[string, number]> {
-    for (let doc = 0; doc < this.ids.length; doc++) yield [this.ids[doc]!, doc];
-  }
-  override *keys(): MapIterator<string> {
-    yield* this.ids;
-  }
-  override *values(): MapIterator<number> {
-    for (let doc = 0; doc < this.ids.length; doc++) yield doc;
-  }
-  override [Symbol.iterator](): MapIterator<[string, number]> {
-    return this.entries();
-  }
-  override forEach(
-    callback: (value: number, key: string, map: Map<string, number>) => void,
-    thisArgument?: unknown,
-  ): void {
-    for (let doc = 0; doc < this.ids.length; doc++) callback.call(thisArgument, doc, this.ids[doc]!, this);
-  }
-  override set(): this {
-    throw new TypeError("the id map of a loaded index is read-only");
-  }
-  override delete(): boolean {
-    throw new TypeError("the id map of a loaded index is read-only");
-  }
-  override clear(): void {
-    throw new TypeError("the id map of a loaded index is read-only");
-  }
 }
 
 /** One lazy array of a posting list: where its bytes come from, its block checksums, and the array it fills. */

@@ -47,6 +47,35 @@ export abstract class DerivedReadOnlyMap<V> extends Map<string, V> {
 }
 
 /**
+ * `entriesById` of a built snapshot: the entries by dense id, found through the lexical index's id lookup (a binary
+ * search over the sorted ids in a full build) instead of a `Map` of its own, in dense (id) order when iterated.
+ */
+export class DenseEntryMap extends DerivedReadOnlyMap<NormalizedKnowledgeEntry> {
+  constructor(
+    private readonly byDenseId: readonly NormalizedKnowledgeEntry[],
+    private readonly denseIdOf: (id: string) => number,
+  ) {
+    super();
+  }
+  override get(id: string): NormalizedKnowledgeEntry | undefined {
+    const doc = typeof id === "string" ? this.denseIdOf(id) : -1;
+    return doc < 0 ? undefined : this.byDenseId[doc];
+  }
+  override has(id: string): boolean {
+    return typeof id === "string" && this.denseIdOf(id) >= 0;
+  }
+  override get size(): number {
+    return this.byDenseId.length;
+  }
+  override *entries(): MapIterator<[string, NormalizedKnowledgeEntry]> {
+    for (const entry of this.byDenseId) yield [entry.id, entry];
+  }
+  override *values(): MapIterator<NormalizedKnowledgeEntry> {
+    yield* this.byDenseId;
+  }
+}
+
+/**
  * Phrase key → ids, read from per-key lists over a phrase trie: the ids of the key at trie index `k` are
  * `ids[docs[offsets[k]]] … ids[docs[offsets[k + 1] - 1]]`, in that order. Keys the trie gained after the lists
  * were made (a later update shares the trie) have no ids here. Each `get` returns a new `Set`.

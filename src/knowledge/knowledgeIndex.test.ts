@@ -258,6 +258,49 @@ describe("large builds", () => {
   it("reports duplicate ids given without validation", () => {
     expect(() => buildIndexSnapshot([...entries, entries[5]!])).toThrow(/duplicate id "large\./);
   });
+
+  it("finds every id, during the build and after, whether ids come in code-unit order or not", () => {
+    const sorted = entries.slice().sort((l, r) => (l.id < r.id ? -1 : 1));
+    for (const order of [sorted, entries, sorted.slice(0, 1500).concat(sorted.slice(1500).reverse())]) {
+      const index = new KnowledgeLexicalIndex();
+      for (const entry of order) index.add(buildDocument(entry));
+      const during = order.map((entry) => index.denseIdOf(entry.id));
+      expect(during).toEqual(order.map((_, position) => position));
+      index.finalize();
+      expect(order.map((entry) => index.denseIdOf(entry.id))).toEqual(during);
+      for (const missing of ["", "large", "large.0 ", "zzz", "__proto__", "Large.1"])
+        expect(index.denseIdOf(missing)).toBe(-1);
+      expect(order.map((_, position) => index.idAt(position))).toEqual(order.map((entry) => entry.id));
+    }
+  });
+
+  it("refuses an id equal to the previous one, or to an earlier one once out of order", () => {
+    const sorted = entries.slice().sort((l, r) => (l.id < r.id ? -1 : 1));
+    const ascending = new KnowledgeLexicalIndex();
+    for (const entry of sorted.slice(0, 10)) ascending.add(buildDocument(entry));
+    expect(() => ascending.add(buildDocument(sorted[9]!))).toThrow(/duplicate id/);
+    const outOfOrder = new KnowledgeLexicalIndex();
+    for (const entry of sorted.slice(0, 10)) outOfOrder.add(buildDocument(entry));
+    outOfOrder.add(buildDocument(sorted[20]!));
+    outOfOrder.add(buildDocument(sorted[15]!));
+    expect(() => outOfOrder.add(buildDocument(sorted[3]!))).toThrow(/duplicate id/);
+    expect(() => outOfOrder.add(buildDocument(sorted[20]!))).toThrow(/duplicate id/);
+  });
+
+  it("serves entriesById like a map of the entries in id order", () => {
+    const snapshot = buildIndexSnapshot(entries);
+    const sorted = entries.slice().sort((l, r) => (l.id < r.id ? -1 : 1));
+    expect(snapshot.entriesById.size).toBe(entries.length);
+    expect([...snapshot.entriesById.keys()]).toEqual(sorted.map((entry) => entry.id));
+    expect([...snapshot.entriesById.values()]).toEqual(sorted);
+    for (const entry of entries) {
+      expect(snapshot.entriesById.get(entry.id)).toBe(entry);
+      expect(snapshot.entriesById.has(entry.id)).toBe(true);
+    }
+    expect(snapshot.entriesById.get("missing")).toBeUndefined();
+    expect(snapshot.entriesById.has("__proto__")).toBe(false);
+    expect(() => snapshot.entriesById.set("x", entries[0]!)).toThrow(TypeError);
+  });
 });
 
 describe("BM25 with k1 = 0 (term frequency ignored)", () => {

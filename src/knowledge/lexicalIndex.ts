@@ -148,6 +148,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
 
   /** Dense id of a (live) entry id, or -1. */
   denseIdOf(id: string): number {
+    if (this.builder) return this.builder.denseIdOf(id);
     const changes = this.changes;
     if (!changes) return this.denseIds.get(id) ?? -1;
     const doc = this.denseIds.get(id);

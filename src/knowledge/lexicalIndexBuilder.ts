@@ -24,6 +24,7 @@ import {
   type FrequencyPostings,
   inactivePostings,
 } from "./postings.js";
+import { RankedIdMap } from "./rankedIdMap.js";
 import { rankIds } from "./ranking.js";
 import type { TermCounter } from "./termCounter.js";
 import type { TermDictionary } from "./termDictionary.js";
@@ -64,7 +65,14 @@ export class LexicalIndexBuilder {
   private readonly analyzer: TokenAnalyzer | null;
   private readonly dictionary: TermDictionary;
   private readonly ids: string[];
+  /**
+   * Id → dense id while ids come out of order (filled from the first id that does not follow the previous one in
+   * code-unit order; a compaction fills it itself). Empty while ids come strictly ascending, as a snapshot build adds
+   * them: then a binary search over {@link ids} finds them, and the finished index keeps that instead of a map.
+   */
   private readonly denseIds: Map<string, number>;
+  /** Whether every id so far followed the previous one in code-unit order (then {@link denseIds} is empty). */
+  private ascending = true;
   /** Term frequencies of the document being added (null for a compaction's builder, which adds no document). */
   private counter: TermCounter | null;
   /** Per-field build buffers; null once finalized. */
@@ -157,10 +165,7 @@ export class LexicalIndexBuilder {
   addCountedDocument(id: string, counts: Int32Array, offset: number, termIds: Int32Array): number {
     const builders = this.builders;
     if (!builders || !this.counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
-    if (this.denseIds.has(id))
-      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
-    this.denseIds.set(id, this.ids.length);
-    this.ids.push(id);
+    this.register(id);
     let position = offset;
     for (let field = 0; field < FIELD_COUNT; field++) {
       const builder = builders[field]!;
@@ -179,6 +184,40 @@ export class LexicalIndexBuilder {
     return position;
   }
 
+  /** Gives `id` the next dense id; a duplicate is an error. */
+  private register(id: string): void {
+    const ids = this.ids;
+    if (this.ascending) {
+      // An id after the previous one in code-unit order is new (every earlier id is smaller).
+      if (ids.length === 0 || ids[ids.length - 1]! < id) {
+        ids.push(id);
+        return;
+      }
+      this.ascending = false;
+      for (let doc = 0; doc < ids.length; doc++) this.denseIds.set(ids[doc]!, doc);
+    }
+    if (this.denseIds.has(id))
+      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
+    this.denseIds.set(id, ids.length);
+    ids.push(id);
+  }
+
+  /** Dense id of an id added so far, or -1. */
+  denseIdOf(id: string): number {
+    if (this.denseIds.size > 0 || !this.ascending) return this.denseIds.get(id) ?? -1;
+    const ids = this.ids;
+    let low = 0;
+    let high = ids.length - 1;
+    while (low <= high) {
+      const middle = (low + high) >>> 1;
+      const found = ids[middle]!;
+      if (found === id) return middle;
+      if (found < id) low = middle + 1;
+      else high = middle - 1;
+    }
+    return -1;
+  }
+
   private addDocument(
     id: string,
     rawTexts: readonly (readonly string[])[] | undefined,
@@ -187,11 +226,8 @@ export class LexicalIndexBuilder {
     const builders = this.builders;
     const counter = this.counter;
     if (!builders || !counter) throw new Error("KnowledgeLexicalIndex.add: the index is finalized");
-    if (this.denseIds.has(id))
-      throw new Error(`KnowledgeLexicalIndex.add: duplicate id ${JSON.stringify(id)}`);
     const docId = this.ids.length;
-    this.ids.push(id);
-    this.denseIds.set(id, docId);
+    this.register(id);
     for (let field = 0; field < FIELD_COUNT; field++) {
       const builder = builders[field]!;
       const marker = docId * FIELD_COUNT + field + 1;
@@ -274,10 +310,13 @@ export class LexicalIndexBuilder {
       return null;
     }
     const ranks = rankIds(this.ids);
+    // Ids added in code-unit order (a snapshot build) are found by binary search; a compaction filled the map.
+    const denseIds =
+      this.denseIds.size === 0 && this.ids.length > 0 ? RankedIdMap.ofSorted(this.ids) : this.denseIds;
     const state: FinishedLexicalState = {
       dictionary: this.dictionary,
       ids: this.ids,
-      denseIds: this.denseIds,
+      denseIds,
       ranks,
       postings: this.postings,
       termPostings: this.termPostings,
@@ -286,7 +325,7 @@ export class LexicalIndexBuilder {
       termLimit: this.termLimit,
       base: {
         ids: this.ids,
-        denseIds: this.denseIds,
+        denseIds,
         ranks,
         order: null,
         termPostings: this.termPostings,

@@ -9,7 +9,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { ELIGIBILITY_CACHE_LIMIT, ELIGIBILITY_CACHE_MAX_BYTES, toIndexBuildOptions } from "./defaults.js";
-import { PhraseListMap, PhraseListsBuilder, RelationMap } from "./derivedMaps.js";
+import { DenseEntryMap, PhraseListMap, PhraseListsBuilder, RelationMap } from "./derivedMaps.js";
 import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
 import { LruCache } from "./lruCache.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
@@ -209,10 +209,10 @@ function sortById(entries: readonly NormalizedKnowledgeEntry[]): NormalizedKnowl
 /**
  * The phrase and relation maps of a snapshot, filled entry by entry. The phrase maps are per-key lists over the
  * phrase trie (see `phraseMaps.ts`): each key is interned in the trie once, and the (key, entry) pairs are
- * turned into lists when the snapshot is finished.
+ * turned into lists when the snapshot is finished. `entriesById` is read through the lexical index's id lookup
+ * (see {@link DenseEntryMap}), not a map of its own.
  */
 export class SnapshotMaps {
-  private readonly entriesById = new Map<string, NormalizedKnowledgeEntry>();
   /** Entry ids in the order they were added: what the phrase lists' positions refer to. */
   private readonly ids: string[] = [];
   private readonly exactLists = new PhraseListsBuilder();
@@ -224,7 +224,6 @@ export class SnapshotMaps {
   add(entry: NormalizedKnowledgeEntry, exactKeys: readonly string[]): void {
     const position = this.ids.length;
     this.ids.push(entry.id);
-    this.entriesById.set(entry.id, entry);
     const trie = this.phraseTrie;
     for (const key of exactKeys) {
       const keyIndex = trie.intern(key);
@@ -253,16 +252,24 @@ export class SnapshotMaps {
     const trie = this.phraseTrie;
     const exact = this.exactLists.finish(trie.size);
     const alias = this.aliasLists.finish(trie.size);
+    this.phraseTrie.trimToSize();
+    const compiled = yield* compileSnapshotSteps(lexical, entries, this.phraseTrie);
+    // Entries added in dense order (a build: both follow the sorted ids) are found through the lexical index.
+    let denseOrder = compiled.entries.length === entries.length;
+    for (let doc = 0; doc < entries.length && denseOrder; doc++)
+      denseOrder = compiled.entries[doc] === entries[doc];
+    const entriesById: Map<string, NormalizedKnowledgeEntry> = denseOrder
+      ? new DenseEntryMap(compiled.entries, (id) => lexical.denseIdOf(id))
+      : new Map(entries.map((entry) => [entry.id, entry]));
     const snapshot: KnowledgeIndexSnapshot = {
-      entriesById: this.entriesById,
+      entriesById,
       exactIndex: new PhraseListMap(trie, exact.offsets, exact.docs, this.ids),
       aliasIndex: new PhraseListMap(trie, alias.offsets, alias.docs, this.ids),
-      relationIndex: new RelationMap(this.entriesById, this.relationCount),
+      relationIndex: new RelationMap(entriesById, this.relationCount),
       lexical,
-      entryCount: this.entriesById.size,
+      entryCount: entriesById.size,
     };
-    this.phraseTrie.trimToSize();
-    compiledSnapshots.set(snapshot, yield* compileSnapshotSteps(lexical, entries, this.phraseTrie));
+    compiledSnapshots.set(snapshot, compiled);
     return Object.freeze(snapshot);
   }
 }
@@ -352,7 +359,12 @@ export function* compileSnapshotSteps(
   };
   for (const entry of entries) {
     if ((++handled & (ENTRIES_PER_STEP - 1)) === 0) yield;
-    const doc = lexical.denseIdOf(entry.id);
+    // A build adds the entries in dense order: the id lookup is needed only when they come in another order.
+    const position = handled - 1;
+    const doc =
+      position < count && lexical.idAt(position) === entry.id && lexical.isLiveDocument(position)
+        ? position
+        : lexical.denseIdOf(entry.id);
     denseEntries[doc] = entry;
     addEntryToScopes(entry, doc, universalMask, push);
   }
