@@ -16,6 +16,7 @@ import type {
 } from "../knowledge/searchBackend.js";
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { type CompactionRequest, CompactionSchedule } from "./compaction.js";
+import { type CopyTupleHandler, copyOutOfPool } from "./copyOut.js";
 import {
   createPool,
   loadPostgresDriver,
@@ -292,6 +293,18 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       const pool = await this.replica();
       try {
         return await pool.query(config);
+      } catch (error) {
+        if ((error as { code?: unknown })?.code === UNDEFINED_TABLE) this.invalidate();
+        throw error;
+      }
+    });
+  }
+
+  /** Runs a turn's binary COPY (`copyOut.ts`) on the read pool, as {@link read} runs its statements. */
+  async readCopy(query: string, onTuple: CopyTupleHandler): Promise<void> {
+    return this.tracked(async () => {
+      try {
+        await copyOutOfPool(await this.replica(), query, onTuple);
       } catch (error) {
         if ((error as { code?: unknown })?.code === UNDEFINED_TABLE) this.invalidate();
         throw error;

@@ -1,17 +1,12 @@
 /**
- * Arrays fetched as PostgreSQL's binary array format (`array_send(column)`, sent as a `bytea`): a turn reads its
- * terms' `docs int4[]` and `contributions float8[]` this way, so no number is formatted or parsed as text (a
- * `float8[]` in text is a decimal per element; a `bytea` is hex, decoded natively).
- *
- * `pg`'s own binary result mode cannot be used: its protocol parser decodes every field as UTF-8 text, which
- * corrupts bytes that are not valid UTF-8 (pg 8.23, pg-protocol 1.16).
+ * Values of a binary COPY (`copyOut.ts`): integers and text, and arrays in PostgreSQL's binary array format
+ * (`array_send(column)`, what a turn reads of generations without packed posting lists: their `docs int4[]` and
+ * `contributions float8[]`), so no number is formatted or parsed as text.
  */
 
 /** Element type ids of the binary array format. */
 const INT4_OID = 23;
 const FLOAT8_OID = 701;
-/** The `bytea` type id (what `array_send` returns). */
-const BYTEA_OID = 17;
 
 /** Raised when fetched bytes are not the array they should be (never a silently wrong posting). */
 export class BinaryArrayError extends Error {
@@ -52,24 +47,15 @@ export function decodeBinaryArray(bytes: Uint8Array): Int32Array | Float64Array 
   return values;
 }
 
-/** A `bytea` in PostgreSQL's text output (`\x` then hex digits) holding a binary array, decoded. */
-function parseArrayBytea(text: string): Int32Array | Float64Array {
-  if (!text.startsWith("\\x")) throw new BinaryArrayError("binary array: bytea is not in hex output format");
-  return decodeBinaryArray(Buffer.from(text.substring(2), "hex"));
+/** The big-endian `int4` of a binary COPY field. */
+export function int4Of(bytes: Uint8Array): number {
+  if (bytes.byteLength !== 4) throw new BinaryArrayError("binary COPY: an int4 field is not 4 bytes");
+  return new DataView(bytes.buffer, bytes.byteOffset, 4).getInt32(0);
 }
 
-/** Keeps a column's text as it came (the caller converts it). */
-function keepText(text: string): string {
-  return text;
-}
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/**
- * Type parsers for a statement whose `bytea` columns hold `array_send` arrays (the query config's `types`): those
- * become typed arrays as each row arrives (so a turn never holds both the hex text and the bytes of every list),
- * every other column stays text.
- */
-export const ARRAY_BYTEA_TYPES = {
-  getTypeParser(oid: number): (text: string) => unknown {
-    return oid === BYTEA_OID ? parseArrayBytea : keepText;
-  },
-};
+/** The text of a binary COPY field (UTF-8). */
+export function textOf(bytes: Uint8Array): string {
+  return utf8.decode(bytes);
+}

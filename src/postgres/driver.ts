@@ -9,17 +9,10 @@ import {
 } from "../peerDependency.js";
 
 /**
- * A statement: text, parameters, a name when it should be prepared once per connection, `query_timeout` (ms)
- * to replace the pool's client-side read timeout for this statement, and `types`: the result columns' parsers by
- * type id (text format), instead of the driver's defaults.
+ * A statement: text, parameters, a name when it should be prepared once per connection, and `query_timeout` (ms)
+ * to replace the pool's client-side read timeout for this statement.
  */
-export type PostgresQueryConfig = {
-  text: string;
-  values?: unknown[];
-  name?: string;
-  query_timeout?: number;
-  types?: { getTypeParser(oid: number, format?: string): (text: string) => unknown };
-};
+export type PostgresQueryConfig = { text: string; values?: unknown[]; name?: string; query_timeout?: number };
 
 /** What a query resolves with (the fields lexground reads). */
 export type PostgresQueryResult = { rows: Record<string, unknown>[]; rowCount: number | null };

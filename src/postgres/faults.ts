@@ -12,6 +12,8 @@ import type { PostgresBackend } from "./backend.js";
 
 /** PostgreSQL's "undefined table" (a generation dropped while a turn read it). */
 export const UNDEFINED_TABLE = "42P01";
+/** A column that does not exist (a generation's table written before the column was added). */
+export const UNDEFINED_COLUMN = "42703";
 /** "invalid schema name": a replica that has not replayed the schema's creation yet. */
 export const INVALID_SCHEMA_NAME = "3F000";
 /** A replica cancelled the statement: replaying a dropped generation conflicted with it. */

@@ -10,8 +10,10 @@ import { type ScoringList, scoreLists } from "../knowledge/scoring.js";
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
-import { ARRAY_BYTEA_TYPES, BinaryArrayError } from "./binaryArrays.js";
+import { BinaryArrayError, decodeBinaryArray, int4Of, textOf } from "./binaryArrays.js";
+import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
+import { UNDEFINED_COLUMN } from "./faults.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
 import {
   type FetchedList,
@@ -22,11 +24,13 @@ import {
 } from "./postingCache.js";
 import type { GenerationRow } from "./serving.js";
 import {
+  decodeFloat64s,
+  decodeInt32s,
   encodeKey,
   entryIdsStatement,
   type GenerationTables,
   int4Array,
-  termPostingsStatement,
+  termPostingsQuery,
 } from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
 
@@ -35,21 +39,21 @@ const LIST_SLOTS = COMBINED_FIELD + 1;
 
 /** The app-scored searches of one generation. */
 export class PostingSearch {
-  private readonly postingsText: string;
   private readonly idsText: string;
+  /** Whether the postings table has packed lists (false once a turn found the columns missing). */
+  private packed = true;
   /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
   private ranks: Int32Array | null = null;
 
   constructor(
     private readonly backend: PostgresBackend,
     private readonly generation: GenerationRow,
-    tables: GenerationTables,
+    private readonly tables: GenerationTables,
     private readonly bm25f: boolean,
     private readonly statementName: (kind: string) => string,
     private readonly eligibility: GenerationEligibility,
     private readonly cache: PostingCache,
   ) {
-    this.postingsText = termPostingsStatement(tables);
     this.idsText = entryIdsStatement(tables);
   }
 
@@ -76,41 +80,32 @@ export class PostingSearch {
       if (postings === undefined) missing.push(position);
     });
     const maxWords = Math.min(this.generation.maxPhraseWords, tokens.length);
-    const [mask, result] = await Promise.all([
+    const fetched = missing.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
+    const hits: { kind: number; ord: number; doc: number; id: string }[] = [];
+    const [mask] = await Promise.all([
       this.eligibility.mask(query).then((eligible) => eligible.bytes),
       missing.length > 0 || maxWords > 0
-        ? this.backend.read({
-            name: this.statementName("postings"),
-            text: this.postingsText,
-            values: [missing.map((position) => encodeKey(terms[position]!)), tokens, maxWords],
-            types: ARRAY_BYTEA_TYPES,
-          })
+        ? this.fetch(
+            missing.map((position) => encodeKey(terms[position]!)),
+            tokens,
+            maxWords,
+            fetched,
+            hits,
+          )
         : null,
     ]);
-    const fetched = missing.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
-    const hits: PhraseHitRow[] = [];
-    for (const row of result?.rows ?? []) {
-      const kind = Number(row.kind);
-      if (kind === 3) {
-        const slot = fetched[Number(row.ord) - 1];
-        const field = Number(row.field);
-        if (!slot || !(field >= 0 && field < LIST_SLOTS))
-          throw new BinaryArrayError("postings: a row names no term or field of the query");
-        slot[field] = this.checkedList(row.docs, row.contributions);
-      } else {
-        const doc = Number(row.doc);
-        if (mask[doc] !== 1) continue;
-        const id = JSON.parse(String(row.id)) as string;
-        docs.set(id, doc);
-        hits.push({ kind, ord: Number(row.ord), doc, id });
-      }
+    const eligibleHits: PhraseHitRow[] = [];
+    for (const hit of hits) {
+      if (mask[hit.doc] !== 1) continue;
+      docs.set(hit.id, hit.doc);
+      eligibleHits.push(hit);
     }
     missing.forEach((position, index) => {
       const postings = termPostings(fetched[index]!);
       byTerm[position] = postings;
       if (this.cache.limitBytes > 0) this.cache.set(this.cacheKey(terms[position]!), postings);
     });
-    const phrases = phraseHits(tokens, hits);
+    const phrases = phraseHits(tokens, eligibleHits);
     const termLists = byTerm as TermPostings[];
     const ranked = this.rank(termLists, topK, mask);
     if (ranked.length === 0) return { ...phrases, matches: [] };
@@ -130,8 +125,58 @@ export class PostingSearch {
     return { ...phrases, matches };
   }
 
+  /**
+   * Round one: the phrase hits (into `hits`) and the lists of `terms` (encoded; into `fetched`, by position and
+   * field), in one binary COPY. A generation published before the packed lists existed has no such columns: the
+   * first turn learns it from the error and reads the arrays from then on.
+   */
+  private async fetch(
+    terms: readonly string[],
+    tokens: readonly string[],
+    maxWords: number,
+    fetched: (FetchedList | null)[][],
+    hits: { kind: number; ord: number; doc: number; id: string }[],
+  ): Promise<void> {
+    const values = {
+      terms: sqlTextArray(terms),
+      tokens: sqlTextArray(tokens),
+      maxWords: String(maxWords),
+    };
+    const onTuple = (fields: (Uint8Array | null)[]) => {
+      const kind = int4Of(fields[0]!);
+      const ord = int4Of(fields[3]!);
+      if (kind !== 3) {
+        hits.push({ kind, ord, doc: int4Of(fields[1]!), id: JSON.parse(textOf(fields[2]!)) as string });
+        return;
+      }
+      const slot = fetched[ord - 1];
+      const field = int4Of(fields[4]!);
+      if (!slot || !(field >= 0 && field < LIST_SLOTS))
+        throw new BinaryArrayError("postings: a row names no term or field of the query");
+      slot[field] =
+        fields[5] && fields[6]
+          ? this.checkedList(decodeInt32s(fields[5]), decodeFloat64s(fields[6]))
+          : this.checkedList(decodeBinaryArray(fields[7]!), decodeBinaryArray(fields[8]!));
+    };
+    if (this.packed) {
+      try {
+        await this.backend.readCopy(termPostingsQuery(this.tables, values, true), onTuple);
+        return;
+      } catch (error) {
+        if ((error as { code?: unknown })?.code !== UNDEFINED_COLUMN) throw error;
+        this.packed = false;
+        hits.length = 0;
+        for (const slot of fetched) slot.fill(null);
+      }
+    }
+    await this.backend.readCopy(termPostingsQuery(this.tables, values, false), onTuple);
+  }
+
   /** A fetched list, checked: documents ascending within the generation, one contribution each. */
-  private checkedList(docs: unknown, contributions: unknown): FetchedList {
+  private checkedList(
+    docs: Int32Array | Float64Array,
+    contributions: Int32Array | Float64Array,
+  ): FetchedList {
     if (!(docs instanceof Int32Array) || !(contributions instanceof Float64Array))
       throw new BinaryArrayError("postings: docs or contributions are not int4[] and float8[]");
     if (docs.length !== contributions.length || docs.length === 0)

@@ -163,16 +163,28 @@ async function loadGeneration(
   });
   await copy(
     tables.postings,
-    ["term", "field", "document_frequency", "docs", "frequencies", "contributions"],
+    [
+      "term",
+      "field",
+      "document_frequency",
+      "docs",
+      "frequencies",
+      "contributions",
+      "docs_bytes",
+      "contribution_bytes",
+    ],
     async (encoder) => {
       for (const posting of data.postings()) {
-        await encoder.row(6);
+        await encoder.row(8);
         encoder.text(encodeKey(posting.term));
         encoder.int2(posting.field);
         encoder.int4(posting.documentFrequency);
         encoder.int4Array(posting.docs);
         encoder.int4Array(posting.frequencies);
         encoder.float8Array(posting.contributions);
+        // Packed for turns (read whole by the app, see `GenerationTables.postings`).
+        encoder.int4Bytes(posting.docs);
+        encoder.float8Bytes(posting.contributions);
       }
     },
   );

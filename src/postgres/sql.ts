@@ -102,6 +102,12 @@ export function migrationStatements(schema: string): string[][] {
 /** Names of one generation's tables. */
 export type GenerationTables = {
   entries: string;
+  /**
+   * Per term and field: its documents, term frequencies and contributions as arrays (what incremental updates
+   * rewrite in SQL) and, packed for turns, `docs_bytes` and `contribution_bytes` (little-endian int32 and float64
+   * values, read whole by the app): written by publications; null in generations written by an incremental
+   * update, absent from those published before they existed (turns then read the arrays).
+   */
   postings: string;
   phrases: string;
   scopes: string;
@@ -166,10 +172,13 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       document_frequency integer not null,
       docs integer[] not null,
       frequencies integer[] not null,
-      contributions double precision[] not null
+      contributions double precision[] not null,
+      docs_bytes bytea,
+      contribution_bytes bytea
     )`,
     `alter table ${tables.postings} alter column docs set storage external,
-      alter column frequencies set storage external, alter column contributions set storage external`,
+      alter column frequencies set storage external, alter column contributions set storage external,
+      alter column docs_bytes set storage external, alter column contribution_bytes set storage external`,
     `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
     `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
     `alter table ${tables.scopes} alter column docs set storage external`,
@@ -221,17 +230,18 @@ export function dropGenerationStatement(tables: GenerationTables): string {
 
 /**
  * The common table expressions of a query's phrase hits (`hit_docs`: kind 1 exact, 2 alias, the n-gram's number
- * `ord`, the dense id), from the tokens in parameter `$tokens` and the longest phrase key's word count in
- * `$maxWords`: the database builds the n-grams (tokens are letters and digits, so a joined n-gram is its own key
- * encoding), numbered size × (tokens + 1) + start, which is the in-memory phrase lookup's generation order. The n-grams are materialized so that each key is built once, not
- * once per row its lookup compares; each is looked up alone (lateral, see `entryIdLateral`).
+ * `ord`, the dense id), from the SQL expressions `tokens` (a `text[]`: the query's tokens) and `maxWords` (an
+ * integer: the longest phrase key's word count): the database builds the n-grams (tokens are letters and digits,
+ * so a joined n-gram is its own key encoding), numbered size × (tokens + 1) + start, which is the in-memory phrase
+ * lookup's generation order. The n-grams are materialized so that each key is built once, not once per row its
+ * lookup compares; each is looked up alone (lateral, see `entryIdLateral`).
  */
-function phraseHitsCte(tables: GenerationTables, tokens: number, maxWords: number): string {
-  const t = `$${tokens}::text[]`;
+function phraseHitsCte(tables: GenerationTables, tokens: string, maxWords: string): string {
+  const t = tokens;
   return `phrase_grams as materialized (
     select s.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
       array_to_string((${t})[g.start : g.start + s.size - 1], ' ') as key
-    from generate_series(1, least($${maxWords}::integer, cardinality(${t}))) as s(size)
+    from generate_series(1, least(${maxWords}, cardinality(${t}))) as s(size)
     cross join lateral generate_series(1, cardinality(${t}) - s.size + 1) as g(start)),
   phrase_hits as (
     select k.ord, p.exact, p.alias from phrase_grams k
@@ -274,7 +284,7 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
  */
 export function prunedHeadsStatement(tables: GenerationTables): string {
   return `with
-  ${phraseHitsCte(tables, 2, 3)}
+  ${phraseHitsCte(tables, "$2::text[]", "$3::integer")}
   select h.kind, h.doc, e.id, h.ord, null::integer as term_id, null::integer as document_frequency,
     null::bytea as docs, null::bytea as impacts, null::double precision as next_impact
   from hit_docs h ${entryIdLateral(tables, "h")}
@@ -284,22 +294,35 @@ export function prunedHeadsStatement(tables: GenerationTables): string {
 }
 
 /**
- * A turn's round one: its phrase hits (kind 1 exact, 2 alias: doc, id, ord: the n-gram's number, see `phraseHitsCte`,
- * eligibility left to the caller) and every posting list of the terms in $1 (kind 3: ord is the term's position
- * in $1, field, then `docs` and `contributions` as binary arrays, `array_send`, decoded by the app; see
- * `binaryArrays.ts`). Parameters: $1 the terms whose postings the app does not hold (encoded), $2 the query's
- * tokens, $3 the longest phrase key's word count. Each term is looked up alone in the postings' primary key.
+ * A turn's round one, as the query of a binary COPY (see `copyOut.ts`; COPY takes no parameters, so the values
+ * come as SQL expressions: `terms`, a `text[]` of the terms whose postings the app does not hold, encoded;
+ * `tokens`, a `text[]` of the query's tokens; `maxWords`, the longest phrase key's word count). Rows: the phrase
+ * hits (kind 1 exact, 2 alias: doc, id, ord: the n-gram's number, see `phraseHitsCte`; eligibility left to the
+ * caller), then every posting list of those terms (kind 3: ord is the term's position in `terms`, field, and its
+ * documents and contributions: `docs_bytes` and `contribution_bytes`, little-endian int32 and float64 values, or,
+ * where a generation has no packed lists (`packed` false: published before they existed; or the row is null:
+ * written by an incremental update), the `docs` and `contributions` arrays in the binary array format). Each
+ * term is looked up alone in the postings' primary key.
  */
-export function termPostingsStatement(tables: GenerationTables): string {
+export function termPostingsQuery(
+  tables: GenerationTables,
+  values: { terms: string; tokens: string; maxWords: string },
+  packed: boolean,
+): string {
+  const lists = packed
+    ? `p.docs_bytes, p.contribution_bytes,
+      case when p.docs_bytes is null then array_send(p.docs) end,
+      case when p.docs_bytes is null then array_send(p.contributions) end`
+    : "null::bytea, null::bytea, array_send(p.docs), array_send(p.contributions)";
   return `with
-  ${phraseHitsCte(tables, 2, 3)}
-  select h.kind, h.doc, e.id, h.ord, null::smallint as field, null::bytea as docs, null::bytea as contributions
+  ${phraseHitsCte(tables, values.tokens, values.maxWords)}
+  select h.kind::int4, h.doc::int4, e.id, h.ord::int4, null::int4,
+    null::bytea, null::bytea, null::bytea, null::bytea
   from hit_docs h ${entryIdLateral(tables, "h")}
   union all
-  select 3, null, null, q.ord, p.field, array_send(p.docs), array_send(p.contributions)
-  from unnest($1::text[]) with ordinality as q(term, ord)
-  cross join lateral (
-    select p.field, p.docs, p.contributions from ${tables.postings} p where p.term = q.term offset 0) p`;
+  select 3, null::int4, null::text, q.ord::int4, p.field::int4, ${lists}
+  from unnest(${values.terms}) with ordinality as q(term, ord)
+  cross join lateral (select p.* from ${tables.postings} p where p.term = q.term offset 0) p`;
 }
 
 /** The entry ids (doc, id) of dense ids $1. */

@@ -271,6 +271,22 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     expect(pg.postingCache.counts.misses).toBeGreaterThan(afterFirst.misses);
     expect(pg.turnPaths.pruned).toBe(0);
     expect(cold.postingCache.size).toBe(0);
+    // A generation published before the packed lists existed (no such columns): turns read the arrays.
+    const { generation } = pg.status();
+    await suite.newPool().query({
+      text: `alter table parity_scored.g${generation}_postings drop column docs_bytes, drop column contribution_bytes`,
+    });
+    const older = suite.backend({ schema: "parity_scored", postingCacheBytes: 0 });
+    const snapshot = buildIndexSnapshot(second, {});
+    for (const request of requests) {
+      const database = await retrieveFrom((await older.current())!.searcher, request, resolved, []);
+      const memory = retrieve(snapshot, request, resolved, []);
+      expect(
+        database.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+      ).toEqual(
+        memory.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+      );
+    }
   });
 
   it("with hostile ids, domains and integrations (NUL, unpaired surrogates, astral vs U+E000–U+FFFF)", async () => {

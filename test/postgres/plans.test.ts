@@ -13,7 +13,7 @@ import {
   encodeKey,
   generationTables,
   prunedHeadsStatement,
-  termPostingsStatement,
+  termPostingsQuery,
 } from "../../src/postgres/sql.js";
 import { startPostgresSuite } from "../support/postgresSuite.js";
 
@@ -55,7 +55,14 @@ describePostgres("a turn's statements read phrases and entries by index", () => 
     };
     const scanned = [
       ...(await explain(prunedHeadsStatement(tables), [terms, tokens, 4])),
-      ...(await explain(termPostingsStatement(tables), [terms, tokens, 4])),
+      ...(await explain(
+        termPostingsQuery(
+          tables,
+          { terms: "$1::text[]", tokens: "$2::text[]", maxWords: "$3::integer" },
+          true,
+        ),
+        [terms, tokens, 4],
+      )),
     ];
     expect(scanned.filter((table) => /_(phrases|entries|postings)$/.test(table))).toEqual([]);
   }, 120_000);
