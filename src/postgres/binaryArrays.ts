@@ -59,3 +59,32 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 export function textOf(bytes: Uint8Array): string {
   return utf8.decode(bytes);
 }
+
+/** Whether typed arrays are little-endian here (then packed values are copied as they are). */
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+
+/** The values of packed little-endian int32 bytes (a copy: the bytes may be a view of a reused buffer). */
+export function packedInt32s(bytes: Uint8Array): Int32Array {
+  if (bytes.byteLength % 4 !== 0)
+    throw new BinaryArrayError("packed int32 values: length not a multiple of 4");
+  const values = new Int32Array(bytes.byteLength / 4);
+  if (LITTLE_ENDIAN) new Uint8Array(values.buffer).set(bytes);
+  else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let index = 0; index < values.length; index++) values[index] = view.getInt32(index * 4, true);
+  }
+  return values;
+}
+
+/** The values of packed little-endian float64 bytes (a copy). */
+export function packedFloat64s(bytes: Uint8Array): Float64Array {
+  if (bytes.byteLength % 8 !== 0)
+    throw new BinaryArrayError("packed float64 values: length not a multiple of 8");
+  const values = new Float64Array(bytes.byteLength / 8);
+  if (LITTLE_ENDIAN) new Uint8Array(values.buffer).set(bytes);
+  else {
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let index = 0; index < values.length; index++) values[index] = view.getFloat64(index * 8, true);
+  }
+  return values;
+}

@@ -67,7 +67,7 @@ describe("copyOut", () => {
         seen.push([
           int4Of(fields[0]!),
           textOf(fields[1]!),
-          fields[2] === null ? null : int4Of(fields[2]),
+          fields[2] ? int4Of(fields[2]) : null,
           Array.from(decodeBinaryArray(fields[3]!)),
         ]);
       });

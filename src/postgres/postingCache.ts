@@ -69,6 +69,11 @@ export class PostingCache {
     return found;
   }
 
+  /** Whether `key` is held (its recency unchanged, not counted as a lookup). */
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   /** Keeps `postings` under `key`, then forgets the least recently used terms beyond the limit. */
   set(key: string, postings: TermPostings): void {
     if (postings.bytes > this.limitBytes) return;

@@ -10,7 +10,14 @@ import { type ScoringList, scoreLists } from "../knowledge/scoring.js";
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
-import { BinaryArrayError, decodeBinaryArray, int4Of, textOf } from "./binaryArrays.js";
+import {
+  BinaryArrayError,
+  decodeBinaryArray,
+  int4Of,
+  packedFloat64s,
+  packedInt32s,
+  textOf,
+} from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
@@ -23,15 +30,7 @@ import {
   termPostings,
 } from "./postingCache.js";
 import type { GenerationRow } from "./serving.js";
-import {
-  decodeFloat64s,
-  decodeInt32s,
-  encodeKey,
-  entryIdsStatement,
-  type GenerationTables,
-  int4Array,
-  termPostingsQuery,
-} from "./sql.js";
+import { encodeKey, entryIdsStatement, type GenerationTables, int4Array, termPostingsQuery } from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
 
 /** Field slots of a term's lists: the five fields, then BM25F's combined list. */
@@ -59,6 +58,12 @@ export class PostingSearch {
 
   private cacheKey(term: string): string {
     return PostingCache.key(this.generation.generation, this.generation.contentKey, term);
+  }
+
+  /** Whether the posting cache holds the lists of every term in `terms` (then a turn fetches none). */
+  holdsAll(terms: readonly string[]): boolean {
+    if (this.cache.limitBytes === 0) return false;
+    return terms.every((term) => this.cache.has(this.cacheKey(term)));
   }
 
   /**
@@ -155,7 +160,7 @@ export class PostingSearch {
         throw new BinaryArrayError("postings: a row names no term or field of the query");
       slot[field] =
         fields[5] && fields[6]
-          ? this.checkedList(decodeInt32s(fields[5]), decodeFloat64s(fields[6]))
+          ? this.checkedList(packedInt32s(fields[5]), packedFloat64s(fields[6]))
           : this.checkedList(decodeBinaryArray(fields[7]!), decodeBinaryArray(fields[8]!));
     };
     if (this.packed) {

@@ -76,11 +76,14 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     candidateDocs.set(query, docs);
     if (terms.length === 0 && (query.phraseTokens.length === 0 || this.generation.maxPhraseWords === 0))
       return { exact: new Map(), alias: new Map(), matches: [] };
+    // Few terms: the impact blocks may prove the top K reading a few hundred postings per term, unless the
+    // posting cache already holds every list the turn needs.
     if (
       this.backend.prunedFirst &&
       this.generation.layout >= 2 &&
       terms.length > 0 &&
-      terms.length <= PRUNE_MAX_TERMS
+      terms.length <= PRUNE_MAX_TERMS &&
+      !this.scored.holdsAll(terms)
     ) {
       const pruned = await this.pruned.prunedCandidates(query, terms, topK, docs);
       if (pruned) {

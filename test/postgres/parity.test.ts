@@ -165,14 +165,18 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     ];
     const history = [{ role: "user" as const, text: "w4 w6 w9 tied" }];
     for (const scoring of ["sum", "bm25f"] as const) {
-      const pg = backend(`parity_pruning_${scoring}`);
+      // Without a posting cache: every short query tries the impact blocks.
+      const pg = suite.backend({ schema: `parity_pruning_${scoring}`, postingCacheBytes: 0 });
       const scored = suite.backend({ schema: `parity_pruning_${scoring}` });
       scored.prunedFirst = false;
+      // With one: pruned until the cache holds a query's lists (filled by the long queries), then from it.
+      const cached = suite.backend({ schema: `parity_pruning_${scoring}` });
       const options = { scoring };
       const snapshot = buildIndexSnapshot(normalized, options);
       await pg.publish(normalized, { indexOptions: options, contentKey: `pruning-${scoring}` });
       const index = await pg.current();
       const scoredIndex = await scored.current();
+      const cachedIndex = await cached.current();
       const before = { ...pg.turnPaths };
       for (const candidateLimit of [1, 3, 24]) {
         const resolved = {
@@ -190,7 +194,7 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
             for (const recentTurns of [[], history]) {
               const request = { query, recentTurns, enabledIntegrations };
               const memory = retrieve(snapshot, request, resolved, blocked);
-              for (const searcher of [index!.searcher, scoredIndex!.searcher]) {
+              for (const searcher of [index!.searcher, scoredIndex!.searcher, cachedIndex!.searcher]) {
                 const database = await retrieveFrom(searcher, request, resolved, blocked);
                 sameSelection(database, memory);
                 // Bit for bit: the same operations in the same order.
@@ -205,6 +209,8 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
       // Most of these turns were answered from the impact blocks (the rest were scored in the app).
       expect(pg.turnPaths.pruned - before.pruned).toBeGreaterThan(pg.turnPaths.scored - before.scored);
       expect(scored.turnPaths.pruned).toBe(0);
+      expect(cached.turnPaths.pruned).toBeGreaterThan(0);
+      expect(cached.turnPaths.pruned).toBeLessThan(pg.turnPaths.pruned - before.pruned);
     }
   }, 120_000);
 
