@@ -13,7 +13,7 @@
  * Markdown table on stdout.
  */
 import { execFile } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -21,6 +21,7 @@ import { promisify } from "node:util";
 import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
 import { createPostgresBackend } from "../src/postgres/index.js";
+import type { PublicationPhase } from "../src/postgres/publicationPhases.js";
 import { type PostgresCluster, startPostgresCluster } from "../test/support/postgresCluster.js";
 import { REPO_ROOT } from "./firstTurn.js";
 import { SERVER_SETTINGS } from "./postgres.js";
@@ -45,11 +46,43 @@ function log(message: string): void {
   process.stderr.write(`[pg-million] ${message} (load ${loadavg()[0]!.toFixed(1)})\n`);
 }
 
+/**
+ * CPU milliseconds (user + system) of the server's processes so far: the postmaster's children (backends, WAL
+ * writer, checkpointer, …) as /proc shows them, or null when the server is not a local throwaway cluster.
+ */
+function serverCpuMs(cluster: PostgresCluster | null): number | null {
+  if (!cluster) return null;
+  try {
+    const postmaster = Number(
+      readFileSync(join(cluster.folder, "data", "postmaster.pid"), "utf8").split("\n")[0],
+    );
+    let ticks = 0;
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      } catch {
+        continue;
+      }
+      // Fields after the command name (which may hold spaces): state, ppid, …; utime and stime are 14th and 15th.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const pid = Number(name);
+      if (pid !== postmaster && Number(fields[1]) !== postmaster) continue;
+      ticks += Number(fields[11]) + Number(fields[12]);
+    }
+    return ticks * 10; // USER_HZ is 100 on Linux
+  } catch {
+    return null;
+  }
+}
+
 const seconds = (milliseconds: number) => `${(milliseconds / 1000).toFixed(1)} s`;
 const megabytes = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
 
 async function main(): Promise<void> {
   const rows: [string, string][] = [];
+  const phaseRows: string[] = [];
   let cluster: PostgresCluster | null = null;
   let url = option("url", "");
   if (!url) {
@@ -80,6 +113,14 @@ async function main(): Promise<void> {
         schema: "bench",
         statementTimeoutMs: 0,
       });
+      const serverPhases: number[] = [];
+      let serverBefore = serverCpuMs(cluster);
+      backend.onPublicationPhase = (phase) => {
+        const now = serverCpuMs(cluster);
+        serverPhases.push(now !== null && serverBefore !== null ? now - serverBefore : Number.NaN);
+        serverBefore = now;
+        log(`phase ${phase.name}: ${seconds(phase.wallMs)} (app CPU ${seconds(phase.appCpuMs)})`);
+      };
       let started = performance.now();
       let cpu = process.cpuUsage();
       const published = await backend.publish(normalized.entries, {
@@ -94,6 +135,8 @@ async function main(): Promise<void> {
         `${seconds(publishMs)} (app CPU ${seconds((publishCpu.user + publishCpu.system) / 1000)})`,
       ]);
       log(`published in ${seconds(publishMs)}`);
+      phaseRows.push(...phaseTable(backend.publicationPhases, serverPhases));
+      rows.push(["peak RSS of this process so far", megabytes(process.resourceUsage().maxRSS * 1024)]);
       if (flag("memory-build")) {
         gc!();
         started = performance.now();
@@ -113,6 +156,10 @@ async function main(): Promise<void> {
       gc!();
     } else if (!existsSync(queriesFile)) {
       throw new Error(`--skip-publish needs the queries of a previous run: ${queriesFile}`);
+    }
+    if (flag("skip-reader")) {
+      printTables(rows, phaseRows, null);
+      return;
     }
     log("reader process: turns");
     const { stdout, stderr } = await run(
@@ -162,17 +209,48 @@ async function main(): Promise<void> {
       "reader turn latencies (ms, in order)",
       report.latencies.map((value) => value.toFixed(0)).join(" "),
     ]);
-    console.log(
-      `PostgreSQL backend, ${size.toLocaleString("en-US")} synthetic entries (seed ${seed}), ${cpus().length} CPUs, ` +
-        `Node ${process.version}, load ${report.load[0].toFixed(1)} → ${report.load[1].toFixed(1)} during the reader`,
-    );
-    console.log("");
-    console.log("| step | measured |");
-    console.log("|---|--:|");
-    for (const [step, value] of rows) console.log(`| ${step} | ${value} |`);
+    printTables(rows, phaseRows, report.load);
   } finally {
     if (cluster && !flag("keep")) await cluster.dispose();
     else if (cluster) log(`cluster kept: ${url} (stop: pg_ctl -D ${cluster.folder}/data -m immediate stop)`);
+  }
+}
+
+/** Phases by name (repeated names summed), in first-seen order: wall, app CPU, server CPU (ms). */
+function phaseTable(phases: readonly PublicationPhase[], serverMs: readonly number[]): string[] {
+  const byName = new Map<string, [number, number, number]>();
+  phases.forEach((phase, index) => {
+    const sums = byName.get(phase.name) ?? [0, 0, 0];
+    sums[0] += phase.wallMs;
+    sums[1] += phase.appCpuMs;
+    sums[2] += serverMs[index] ?? Number.NaN;
+    byName.set(phase.name, sums);
+  });
+  const cell = (milliseconds: number) => (Number.isNaN(milliseconds) ? "–" : seconds(milliseconds));
+  return [...byName].map(
+    ([name, [wall, app, server]]) => `| ${name} | ${cell(wall)} | ${cell(app)} | ${cell(server)} |`,
+  );
+}
+
+function printTables(
+  rows: [string, string][],
+  phaseRows: string[],
+  readerLoad: [number, number] | null,
+): void {
+  console.log(
+    `PostgreSQL backend, ${size.toLocaleString("en-US")} synthetic entries (seed ${seed}), ${cpus().length} CPUs, ` +
+      `Node ${process.version}, load ${loadavg()[0]!.toFixed(1)} at the end` +
+      (readerLoad ? `, ${readerLoad[0].toFixed(1)} → ${readerLoad[1].toFixed(1)} during the reader` : ""),
+  );
+  console.log("");
+  console.log("| step | measured |");
+  console.log("|---|--:|");
+  for (const [step, value] of rows) console.log(`| ${step} | ${value} |`);
+  if (phaseRows.length > 0) {
+    console.log("");
+    console.log("| publication phase | wall | app CPU | server CPU |");
+    console.log("|---|--:|--:|--:|");
+    for (const row of phaseRows) console.log(row);
   }
 }
 

@@ -30,6 +30,11 @@ import { computeGenerationData, resolveIndexParameters } from "./indexData.js";
 import { DEFAULTS, type PostgresBackendOptions, PostgresBackendOptionsError, readOption } from "./options.js";
 import { PostingCache } from "./postingCache.js";
 import { retireOldGenerations, writeGeneration } from "./publication.js";
+import {
+  type PublicationPhase,
+  type PublicationPhaseObserver,
+  PublicationPhases,
+} from "./publicationPhases.js";
 import { LOCK_NAMESPACE, migrateSchema } from "./schema.js";
 import { PostgresSearcher } from "./searcher.js";
 import { type GenerationRow, readServingGeneration, servingRow } from "./serving.js";
@@ -67,6 +72,14 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   prunedFirst = true;
   /** Decoded postings of recent turns' terms (see `postingCacheBytes`). @internal */
   readonly postingCache: PostingCache;
+  /**
+   * The phases of this backend's latest publication (wall and app CPU time of each), and an observer called as each
+   * ends. For benchmarks.
+   * @internal
+   */
+  publicationPhases: readonly PublicationPhase[] = [];
+  /** @internal */
+  onPublicationPhase: PublicationPhaseObserver | undefined;
   private readonly options: PostgresBackendOptions;
   private readonly statementTimeoutMs: number;
   private readonly connectionTimeoutMs: number;
@@ -329,13 +342,17 @@ export class PostgresBackend implements KnowledgeIndexBackend {
       // An updated generation with this content is published again: that is its compaction.
       if (before && before.contentKey === options.contentKey && !before.derived)
         return { generation: before.generation, entryCount: before.entryCount, reused: true };
+      const phases = new PublicationPhases(this.onPublicationPhase);
+      this.publicationPhases = phases.phases;
+      phases.start("compute");
       const data = computeGenerationData(entries, options.indexOptions);
+      phases.end();
       return this.whilePublishing(async (client) => {
         // Another process may have published the same content while this one waited for the lock.
         const latest = await servingRow(this.schema, client);
         if (latest && latest.contentKey === options.contentKey && !latest.derived)
           return { generation: latest.generation, entryCount: latest.entryCount, reused: true };
-        const generation = await writeGeneration(this.schema, client, data, options.contentKey);
+        const generation = await writeGeneration(this.schema, client, data, options.contentKey, phases);
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;
         return { generation, entryCount: data.documentCount, reused: false };

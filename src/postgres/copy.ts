@@ -4,6 +4,7 @@
  * the `pg` driver's connection (a small "submittable" query object, the driver's extension point for COPY; no
  * further package is needed).
  */
+import { endianness } from "node:os";
 import type { PostgresPoolClient } from "./driver.js";
 
 /** Element type ids of the binary array format. */
@@ -21,6 +22,41 @@ export const NO_READ_TIMEOUT = 2_000_000_000;
 const CHUNK_BYTES = 1 << 20;
 
 const SIGNATURE = Buffer.from("PGCOPY\n\xff\r\n\0", "latin1");
+
+/**
+ * Arrays are encoded a whole array at a time through aligned typed-array views (one native copy, and on a
+ * little-endian host one native byte swap for the big-endian array format), not value by value through
+ * `Buffer` write methods: at 100,000 entries a publication encodes about 36 million values, and per-value
+ * writes were a third of its CPU time. A big-endian host takes the per-value path.
+ */
+const LITTLE_ENDIAN = endianness() === "LE";
+
+/** Scratch words for array encoding, grown as needed (one publication encodes one array at a time). */
+let scratchWords = new Int32Array(1 << 16);
+let scratchDoubles = new Float64Array(1 << 14);
+
+function words(count: number): Int32Array {
+  if (scratchWords.length < count) scratchWords = new Int32Array(Math.max(count, scratchWords.length * 2));
+  return scratchWords;
+}
+
+/** The values as a `Float64Array` (itself, or copied into scratch). */
+function doubles(values: ArrayLike<number>): Float64Array {
+  if (values instanceof Float64Array) return values;
+  if (scratchDoubles.length < values.length)
+    scratchDoubles = new Float64Array(Math.max(values.length, scratchDoubles.length * 2));
+  const copy = scratchDoubles.subarray(0, values.length);
+  for (let index = 0; index < values.length; index++) copy[index] = values[index]!;
+  return copy;
+}
+
+/** The values as an `Int32Array` (itself, or copied into scratch words). */
+function int32s(values: ArrayLike<number>): Int32Array {
+  if (values instanceof Int32Array) return values;
+  const copy = words(values.length).subarray(0, values.length);
+  for (let index = 0; index < values.length; index++) copy[index] = values[index]!;
+  return copy;
+}
 
 /** The parts of the driver's connection a COPY uses (pg's `Connection`). */
 type CopyConnection = {
@@ -108,9 +144,33 @@ export class CopyEncoder {
     this.offset = offset + 24;
   }
 
+  /** Copies `words` 32-bit words of scratch into the buffer, each swapped to big-endian. */
+  private putSwapped(scratch: Int32Array, count: number): void {
+    const bytes = Buffer.from(scratch.buffer, scratch.byteOffset, count * 4);
+    bytes.swap32();
+    this.buffer.set(bytes, this.offset);
+    this.offset += count * 4;
+  }
+
+  /** Copies the bytes of a typed array into the buffer as they are (little-endian on this host). */
+  private putRaw(values: Int32Array | Float64Array): void {
+    this.buffer.set(new Uint8Array(values.buffer, values.byteOffset, values.byteLength), this.offset);
+    this.offset += values.byteLength;
+  }
+
   int4Array(values: ArrayLike<number>): void {
     const count = values.length;
     this.array(count, INT4_OID, 4);
+    if (LITTLE_ENDIAN) {
+      // Each element: its length (4) then its value, as two words swapped together.
+      const scratch = words(count * 2);
+      for (let index = 0; index < count; index++) {
+        scratch[2 * index] = 4;
+        scratch[2 * index + 1] = values[index]!;
+      }
+      this.putSwapped(scratch, count * 2);
+      return;
+    }
     const buffer = this.buffer;
     let offset = this.offset;
     for (let index = 0; index < count; index++) {
@@ -124,6 +184,19 @@ export class CopyEncoder {
   float8Array(values: ArrayLike<number>): void {
     const count = values.length;
     this.array(count, FLOAT8_OID, 8);
+    if (LITTLE_ENDIAN) {
+      // Each element: its length (8), then the double's high word and low word, each swapped to big-endian.
+      const source = doubles(values);
+      const halves = new Int32Array(source.buffer, source.byteOffset, count * 2);
+      const scratch = words(count * 3);
+      for (let index = 0; index < count; index++) {
+        scratch[3 * index] = 8;
+        scratch[3 * index + 1] = halves[2 * index + 1]!;
+        scratch[3 * index + 2] = halves[2 * index]!;
+      }
+      this.putSwapped(scratch, count * 3);
+      return;
+    }
     const buffer = this.buffer;
     let offset = this.offset;
     for (let index = 0; index < count; index++) {
@@ -139,7 +212,12 @@ export class CopyEncoder {
     const count = values.length;
     this.reserve(4 + count * 4);
     this.buffer.writeInt32BE(count * 4, this.offset);
-    let offset = this.offset + 4;
+    this.offset += 4;
+    if (LITTLE_ENDIAN) {
+      this.putRaw(int32s(values));
+      return;
+    }
+    let offset = this.offset;
     for (let index = 0; index < count; index++) {
       this.buffer.writeInt32LE(values[index]!, offset);
       offset += 4;
@@ -152,7 +230,12 @@ export class CopyEncoder {
     const count = values.length;
     this.reserve(4 + count * 8);
     this.buffer.writeInt32BE(count * 8, this.offset);
-    let offset = this.offset + 4;
+    this.offset += 4;
+    if (LITTLE_ENDIAN) {
+      this.putRaw(doubles(values));
+      return;
+    }
+    let offset = this.offset;
     for (let index = 0; index < count; index++) {
       this.buffer.writeDoubleLE(values[index]!, offset);
       offset += 8;

@@ -1,6 +1,12 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { registryArbitrary } from "../../test/property/arbitraries.js";
+import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { lastParallelBuildStats } from "../knowledge/parallelBuild.js";
+import { normalizeAndValidate } from "../knowledge/resolve.js";
+import type { KnowledgeAnalyzerName, KnowledgeScoringMode } from "../types/knowledge.js";
 import { ImpactCollector } from "./impactBlocks.js";
-import type { ForwardRow, ImpactRow } from "./indexData.js";
+import { computeGenerationData, type ForwardRow, type ImpactRow } from "./indexData.js";
 import { IMPACT_BLOCK_ENDS } from "./sql.js";
 
 describe("ImpactCollector", () => {
@@ -13,7 +19,7 @@ describe("ImpactCollector", () => {
     };
     const terms = ["frequent", "rare", "flat"];
     const expected: { doc: number; impact: number }[][] = [[], [], []];
-    const collector = new ImpactCollector(terms);
+    const collector = new ImpactCollector(terms, [20_000, Math.ceil(20_000 / 7), 20_000]);
     for (let doc = 0; doc < 20_000; doc++) {
       const impactTerms: number[] = [];
       const impacts: number[] = [];
@@ -57,4 +63,53 @@ describe("ImpactCollector", () => {
     });
     expect(collector.bounded).toBe(true);
   });
+});
+
+describe("computeGenerationData", () => {
+  it("with the in-memory build's worker threads counting, computes what one thread computes (property)", () => {
+    let counted = 0;
+    fc.assert(
+      fc.property(
+        fc.array(registryArbitrary, { minLength: 1, maxLength: 3 }).map((registries) => registries.flat()),
+        fc.integer({ min: 1, max: 4 }),
+        fc.constantFrom<KnowledgeAnalyzerName>("none", "english"),
+        fc.constantFrom<KnowledgeScoringMode>("sum", "bm25f"),
+        (registry, partEntries, analyzer, scoring) => {
+          const entries = normalizeAndValidate(
+            [
+              {
+                id: "s",
+                version: "1",
+                entries: registry.map((entry, index) => ({ ...entry, id: `${entry.id}.${index}` })),
+              },
+            ],
+            { manifestVersion: "0" },
+          ).entries;
+          const state = (threads: number, parts?: number) => {
+            const data = computeGenerationData(entries, {
+              analyzer,
+              scoring,
+              threads,
+              ...(parts !== undefined ? { partEntries: parts } : {}),
+            });
+            return {
+              entries: data.entries,
+              terms: data.terms,
+              bounds: data.termBounds(),
+              postings: [...data.postings()],
+              documents: [...data.documents()],
+              phrases: [...data.phrases],
+              averageLengths: data.averageLengths,
+            };
+          };
+          const single = state(1);
+          const parallel = state(2, partEntries);
+          counted += lastParallelBuildStats()!.countedEntries;
+          expect(parallel).toEqual(single);
+        },
+      ),
+      { seed: propertySeed("parallel generation data"), numRuns: propertyRuns(6) },
+    );
+    expect(counted).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -15,6 +15,7 @@ import {
   type KnowledgeIndexBuildOptions,
   resolveFieldWeights,
 } from "../knowledge/knowledgeIndex.js";
+import { type BuildSegment, parallelIndexing } from "../knowledge/parallelBuild.js";
 import { IntBuffer } from "../knowledge/postings.js";
 import { TermCounter } from "../knowledge/termCounter.js";
 import { TermDictionary } from "../knowledge/termDictionary.js";
@@ -110,6 +111,8 @@ export type GenerationData = {
   documents: () => Generator<ForwardRow>;
   /** The terms by term id (forward keys and impact rows name terms by these ids). */
   terms: readonly string[];
+  /** Per term id, its (document, field) pairs: at least the documents whose forward rows name it. */
+  termBounds: () => Int32Array;
   /** Phrase key → dense ids naming it exactly (id, title) and as an alias; keys in first-seen order. */
   phrases: Map<string, { exact: number[]; alias: number[] }>;
   /** Words of the longest phrase key (phrase lookup never builds longer n-grams). */
@@ -149,9 +152,14 @@ export function computeGenerationData(
   const totals = new Array<number>(FIELD_COUNT).fill(0);
   const lists = new EntryListsCollector(denseIds);
   const rows: EntryRow[] = new Array(documentCount);
-  for (let doc = 0; doc < documentCount; doc++) {
-    const entry = entries[doc]!;
-    const fieldLengths: number[] = [];
+  /** Files one field's counted terms of document `doc`. */
+  const fileField = (doc: number, field: number, length: number) => {
+    fieldEnds[field]![doc] = fieldTerms[field]!.length;
+    lengths[field]![doc] = length;
+    totals[field]! += length;
+  };
+  /** Counts document `doc` on this thread. */
+  const countHere = (doc: number, entry: NormalizedKnowledgeEntry, fieldLengths: number[]) => {
     const texts = analyzer ? null : entryFieldTexts(entry);
     const document = analyzer ? buildDocument(entry) : null;
     for (let field = 0; field < FIELD_COUNT; field++) {
@@ -164,12 +172,60 @@ export function computeGenerationData(
         fieldFrequencies[field]!.push(counter.frequency(termId));
       }
       counter.clearField();
-      fieldEnds[field]![doc] = fieldTerms[field]!.length;
-      lengths[field]![doc] = length;
-      totals[field]! += length;
+      fileField(doc, field, length);
       fieldLengths.push(length);
     }
-    rows[doc] = { doc, entry, relations: lists.add(entry, doc), fieldLengths };
+  };
+  /**
+   * Files document `doc` from a build worker's counts (the in-memory build's format: per field its length, its
+   * distinct terms, then (worker term id, frequency) pairs); returns where the next document's counts start.
+   */
+  const fileCounted = (doc: number, segment: BuildSegment, fieldLengths: number[]) => {
+    const counts = segment.counts!;
+    const termIds = segment.termIds!;
+    let position = segment.offset;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const length = counts[position++]!;
+      const distinct = counts[position++]!;
+      const terms = fieldTerms[field]!;
+      const frequencies = fieldFrequencies[field]!;
+      for (let index = 0; index < distinct; index++) {
+        terms.push(termIds[counts[position++]!]!);
+        frequencies.push(counts[position++]!);
+      }
+      fileField(doc, field, length);
+      fieldLengths.push(length);
+    }
+    segment.offset = position;
+  };
+  // Large registries are tokenized and counted by the in-memory build's worker threads (the same counts and term
+  // ids as one thread, see `parallelBuild.ts`) while this thread files them in dense-id order.
+  const parallel = parallelIndexing(entries, {
+    analyzer: parameters.analyzer,
+    threads: options.threads,
+    ...(options.partEntries !== undefined ? { partEntries: options.partEntries } : {}),
+  });
+  const internTerms = (newTerms: readonly string[]) => newTerms.map((term) => dictionary.intern(term));
+  try {
+    let doc = 0;
+    while (doc < documentCount) {
+      const segment = parallel?.segmentAt(doc) ?? null;
+      if (segment) parallel!.await(segment, Number.POSITIVE_INFINITY, internTerms);
+      const counted = segment && segment.helper >= 0 ? segment : null;
+      const end = segment ? segment.end : documentCount;
+      const started = performance.now();
+      const from = doc;
+      for (; doc < end; doc++) {
+        const entry = entries[doc]!;
+        const fieldLengths: number[] = [];
+        if (counted) fileCounted(doc, counted, fieldLengths);
+        else countHere(doc, entry, fieldLengths);
+        rows[doc] = { doc, entry, relations: lists.add(entry, doc), fieldLengths };
+      }
+      parallel?.record(doc - from, performance.now() - started, counted !== null);
+    }
+  } finally {
+    parallel?.close();
   }
   counter.release();
   const terms = dictionary.allTerms();
@@ -185,6 +241,14 @@ export function computeGenerationData(
     postings,
     documents,
     terms,
+    termBounds: () => {
+      const bounds = new Int32Array(terms.length);
+      for (const buffer of fieldTerms) {
+        const data = buffer.data;
+        for (let index = 0; index < buffer.length; index++) bounds[data[index]!]!++;
+      }
+      return bounds;
+    },
     phrases: lists.phrases,
     maxPhraseWords: lists.maxPhraseWords,
     restricted: lists.restricted,

@@ -6,6 +6,7 @@ import { type CopyEncoder, copyIn, NO_READ_TIMEOUT } from "./copy.js";
 import type { PostgresPoolClient } from "./driver.js";
 import { ImpactCollector } from "./impactBlocks.js";
 import type { GenerationData } from "./indexData.js";
+import { PublicationPhases } from "./publicationPhases.js";
 import {
   createGenerationStatements,
   dropGenerationStatement,
@@ -25,6 +26,7 @@ export async function writeGeneration(
   client: PostgresPoolClient,
   data: GenerationData,
   contentKey: string,
+  phases: PublicationPhases = new PublicationPhases(),
 ): Promise<number> {
   // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
   return publishGeneration(
@@ -41,7 +43,8 @@ export async function writeGeneration(
       }),
       layout: GENERATION_LAYOUT,
     },
-    async (tables) => ((await loadGeneration(client, tables, data)) ? GENERATION_LAYOUT : 1),
+    async (tables) => ((await loadGeneration(client, tables, data, phases)) ? GENERATION_LAYOUT : 1),
+    phases,
   );
 }
 
@@ -62,6 +65,7 @@ export async function publishGeneration(
     layout: number;
   },
   fill: (tables: GenerationTables) => Promise<number>,
+  phases: PublicationPhases = new PublicationPhases(),
 ): Promise<number> {
   const s = quoteIdentifier(schema);
   const numbered = await client.query({ text: `select nextval('${s}.generation_numbers') as generation` });
@@ -76,6 +80,7 @@ export async function publishGeneration(
     generationRow.layout,
   ];
   try {
+    phases.start("create tables");
     await client.query({ text: "begin" });
     await client.query({
       text: `insert into ${s}.generations
@@ -85,8 +90,11 @@ export async function publishGeneration(
     });
     for (const text of createGenerationStatements(tables)) await client.query({ text });
     const layout = await fill(tables);
-    for (const text of indexGenerationStatements(tables, generation))
-      await client.query({ text, query_timeout: NO_READ_TIMEOUT });
+    for (const statement of indexGenerationStatements(tables, generation)) {
+      phases.start(statement.phase);
+      await client.query({ text: statement.text, query_timeout: NO_READ_TIMEOUT });
+    }
+    phases.start("switch");
     await client.query({
       text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2
         where generation = $1`,
@@ -97,9 +105,12 @@ export async function publishGeneration(
         on conflict (singleton) do update set generation = excluded.generation, switched_at = now()`,
       values: [generation],
     });
+    phases.start("commit");
     await client.query({ text: "commit" });
+    phases.end();
     return generation;
   } catch (error) {
+    phases.end();
     await client.query({ text: "rollback" }).catch(() => {});
     await client
       .query({
@@ -148,9 +159,12 @@ async function loadGeneration(
   client: PostgresPoolClient,
   tables: GenerationTables,
   data: GenerationData,
+  phases: PublicationPhases,
 ): Promise<boolean> {
   const copy = (table: string, columns: string[], produce: (encoder: CopyEncoder) => Promise<void>) =>
-    copyIn(client, table, columns, produce, { freeze: true });
+    phases.run(`copy ${table.slice(table.lastIndexOf("_") + 1)}`, () =>
+      copyIn(client, table, columns, produce, { freeze: true }),
+    );
   await copy(tables.entries, ["doc", "id", "entry", "relations", "field_lengths"], async (encoder) => {
     for (const row of data.entries) {
       await encoder.row(5);
@@ -207,7 +221,7 @@ async function loadGeneration(
     for (const [key, docs] of data.byIntegration) await scope(SCOPE_INTEGRATION, key, docs);
     for (const [key, docs] of data.byDomain) await scope(SCOPE_DOMAIN, key, docs);
   });
-  const impacts = new ImpactCollector(data.terms);
+  const impacts = new ImpactCollector(data.terms, data.termBounds());
   await copy(tables.forward, ["doc", "id", "keys", "contributions"], async (encoder) => {
     for (const row of data.documents()) {
       impacts.add(row);

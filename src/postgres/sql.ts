@@ -204,23 +204,44 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
   ];
 }
 
-/** Indexes, built once the data is in (faster than maintaining them row by row). */
-export function indexGenerationStatements(tables: GenerationTables, generation: number): string[] {
+/** Indexes, built once the data is in (faster than maintaining them row by row), each with its phase name. */
+export function indexGenerationStatements(
+  tables: GenerationTables,
+  generation: number,
+): { phase: string; text: string }[] {
   return [
-    `alter table ${tables.entries} add constraint g${generation}_entries_key primary key (doc)`,
-    `alter table ${tables.postings} add constraint g${generation}_postings_key primary key (term, field)`,
-    `alter table ${tables.phrases} add constraint g${generation}_phrases_key primary key (key)`,
-    `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
-    `alter table ${tables.impacts} add constraint g${generation}_impacts_key primary key (term, block)`,
-    `alter table ${tables.forward} add constraint g${generation}_forward_key primary key (doc)`,
+    [
+      "index entries",
+      `alter table ${tables.entries} add constraint g${generation}_entries_key primary key (doc)`,
+    ],
+    [
+      "index postings",
+      `alter table ${tables.postings} add constraint g${generation}_postings_key primary key (term, field)`,
+    ],
+    [
+      "index phrases",
+      `alter table ${tables.phrases} add constraint g${generation}_phrases_key primary key (key)`,
+    ],
+    [
+      "index scopes",
+      `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
+    ],
+    [
+      "index impacts",
+      `alter table ${tables.impacts} add constraint g${generation}_impacts_key primary key (term, block)`,
+    ],
+    [
+      "index forward",
+      `alter table ${tables.forward} add constraint g${generation}_forward_key primary key (doc)`,
+    ],
     // Statistics of the key columns only: sampling the large array columns costs seconds and no plan uses them.
-    `analyze ${tables.entries} (doc)`,
-    `analyze ${tables.postings} (term, field)`,
-    `analyze ${tables.phrases} (key)`,
-    `analyze ${tables.scopes} (kind, key)`,
-    `analyze ${tables.impacts} (term, block)`,
-    `analyze ${tables.forward} (doc)`,
-  ];
+    ["analyze", `analyze ${tables.entries} (doc)`],
+    ["analyze", `analyze ${tables.postings} (term, field)`],
+    ["analyze", `analyze ${tables.phrases} (key)`],
+    ["analyze", `analyze ${tables.scopes} (kind, key)`],
+    ["analyze", `analyze ${tables.impacts} (term, block)`],
+    ["analyze", `analyze ${tables.forward} (doc)`],
+  ].map(([phase, text]) => ({ phase: phase!, text: text! }));
 }
 
 /** Drops a generation's tables (of either layout). */
