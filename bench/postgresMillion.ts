@@ -22,7 +22,11 @@ import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
 import { createPostgresBackend } from "../src/postgres/index.js";
 import type { PublicationPhase } from "../src/postgres/publicationPhases.js";
-import { type PostgresCluster, startPostgresCluster } from "../test/support/postgresCluster.js";
+import {
+  importPostgresDriver,
+  type PostgresCluster,
+  startPostgresCluster,
+} from "../test/support/postgresCluster.js";
 import { REPO_ROOT } from "./firstTurn.js";
 import { SERVER_SETTINGS } from "./postgres.js";
 import type { ReaderQueries, ReaderReport } from "./postgresReader.js";
@@ -121,6 +125,10 @@ async function main(): Promise<void> {
         serverBefore = now;
         log(`phase ${phase.name}: ${seconds(phase.wallMs)} (app CPU ${seconds(phase.appCpuMs)})`);
       };
+      const driver = await importPostgresDriver();
+      if (!driver) throw new Error("the pg driver is not installed");
+      const probe = new driver.Pool({ connectionString: url, max: 1 });
+      const walBefore = String((await probe.query({ text: "select pg_current_wal_lsn() as lsn" })).rows[0]!.lsn);
       let started = performance.now();
       let cpu = process.cpuUsage();
       const published = await backend.publish(normalized.entries, {
@@ -135,6 +143,21 @@ async function main(): Promise<void> {
         `${seconds(publishMs)} (app CPU ${seconds((publishCpu.user + publishCpu.system) / 1000)})`,
       ]);
       log(`published in ${seconds(publishMs)}`);
+      const wal = await probe.query({
+        text: "select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) as bytes",
+        values: [walBefore],
+      });
+      const sizes = await probe.query({
+        text: `select c.relname as name, pg_total_relation_size(c.oid) as bytes from pg_class c
+          where c.relnamespace = 'bench'::regnamespace and c.relkind = 'r' and c.relname like $1 order by c.relname`,
+        values: [`g${published.generation}\\_%`],
+      });
+      await probe.end();
+      rows.push(["WAL written during the publication", megabytes(Number(wal.rows[0]!.bytes))]);
+      rows.push([
+        "tables (with TOAST and indexes)",
+        sizes.rows.map((row) => `${String(row.name).split("_").at(-1)} ${megabytes(Number(row.bytes))}`).join(", "),
+      ]);
       phaseRows.push(...phaseTable(backend.publicationPhases, serverPhases));
       rows.push(["peak RSS of this process so far", megabytes(process.resourceUsage().maxRSS * 1024)]);
       if (flag("memory-build")) {
