@@ -128,7 +128,9 @@ async function main(): Promise<void> {
       const driver = await importPostgresDriver();
       if (!driver) throw new Error("the pg driver is not installed");
       const probe = new driver.Pool({ connectionString: url, max: 1 });
-      const walBefore = String((await probe.query({ text: "select pg_current_wal_lsn() as lsn" })).rows[0]!.lsn);
+      const walBefore = String(
+        (await probe.query({ text: "select pg_current_wal_lsn() as lsn" })).rows[0]!.lsn,
+      );
       let started = performance.now();
       let cpu = process.cpuUsage();
       const published = await backend.publish(normalized.entries, {
@@ -156,7 +158,9 @@ async function main(): Promise<void> {
       rows.push(["WAL written during the publication", megabytes(Number(wal.rows[0]!.bytes))]);
       rows.push([
         "tables (with TOAST and indexes)",
-        sizes.rows.map((row) => `${String(row.name).split("_").at(-1)} ${megabytes(Number(row.bytes))}`).join(", "),
+        sizes.rows
+          .map((row) => `${String(row.name).split("_").at(-1)} ${megabytes(Number(row.bytes))}`)
+          .join(", "),
       ]);
       phaseRows.push(...phaseTable(backend.publicationPhases, serverPhases));
       rows.push(["peak RSS of this process so far", megabytes(process.resourceUsage().maxRSS * 1024)]);
