@@ -111,6 +111,12 @@ async function main(): Promise<void> {
       });
       if (!normalized.validation.ok) throw new Error("the synthetic registry is invalid");
       workload.entries.length = 0;
+      gc!();
+      const beforePublish = process.memoryUsage();
+      rows.push([
+        "this process before publishing (registry loaded): RSS / heap used / peak RSS so far",
+        `${megabytes(beforePublish.rss)} / ${megabytes(beforePublish.heapUsed)} / ${megabytes(process.resourceUsage().maxRSS * 1024)}`,
+      ]);
       log("validated; publishing");
       const backend = createPostgresBackend({
         connectionString: url,
