@@ -4,8 +4,6 @@
  * a turn costs while changes are pending versus after the compaction, and whether many random updates in a row
  * leave the engine answering exactly as a full build of the final registry.
  */
-import { readFileSync } from "node:fs";
-import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { KnowledgeGroundingEngine } from "../src/index.js";
 import { clearKnowledgeIndexCache } from "../src/knowledge/indexCache.js";
@@ -14,6 +12,13 @@ import type {
   KnowledgeGroundingOutcome,
   KnowledgeSource,
 } from "../src/types/knowledge.js";
+import {
+  BlockProbe,
+  BlockProfiler,
+  type BlockReadings,
+  type SampledProfile,
+  threadCpuNanoseconds,
+} from "./blockProbe.js";
 import { createRandom, generateSyntheticRegistry } from "./synthetic.js";
 import type { BenchQuery, Workload } from "./workload.js";
 
@@ -37,139 +42,6 @@ export type UpdateReport = {
   /** Turns compared with a full build of the final registry, and how many were identical. */
   equality: { compared: number; identical: number; firstDifference?: string };
 };
-
-/** Longest event-loop blocks over a period, three ways. */
-export type BlockReadings = {
-  /** Longest delay seen by `monitorEventLoopDelay` (1 ms resolution; wall clock). */
-  histogramMilliseconds: number;
-  /** Longest gap between 1 ms interval ticks (wall clock: on a loaded machine it counts waits for a core). */
-  timerGapMilliseconds: number;
-  /**
-   * Most CPU time the main thread itself ran between two ticks (Linux `/proc/thread-self/schedstat`: excludes
-   * waiting for a core and the collector's helper threads; includes collector pauses on the main thread). Where
-   * that file is missing, the process CPU time (all threads), an upper bound.
-   */
-  mainThreadCpuMilliseconds: number;
-  /** Longest garbage-collection pause of the main thread (Node's `gc` performance entries). */
-  collectorPauseMilliseconds: number;
-};
-
-/** Node's `gc` entry kinds, named. */
-const GC_KINDS: Record<number, string> = {
-  [constants.NODE_PERFORMANCE_GC_MINOR]: "minor",
-  [constants.NODE_PERFORMANCE_GC_MAJOR]: "major",
-  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: "incremental marking",
-  [constants.NODE_PERFORMANCE_GC_WEAKCB]: "weak callbacks",
-};
-
-/** CPU nanoseconds the calling thread has run (Linux), or null where the kernel does not say. */
-function threadCpuNanoseconds(): number | null {
-  try {
-    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]);
-  } catch {
-    return null;
-  }
-}
-
-/** Blocks longer than this are listed by `--log-blocks` (the target's bound). */
-const LOGGED_BLOCK_MS = 20;
-
-/** Watches the event loop from `start()` to `stop()` (see {@link BlockReadings}). */
-class BlockProbe {
-  private readonly histogram = monitorEventLoopDelay({ resolution: 1 });
-  private ticker: ReturnType<typeof setInterval> | null = null;
-  private lastTick = 0;
-  private lastThreadCpu: number | null = null;
-  private lastProcessCpu = process.cpuUsage();
-  private maxGap = 0;
-  private maxCpu = 0;
-  private phase = "";
-  /** Every main-thread CPU block over {@link LOGGED_BLOCK_MS}, with when it ended (for `--log-blocks`). */
-  readonly longBlocks: { phase: string; endedAtMs: number; cpuMs: number; gapMs: number }[] = [];
-  /** Collector pauses of the main thread over {@link LOGGED_BLOCK_MS} (Node's `gc` performance entries). */
-  readonly longPauses: { phase: string; startedAtMs: number; durationMs: number; kind: string }[] = [];
-  private maxPause = 0;
-  private readonly collector = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      this.maxPause = Math.max(this.maxPause, entry.duration);
-      if (entry.duration > LOGGED_BLOCK_MS) {
-        const detail = (entry as { detail?: { kind?: number } }).detail;
-        this.longPauses.push({
-          phase: this.phase,
-          startedAtMs: entry.startTime,
-          durationMs: entry.duration,
-          kind: GC_KINDS[detail?.kind ?? 0] ?? String(detail?.kind),
-        });
-      }
-    }
-  });
-
-  start(phase = ""): void {
-    this.phase = phase;
-    this.histogram.reset();
-    this.histogram.enable();
-    this.maxGap = 0;
-    this.maxCpu = 0;
-    this.maxPause = 0;
-    this.collector.observe({ entryTypes: ["gc"] });
-    this.lastTick = performance.now();
-    this.lastThreadCpu = threadCpuNanoseconds();
-    this.lastProcessCpu = process.cpuUsage();
-    this.ticker = setInterval(() => this.tick(), 1);
-  }
-
-  private tick(): void {
-    const now = performance.now();
-    const gap = now - this.lastTick;
-    this.maxGap = Math.max(this.maxGap, gap);
-    this.lastTick = now;
-    const thread = threadCpuNanoseconds();
-    let cpuMs: number;
-    if (thread !== null && this.lastThreadCpu !== null) {
-      cpuMs = (thread - this.lastThreadCpu) / 1e6;
-      this.lastThreadCpu = thread;
-    } else {
-      const cpu = process.cpuUsage(this.lastProcessCpu);
-      cpuMs = (cpu.user + cpu.system) / 1000;
-      this.lastProcessCpu = process.cpuUsage();
-    }
-    this.maxCpu = Math.max(this.maxCpu, cpuMs);
-    if (cpuMs > LOGGED_BLOCK_MS)
-      this.longBlocks.push({ phase: this.phase, endedAtMs: now, cpuMs, gapMs: gap });
-  }
-
-  /** Prints the long blocks and collector pauses seen since the last call (stderr), then forgets them. */
-  logLongBlocks(): void {
-    for (const block of this.longBlocks)
-      console.error(
-        `block ${block.cpuMs.toFixed(1)} ms CPU (${block.gapMs.toFixed(1)} ms wall) ending at ${block.endedAtMs.toFixed(0)} ms: ${block.phase}`,
-      );
-    for (const pause of this.longPauses)
-      console.error(
-        `collector pause (${pause.kind}) ${pause.durationMs.toFixed(1)} ms from ${pause.startedAtMs.toFixed(0)} ms: ${pause.phase}`,
-      );
-    this.longBlocks.length = 0;
-    this.longPauses.length = 0;
-  }
-
-  /** Names what runs from now on, for the list of long blocks. */
-  setPhase(phase: string): void {
-    this.phase = phase;
-  }
-
-  stop(): BlockReadings {
-    this.tick();
-    if (this.ticker) clearInterval(this.ticker);
-    this.histogram.disable();
-    this.collector.disconnect();
-    return {
-      collectorPauseMilliseconds: this.maxPause,
-      histogramMilliseconds: this.histogram.max / 1e6,
-      timerGapMilliseconds: this.maxGap,
-      mainThreadCpuMilliseconds: this.maxCpu,
-    };
-  }
-}
 
 /**
  * The turn timeout of the benchmark's engines: a turn that overruns the default 800 ms on a loaded machine fails
@@ -229,8 +101,13 @@ export async function measureUpdates(
     batchSize?: number;
     randomUpdates?: number;
     compareQueries?: number;
-    /** Lists every main-thread block over 20 ms on stderr, with its phase and time (to set beside `--trace-gc`). */
+    /**
+     * Lists every main-thread block over 20 ms on stderr, with its phase and time, and marks each phase on stdout
+     * (to place the lines of `--trace-gc`, which go to stdout too).
+     */
     logBlocks?: boolean;
+    /** Samples the main thread and says, for each listed block, what ran in it (implies `logBlocks`). */
+    profileBlocks?: boolean;
   },
 ): Promise<UpdateReport> {
   const rounds = options.rounds ?? 30;
@@ -255,7 +132,10 @@ export async function measureUpdates(
   const queries = workload.queries.slice(0, 60);
   await turnTimes(engine, workload.warmupQueries.slice(0, 20));
 
-  const probe = new BlockProbe();
+  const logBlocks = options.logBlocks === true || options.profileBlocks === true;
+  const probe = new BlockProbe(logBlocks);
+  const profiler = options.profileBlocks ? new BlockProfiler() : null;
+  await profiler?.start();
   const live: number[] = [];
   let blockedDuringUpdates: BlockReadings | null = null;
   for (let round = 0; round < rounds; round++) {
@@ -280,7 +160,9 @@ export async function measureUpdates(
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   blockedDuringUpdates = probe.stop();
-  if (options.logBlocks) probe.logLongBlocks();
+  // With a profile, both periods are listed after the compaction (the profile covers both).
+  if (logBlocks && !profiler) probe.logLongBlocks();
+  probe.setPhase("turns while changes are pending");
   const pending = await turnTimes(engine, queries);
   const compactionStarted = performance.now();
   const compactionCpuStarted = threadCpuNanoseconds();
@@ -293,8 +175,10 @@ export async function measureUpdates(
       ? null
       : (compactionCpuEnded - compactionCpuStarted) / 1e6;
   const blockedDuringCompaction = probe.stop();
-  if (options.logBlocks) {
-    probe.logLongBlocks();
+  probe.setPhase("turns after the compaction");
+  const profile: SampledProfile | undefined = await profiler?.stop();
+  if (logBlocks) {
+    probe.logLongBlocks(profile);
     console.error(
       `compaction ran from ${compactionStarted.toFixed(0)} ms for ${compactionMilliseconds.toFixed(0)} ms`,
     );
@@ -417,7 +301,7 @@ export function printUpdates(name: string, report: UpdateReport): string {
 
 /**
  * Run alone: `node --expose-gc --import tsx bench/updates.ts [--size 100000] [--rounds 30] [--random 1000]
- * [--seed 42]` measures the scenario on a synthetic registry without the rest of the benchmark (the figures
+ * [--seed 42] [--log-blocks] [--profile-blocks]` measures the scenario on a synthetic registry without the rest of the benchmark (the figures
  * `npm run bench -- --updates` reports after each synthetic workload).
  */
 async function main(): Promise<void> {
@@ -445,6 +329,7 @@ async function main(): Promise<void> {
     rounds: option("--rounds", 30),
     randomUpdates: option("--random", 1000),
     logBlocks: argv.includes("--log-blocks"),
+    profileBlocks: argv.includes("--profile-blocks"),
   });
   console.log(printUpdates(workload.name, report));
   console.log(JSON.stringify(report));

@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { KnowledgeEntryInput, KnowledgeGroundingInput, KnowledgeSource } from "../types/knowledge.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";
+import { hasSnapshotChanges } from "./snapshotChanges.js";
 
 afterEach(() => clearKnowledgeIndexCache());
 
@@ -199,5 +200,49 @@ describe("atomicity: a turn sees the registry before or after a change, never be
     const seen = await Promise.all(turns);
     for (const answer of seen) expect(answers).toContainEqual(answer);
     expect(seen.at(-1)).toEqual(answers[2]);
+  });
+});
+
+describe("background compaction: once updates pause", () => {
+  /** Lets a compaction of a tiny index run to its end (its slices yield with setImmediate, which stays real). */
+  const settle = async () => {
+    for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  it("folds a burst of updates once, 200-400 ms after the last one, and at the latest after 2 s of updates", async () => {
+    const engine = await engineWith();
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const pending = () => hasSnapshotChanges(engine.getSnapshot()!);
+      await engine.upsert([entry("burst.0", "Burst zero")]);
+      // Updates 150 ms apart: never 200 ms of quiet, so nothing is folded meanwhile (the compaction used to
+      // start 200 ms after the first update, in the middle of the burst).
+      for (let index = 1; index <= 4; index++) {
+        await vi.advanceTimersByTimeAsync(150);
+        await settle();
+        expect(pending()).toBe(true);
+        await engine.upsert([entry(`burst.${index}`, `Burst ${index}`)]);
+      }
+      await vi.advanceTimersByTimeAsync(400);
+      await settle();
+      expect(pending()).toBe(false);
+      // A steady stream of updates is folded anyway after ten quiet checks.
+      await engine.upsert([entry("stream.0", "Stream zero")]);
+      let folded = false;
+      for (let index = 1; index <= 30 && !folded; index++) {
+        await vi.advanceTimersByTimeAsync(150);
+        await settle();
+        folded = !pending();
+        await engine.upsert([entry(`stream.${index}`, `Stream ${index}`)]);
+      }
+      expect(folded).toBe(true);
+      // The last update's compaction, before the real timers are back (a fake timer would never fire after).
+      await vi.advanceTimersByTimeAsync(2500);
+      await settle();
+    } finally {
+      vi.useRealTimers();
+    }
+    await engine.compacted();
+    expect(hasSnapshotChanges(engine.getSnapshot()!)).toBe(false);
   });
 });

@@ -38,11 +38,19 @@ import { runStepsYielding } from "./steps.js";
 
 /** Quiet time after an update before its changes are folded into a fresh snapshot (a burst is folded once). */
 const COMPACTION_DELAY_MS = 200;
+/**
+ * Longest wait for that quiet time: under a steady stream of updates the changes are folded anyway (turns on a
+ * changed snapshot cost more than on a fresh one).
+ */
+const COMPACTION_MAX_WAITS = 10;
 /** Longest slice of compaction work between two yields to the event loop. */
 const COMPACTION_SLICE_MS = 8;
 
 /** Updates and their background compaction, on top of {@link KnowledgeEngineBuilds}. */
 export abstract class KnowledgeEngineUpdates extends KnowledgeEngineBuilds {
+  /** Updates applied so far (the compaction waits until this stops moving). */
+  private appliedCount = 0;
+
   /**
    * Adds entries, or replaces the entries with their ids, without rebuilding the index. `changes` is a list of
    * entries (each replaces the entry with its id in its source; new ones go to `options.sourceId`, default the
@@ -194,6 +202,7 @@ export abstract class KnowledgeEngineUpdates extends KnowledgeEngineBuilds {
     this.lastError = null;
     this.unavailableReason = null;
     this.appliedChanges.push({ snapshot: next, removed: change.removed, upserted });
+    this.appliedCount++;
     this.scheduleCompaction();
     return { ...this.getStatus(), live: true, issues: change.issues };
   }
@@ -258,13 +267,26 @@ export abstract class KnowledgeEngineUpdates extends KnowledgeEngineBuilds {
   }
 
   /**
-   * Folds the applied changes into a fresh snapshot, in slices of at most {@link COMPACTION_SLICE_MS} between
-   * yields. Changes applied meanwhile are applied again on top of the result before it is installed, so what
-   * serves is always exactly the registry after the latest update.
+   * Waits until no update came for {@link COMPACTION_DELAY_MS} (checked at that period, so a compaction starts
+   * between one and two periods after the last update), at most {@link COMPACTION_MAX_WAITS} periods.
+   */
+  private async quietPeriod(): Promise<void> {
+    for (let wait = 0; wait < COMPACTION_MAX_WAITS; wait++) {
+      const seen = this.appliedCount;
+      await new Promise((resolve) => setTimeout(resolve, COMPACTION_DELAY_MS));
+      if (this.appliedCount === seen) return;
+    }
+  }
+
+  /**
+   * Folds the applied changes into a fresh snapshot once updates pause ({@link quietPeriod}), in slices of at
+   * most {@link COMPACTION_SLICE_MS} between yields. Changes applied meanwhile are applied again on top of the
+   * result before it is installed, so what serves is always exactly the registry after the latest update.
    */
   private async compact(): Promise<void> {
-    await new Promise((resolve) => setTimeout(resolve, COMPACTION_DELAY_MS));
-    while (this.snapshot && hasSnapshotChanges(this.snapshot) && this.appliedChanges.length > 0) {
+    for (;;) {
+      await this.quietPeriod();
+      if (!this.snapshot || !hasSnapshotChanges(this.snapshot) || this.appliedChanges.length === 0) return;
       const target = this.appliedChanges[this.appliedChanges.length - 1]!.snapshot;
       const steps = compactSnapshotSteps(target);
       let sliceStart = performance.now();
