@@ -25,9 +25,15 @@ const dist = join(root, "dist");
 const staging = join(root, "dist-bundle");
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
-/** Every JavaScript file `package.json` points at, and the worker the parallel build starts by URL. */
+/** The workers started by URL from beside the code that starts them: the parallel build's and the compaction's. */
+const WORKERS = ["buildWorker.js", "compactionWorker.js"];
+
+/** Every JavaScript file `package.json` points at, and the workers. */
 function entryPoints() {
-  const targets = new Set(["./dist/knowledge/buildWorker.js", ...Object.values(manifest.bin ?? {})]);
+  const targets = new Set([
+    ...WORKERS.map((worker) => `./dist/knowledge/${worker}`),
+    ...Object.values(manifest.bin ?? {}),
+  ]);
   const visit = (value) => {
     if (typeof value === "string") {
       if (value.endsWith(".js")) targets.add(value);
@@ -92,14 +98,12 @@ await build({
   plugins: [keepRootPlugin(entries)],
 });
 
-// The parallel build resolves its worker as `./buildWorker.js` from the file its code lands in.
+// The parallel build and the compaction resolve their workers as `./<worker>.js` from the file their code lands in.
 for (const file of filesUnder(staging)) {
-  if (!file.endsWith(".js") || file.endsWith("buildWorker.js")) continue;
-  if (
-    readFileSync(file, "utf8").includes('"./buildWorker.js"') &&
-    dirname(file) !== join(staging, "knowledge")
-  )
-    throw new Error(`bundle: ${relative(staging, file)} starts the build worker but is not beside it`);
+  if (!file.endsWith(".js") || WORKERS.some((worker) => file.endsWith(worker))) continue;
+  for (const worker of WORKERS)
+    if (readFileSync(file, "utf8").includes(`"./${worker}"`) && dirname(file) !== join(staging, "knowledge"))
+      throw new Error(`bundle: ${relative(staging, file)} starts ${worker} but is not beside it`);
 }
 
 // The root export is its entry file and one chunk (plus, at most, an empty module's): see the module comment.

@@ -122,38 +122,71 @@ export type CompactedIndex = {
  * The live added documents' postings of one field, by term: for each term with any, its (fresh dense id,
  * frequency) pairs sorted by dense id, packed in `pairs` from `starts[index]` to `starts[index + 1]`.
  */
-type AddedFieldPostings = { terms: Int32Array; starts: Int32Array; pairs: Int32Array };
+export type AddedFieldPostings = { terms: Int32Array; starts: Int32Array; pairs: Int32Array };
 
-function addedFieldPostings(
+function* addedFieldPostings(
   changes: IndexChanges,
   field: number,
   newDenseIds: Int32Array,
   termCount: number,
-): AddedFieldPostings {
+  frequencyOf: Int32Array,
+): Generator<void, AddedFieldPostings, void> {
   const capacity = changes.live.length;
   const lists = changes.added.postings[field]!;
-  const terms: number[] = [];
-  for (const term of lists.keys()) if (term < termCount) terms.push(term);
-  terms.sort((left, right) => left - right);
+  let listed = 0;
+  let longest = 0;
+  for (const [term, list] of lists)
+    if (term < termCount) {
+      listed++;
+      longest = Math.max(longest, list.length);
+    }
+  const terms = new Int32Array(listed);
+  let postingCount = 0;
+  listed = 0;
+  for (const [term, list] of lists)
+    if (term < termCount) {
+      terms[listed++] = term;
+      postingCount += list.length;
+    }
+  terms.sort();
   const starts = new Int32Array(terms.length + 1);
-  const collected: number[] = [];
-  const entry: [number, number][] = [];
-  terms.forEach((term, index) => {
-    const list = lists.get(term)!;
-    entry.length = 0;
+  const pairs = new Int32Array(postingCount * 2);
+  // Typed arrays and a numeric sort: no pair objects (at 100k entries and a few hundred added documents these
+  // were tens of milliseconds of allocation in one step).
+  const targets = new Int32Array(longest);
+  let pair = 0;
+  let work = 0;
+  for (let index = 0; index < terms.length; index++) {
+    const list = lists.get(terms[index]!)!;
+    let count = 0;
     for (let position = 0; position < list.length; position++) {
       const doc = list.docs[position]!;
       // Documents added after the changed index (the chain went on) are not its own.
       if (doc >= capacity) break;
       const target = newDenseIds[doc]!;
-      if (target >= 0) entry.push([target, list.frequencies[position]!]);
+      if (target < 0) continue;
+      targets[count++] = target;
+      frequencyOf[target] = list.frequencies[position]!;
     }
-    entry.sort((left, right) => left[0] - right[0]);
-    for (const [doc, frequency] of entry) collected.push(doc, frequency);
-    starts[index + 1] = collected.length / 2;
-  });
-  return { terms: Int32Array.from(terms), starts, pairs: Int32Array.from(collected) };
+    const sorted = targets.subarray(0, count).sort();
+    for (let at = 0; at < count; at++) {
+      pairs[pair++] = sorted[at]!;
+      pairs[pair++] = frequencyOf[sorted[at]!]!;
+    }
+    starts[index + 1] = pair / 2;
+    work += count + 1;
+    if (work >= WORK_PER_STEP) {
+      work = 0;
+      yield;
+    }
+  }
+  return { terms, starts, pairs: pairs.subarray(0, pair) };
 }
+
+/** Compacts one field elsewhere (a worker thread), or says it cannot (null: compact it here instead). */
+export type FieldCompactor = (
+  input: FieldCompactionInput,
+) => Generator<void, FieldCompactionResult | null, void>;
 
 /**
  * The compacted index of a changed index whose base's dense ids follow the ids' order, scores summed over fields
@@ -161,11 +194,14 @@ function addedFieldPostings(
  * and place, then a writing pass fills the documents, frequencies and contributions, each computed as a full
  * build computes it (`postings.ts`, `fieldPostings`). Null when the base is in another order (use
  * {@link compactedBuilders}). `termCount`: the dictionary's size (terms past the base's only have added postings).
+ * `elsewhere`: compacts each field in a worker thread when it can (`compactionThread.ts`); the same code runs
+ * there, so the result is the same bit for bit.
  */
 export function* compactedPostings(
   base: IndexBase,
   changes: IndexChanges,
   parameters: { fieldWeights: Readonly<KnowledgeFieldWeights>; k1: number; b: number; termCount: number },
+  elsewhere: FieldCompactor | null = null,
 ): Generator<void, CompactedIndex | null, void> {
   const { ids, newDenseIds, baseInOrder } = yield* renumbering(base, changes);
   if (!baseInOrder) return null;
@@ -178,8 +214,8 @@ export function* compactedPostings(
   const { termCount, k1, b } = parameters;
   const postings: FieldPostings[] = [];
   const termPostings: FrequencyPostings[] = [];
-  // Reused by every field: per fresh dense id, the length part of BM25's denominator.
-  const normalizations = new Float64Array(documentCount);
+  // Scratch of the added postings: per fresh dense id, the frequency in the term being sorted.
+  const frequencyOf = new Int32Array(documentCount);
   for (let field = 0; field < FIELD_COUNT; field++) {
     const weight = parameters.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
     if (!(weight > 0)) {
@@ -188,19 +224,15 @@ export function* compactedPostings(
       continue;
     }
     const averageLength = averageLengths[field]!;
-    const scored = averageLength > 0;
-    if (scored) {
-      const fieldLengths = lengths[field]!;
-      for (let doc = 0; doc < documentCount; doc++)
-        normalizations[doc] = bm25LengthNormalization(k1, b, fieldLengths[doc]!, averageLength);
-    }
-    const finished = yield* compactedField(
-      base.termPostings[field]!,
-      addedFieldPostings(changes, field, newDenseIds, termCount),
+    const input: FieldCompactionInput = {
+      base: base.termPostings[field]!,
+      added: yield* addedFieldPostings(changes, field, newDenseIds, termCount, frequencyOf),
       newDenseIds,
       termCount,
-      scored ? { weight, k1, documentCount, normalizations } : null,
-    );
+      scored:
+        averageLength > 0 ? { weight, k1, b, documentCount, averageLength, lengths: lengths[field]! } : null,
+    };
+    const finished = (elsewhere ? yield* elsewhere(input) : null) ?? (yield* compactedField(input));
     postings.push(finished.postings);
     termPostings.push(finished.frequencies);
   }
@@ -215,14 +247,44 @@ export function* compactedPostings(
   };
 }
 
+/**
+ * What compacting one field reads: the base's postings of the field, the live added documents' postings, where
+ * each dense id goes, and, when the field is scored, what its contributions are computed from (typed arrays and
+ * numbers only, so a worker thread can be given them).
+ */
+export type FieldCompactionInput = {
+  base: FrequencyPostings;
+  added: AddedFieldPostings;
+  newDenseIds: Int32Array;
+  termCount: number;
+  /** Null when no live document has the field (no average length): frequencies only. */
+  scored: {
+    weight: number;
+    k1: number;
+    b: number;
+    documentCount: number;
+    averageLength: number;
+    /** Per fresh dense id: the field's length. */
+    lengths: Int32Array;
+  } | null;
+};
+
+/** One compacted field: postings with contributions (inactive when not scored) and its frequency postings. */
+export type FieldCompactionResult = { postings: FieldPostings; frequencies: FrequencyPostings };
+
 /** One field of {@link compactedPostings}. */
-function* compactedField(
-  basePostings: FrequencyPostings,
-  added: AddedFieldPostings,
-  newDenseIds: Int32Array,
-  termCount: number,
-  scored: { weight: number; k1: number; documentCount: number; normalizations: Float64Array } | null,
-): Generator<void, { postings: FieldPostings; frequencies: FrequencyPostings }, void> {
+export function* compactedField(input: FieldCompactionInput): Generator<void, FieldCompactionResult, void> {
+  const { base: basePostings, added, newDenseIds, termCount } = input;
+  let scored: { weight: number; k1: number; documentCount: number; normalizations: Float64Array } | null =
+    null;
+  if (input.scored) {
+    const { weight, k1, b, documentCount, averageLength, lengths } = input.scored;
+    // Per fresh dense id, the length part of BM25's denominator.
+    const normalizations = new Float64Array(documentCount);
+    for (let doc = 0; doc < documentCount; doc++)
+      normalizations[doc] = bm25LengthNormalization(k1, b, lengths[doc]!, averageLength);
+    scored = { weight, k1, documentCount, normalizations };
+  }
   const baseOffsets = basePostings.offsets;
   const baseDocs = basePostings.docs;
   const baseTermCount = Math.max(0, baseOffsets.length - 1);

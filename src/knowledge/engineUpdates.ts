@@ -5,10 +5,12 @@
  */
 import type {
   KnowledgeEntryInput,
+  KnowledgeIndexSnapshot,
   KnowledgeSource,
   KnowledgeUpdateResult,
   KnowledgeUpsertOptions,
 } from "../types/knowledge.js";
+import { CompactionThread, runCompactionSteps } from "./compactionThread.js";
 import { FALLBACK_VERSION } from "./defaults.js";
 import type { KnowledgeGroundingEngine } from "./engine.js";
 import { KnowledgeEngineBuilds } from "./engineBuilds.js";
@@ -288,20 +290,23 @@ export abstract class KnowledgeEngineUpdates extends KnowledgeEngineBuilds {
       await this.quietPeriod();
       if (!this.snapshot || !hasSnapshotChanges(this.snapshot) || this.appliedChanges.length === 0) return;
       const target = this.appliedChanges[this.appliedChanges.length - 1]!.snapshot;
-      const steps = compactSnapshotSteps(target);
-      let sliceStart = performance.now();
-      let step = steps.next();
-      while (!step.done) {
-        if (performance.now() - sliceStart >= COMPACTION_SLICE_MS) {
-          await yieldToEventLoop();
-          sliceStart = performance.now();
-        }
-        step = steps.next();
+      // The fresh postings are written by a worker thread where there is one (large registries, Node).
+      const thread = CompactionThread.start(target.entryCount);
+      let compacted: KnowledgeIndexSnapshot;
+      try {
+        compacted = await runCompactionSteps(
+          compactSnapshotSteps(target, thread),
+          thread,
+          COMPACTION_SLICE_MS,
+          yieldToEventLoop,
+        );
+      } finally {
+        thread?.close();
       }
       await this.updateQueue.catch(() => {});
       // Changes applied meanwhile go again on top of the result, in slices too (a long compaction can have many
       // to catch up with), until none is left; then the result is installed with no yield in between.
-      let compacted = step.value;
+      let sliceStart: number;
       let caughtUp = target;
       let reapplied = false;
       for (;;) {

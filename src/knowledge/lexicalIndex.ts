@@ -17,6 +17,7 @@ import type {
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { assertIndexParameters } from "./bm25.js";
 import { compactedBuilders } from "./compaction.js";
+import type { CompactionThread } from "./compactionThread.js";
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1, MAX_QUERY_TOKENS } from "./defaults.js";
 import { resolveFieldWeights } from "./document.js";
 import type { ScatterHelper } from "./fieldPostings.js";
@@ -352,17 +353,15 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
 
   /**
    * {@link compactSteps}, with where each dense id of this index went in the fresh one (-1: not live; null when
-   * this index has no changes and is its own result).
+   * this index has no changes and is its own result). `thread`: a worker that writes the fresh postings.
    * @internal
    */
-  *compactStepsRenumbered(): Generator<
-    void,
-    { index: KnowledgeLexicalIndex; newDenseIds: Int32Array | null },
-    void
-  > {
+  *compactStepsRenumbered(
+    thread: CompactionThread | null = null,
+  ): Generator<void, { index: KnowledgeLexicalIndex; newDenseIds: Int32Array | null }, void> {
     if (!this.changes) return { index: this, newDenseIds: null };
     const state = this.finishedState();
-    const compacted = yield* compactedState(state, this);
+    const compacted = yield* compactedState(state, this, thread);
     if (compacted) return { index: this.withState(compacted.state), newDenseIds: compacted.newDenseIds };
     const { ids, newDenseIds, builders } = yield* compactedBuilders(
       state.base!,

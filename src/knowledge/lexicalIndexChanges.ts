@@ -11,11 +11,13 @@ import type {
 } from "../types/knowledge.js";
 import type { TokenAnalyzer } from "./analyzer.js";
 import { compactedPostings } from "./compaction.js";
+import type { CompactionThread } from "./compactionThread.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { buildDocument, entryFieldTexts } from "./document.js";
 import { type DocumentTerms, deriveChanges } from "./indexChanges.js";
 import type { FinishedLexicalState } from "./indexParts.js";
 import { FIELD_COUNT } from "./postings.js";
+import { RankedIdMap } from "./rankedIdMap.js";
 import { TermCounter } from "./termCounter.js";
 import type { TermDictionary } from "./termDictionary.js";
 
@@ -82,13 +84,10 @@ export function changedState(
   return { ...state, postings: [], bm25fShares: null, changes, averageLengths: changes.averageLengths };
 }
 
-/** Ids between two yields while the compacted index's id lookup is filled. */
-const IDS_PER_STEP = 1 << 14;
-
 /**
  * The finished state of a fresh index equal to `state`'s changed index (see `compaction.ts`), and where each of
  * its dense ids went (-1: not live); null when the build buffers must be finalized instead (BM25F, or a base
- * whose dense ids are not in the ids' order: `compactedBuilders`).
+ * whose dense ids are not in the ids' order: `compactedBuilders`). `thread`: a worker that compacts the fields.
  */
 export function* compactedState(
   state: FinishedLexicalState,
@@ -98,21 +97,24 @@ export function* compactedState(
     b: number;
     scoring: KnowledgeScoringMode;
   },
+  thread: CompactionThread | null = null,
 ): Generator<void, { state: FinishedLexicalState; newDenseIds: Int32Array } | null, void> {
   if (parameters.scoring !== "sum") return null;
   // Terms interned after this (by later changes) have no postings in the result, as for a build's finalize.
   const termCount = state.dictionary.size;
-  const compacted = yield* compactedPostings(state.base!, state.changes!, { ...parameters, termCount });
+  const compacted = yield* compactedPostings(
+    state.base!,
+    state.changes!,
+    { ...parameters, termCount },
+    thread?.compactor ?? null,
+  );
   if (!compacted) return null;
   const ids = compacted.ids;
-  const denseIds = new Map<string, number>();
-  for (let doc = 0; doc < ids.length; doc++) {
-    denseIds.set(ids[doc]!, doc);
-    if ((doc & (IDS_PER_STEP - 1)) === IDS_PER_STEP - 1) yield;
-  }
-  // Dense ids follow the ids' order: the ranks are the identity.
+  // Dense ids follow the ids' order: the ranks are the identity, and ids are found by binary search over them
+  // (a hash map of every id was the largest allocation left on the main thread, tens of milliseconds at 100k).
   const ranks = new Int32Array(ids.length);
   for (let doc = 0; doc < ids.length; doc++) ranks[doc] = doc;
+  const denseIds = RankedIdMap.ofSorted(ids);
   return {
     state: {
       dictionary: state.dictionary,

@@ -10,6 +10,7 @@
  * snapshot derived from one that is not the latest of its chain copies the shared part once (a fork).
  */
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import type { CompactionThread } from "./compactionThread.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import { OverlayMap, REMOVED } from "./overlayMap.js";
@@ -272,15 +273,17 @@ const DOCS_PER_STEP = 1 << 14;
  * A snapshot equal to `snapshot` whose lexical index is fresh (precomputed contributions, as a full build of its
  * entries has them), computed from the stored postings in slices: the generator yields between slices, so a
  * background compaction never holds the event loop for long. The maps stay overlays (pruned to what the snapshot
- * sees); the scope lists are renumbered to the fresh index's dense ids.
+ * sees); the scope lists are renumbered to the fresh index's dense ids. `thread`: a worker that writes the fresh
+ * postings (`compactionThread.ts`; run the steps with `runCompactionSteps` then).
  */
 export function* compactSnapshotSteps(
   snapshot: KnowledgeIndexSnapshot,
+  thread: CompactionThread | null = null,
 ): Generator<void, KnowledgeIndexSnapshot, void> {
   const compiled = getCompiledSnapshot(snapshot);
   if (!compiled || !hasSnapshotChanges(snapshot)) return snapshot;
   const changed = compiled.lexical;
-  const { index: lexical, newDenseIds } = yield* changed.compactStepsRenumbered();
+  const { index: lexical, newDenseIds } = yield* changed.compactStepsRenumbered(thread);
   const capacity = changed.capacity;
   // Old dense id → new (-1: not live).
   const renumbered = newDenseIds!;

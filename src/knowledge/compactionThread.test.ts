@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type {
+  KnowledgeEntryInput,
+  KnowledgeIndexSnapshot,
+  NormalizedKnowledgeEntry,
+} from "../types/knowledge.js";
+import {
+  CompactionThread,
+  fieldsCompactedByWorkers,
+  runCompactionSteps,
+  setCompactionThreadMinimum,
+} from "./compactionThread.js";
+import { KnowledgeGroundingEngine } from "./engine.js";
+import { clearKnowledgeIndexCache } from "./indexCache.js";
+import type { KnowledgeLexicalIndex } from "./lexicalIndex.js";
+import { normalizeAndValidate } from "./resolve.js";
+import { yieldToEventLoop } from "./runtime.js";
+import { buildIndexSnapshot, drain } from "./snapshot.js";
+import { applySnapshotChanges, compactSnapshotSteps, hasSnapshotChanges } from "./snapshotChanges.js";
+
+let previousMinimum = 0;
+beforeAll(() => {
+  previousMinimum = setCompactionThreadMinimum(0);
+});
+afterAll(() => {
+  setCompactionThreadMinimum(previousMinimum);
+  clearKnowledgeIndexCache();
+});
+
+function normalized(entries: KnowledgeEntryInput[]): NormalizedKnowledgeEntry[] {
+  const result = normalizeAndValidate([{ id: "source", version: "v1", entries }], { manifestVersion: "0" });
+  expect(result.validation.ok).toBe(true);
+  return result.entries;
+}
+
+const WORDS = ["alpha", "beta", "gamma", "delta", "omega", "payout", "refund", "card", "fee", "bank"];
+
+/** Entries with repeated words (frequencies of 255 and more included) and an empty field or two. */
+function entries(count: number, salt: number): KnowledgeEntryInput[] {
+  return Array.from({ length: count }, (_, index) => {
+    const word = (offset: number) => WORDS[(index * 7 + offset * 3 + salt) % WORDS.length]!;
+    return {
+      id: `entry.${String(index * 13 + salt).padStart(4, "0")}`,
+      title: `${word(0)} ${word(1)} ${index}`,
+      summary: `${word(2)} summary ${salt}`,
+      body:
+        index % 5 === 0 ? `${`${word(3)} `.repeat(250 + (index % 11))} ${word(4)}` : `${word(4)} ${word(5)}`,
+      aliases: index % 3 === 0 ? [`${word(6)} alias`] : [],
+      domain: "help",
+      integrations: [],
+    };
+  });
+}
+
+/** A changed snapshot: a base of 60 entries, then removals, replacements and additions in three changes. */
+function changedSnapshot(): KnowledgeIndexSnapshot {
+  const base = normalized(entries(60, 0));
+  let snapshot = buildIndexSnapshot(base, {});
+  snapshot = applySnapshotChanges(snapshot, [base[3]!.id, base[10]!.id], []);
+  snapshot = applySnapshotChanges(snapshot, [], normalized(entries(12, 5)));
+  const replaced = normalized(entries(60, 0).slice(20, 26)).map((entry) => ({
+    ...entry,
+    summary: `${entry.summary} zeta zeta`,
+  }));
+  return applySnapshotChanges(snapshot, [], replaced);
+}
+
+describe("compaction in a worker thread", () => {
+  it("writes the same fresh index as the main thread, bit for bit", async () => {
+    const changed = changedSnapshot();
+    const local = drain(compactSnapshotSteps(changed)).lexical as KnowledgeLexicalIndex;
+    const thread = CompactionThread.start(changed.entryCount);
+    expect(thread).not.toBeNull();
+    let remote: KnowledgeLexicalIndex;
+    try {
+      remote = (await runCompactionSteps(compactSnapshotSteps(changed, thread), thread, 8, yieldToEventLoop))
+        .lexical as KnowledgeLexicalIndex;
+    } finally {
+      thread!.close();
+    }
+    expect(thread!.fieldsCompacted).toBeGreaterThan(0);
+    expect(remote.hasChanges).toBe(false);
+    // Every array of the two indexes (postings, contributions, frequencies, lengths, statistics) is equal.
+    expect(remote).toEqual(local);
+  });
+
+  it("compacts on the main thread, with the same result, when the worker cannot be used", async () => {
+    const changed = changedSnapshot();
+    const local = drain(compactSnapshotSteps(changed)).lexical as KnowledgeLexicalIndex;
+    const thread = CompactionThread.start(changed.entryCount)!;
+    thread.close();
+    const remote = await runCompactionSteps(
+      compactSnapshotSteps(changed, thread),
+      thread,
+      8,
+      yieldToEventLoop,
+    );
+    expect(thread.fieldsCompacted).toBe(0);
+    expect(remote.lexical).toEqual(local);
+  });
+
+  it("an engine's background compaction through the worker answers as a full build", async () => {
+    const sources = [{ id: "source", version: "v1", entries: entries(60, 0) }];
+    const engine = new KnowledgeGroundingEngine({ enabled: true, sources, logger: null });
+    await engine.ready();
+    const fieldsBefore = fieldsCompactedByWorkers();
+    const upserted = entries(8, 5);
+    await engine.upsert(upserted);
+    await engine.remove([entries(60, 0)[7]!.id]);
+    await engine.compacted();
+    expect(hasSnapshotChanges(engine.getSnapshot()!)).toBe(false);
+    expect(fieldsCompactedByWorkers()).toBeGreaterThan(fieldsBefore);
+    clearKnowledgeIndexCache();
+    const finalEntries = [...entries(60, 0).filter((_, index) => index !== 7), ...upserted];
+    const full = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "source", version: "v1", entries: finalEntries }],
+      logger: null,
+    });
+    await full.ready();
+    for (const query of ["alpha beta payout", "gamma summary 5", "omega refund card fee", "bank alias"]) {
+      const [actual, expected] = await Promise.all([engine.ground({ query }), full.ground({ query })]);
+      expect(actual.retrieval?.candidates).toEqual(expected.retrieval?.candidates);
+      expect(actual.ephemeralContext?.content).toEqual(expected.ephemeralContext?.content);
+    }
+  });
+});
