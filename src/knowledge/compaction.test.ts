@@ -1,9 +1,11 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { propertySeed } from "../../test/property/seed.js";
 import type { KnowledgeEntryInput, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizeAndValidate } from "./resolve.js";
 import { buildIndexSnapshot, drain } from "./snapshot.js";
-import { applySnapshotChanges, compactSnapshotSteps } from "./snapshotChanges.js";
+import { applySnapshotChanges, ascending, compactSnapshotSteps } from "./snapshotChanges.js";
 
 function normalized(entries: KnowledgeEntryInput[]): NormalizedKnowledgeEntry[] {
   const result = normalizeAndValidate([{ id: "source", version: "v1", entries }], { manifestVersion: "0" });
@@ -27,6 +29,21 @@ function searches(index: KnowledgeLexicalIndex) {
 }
 
 describe("compaction", () => {
+  it("sorts a renumbered scope list (a sorted run, then an unsorted tail) as a full sort does", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 500 }), { maxLength: 60 }),
+        fc.nat({ max: 60 }),
+        (values, split) => {
+          const head = values.slice(0, Math.min(split, values.length)).sort((left, right) => left - right);
+          const docs = Int32Array.from([...head, ...values.slice(head.length)]);
+          expect([...ascending(docs.slice())]).toEqual([...docs].sort((left, right) => left - right));
+        },
+      ),
+      { seed: propertySeed("compaction-ascending") },
+    );
+  });
+
   it("keeps term frequencies of 255 and more exact (base and added documents)", () => {
     const initial = normalized([
       entry("a.one", "Alpha one", `${"alpha ".repeat(300)} beta`),

@@ -73,12 +73,12 @@ function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, R
 }
 
 /** Per field and live document (fresh dense ids): the field's length, and per field the sum of the lengths. */
-function compactedLengths(
+function* compactedLengths(
   base: IndexBase,
   changes: IndexChanges,
   newDenseIds: Int32Array,
   documentCount: number,
-): { lengths: Int32Array[]; totals: number[] } {
+): Generator<void, { lengths: Int32Array[]; totals: number[] }, void> {
   const baseCount = base.ids.length;
   const lengths: Int32Array[] = [];
   const totals: number[] = [];
@@ -101,6 +101,7 @@ function compactedLengths(
     }
     lengths.push(fieldLengths);
     totals.push(total);
+    yield;
   }
   return { lengths, totals };
 }
@@ -206,8 +207,7 @@ export function* compactedPostings(
   const { ids, newDenseIds, baseInOrder } = yield* renumbering(base, changes);
   if (!baseInOrder) return null;
   const documentCount = ids.length;
-  const { lengths, totals } = compactedLengths(base, changes, newDenseIds, documentCount);
-  yield;
+  const { lengths, totals } = yield* compactedLengths(base, changes, newDenseIds, documentCount);
   const averageLengths = new Float64Array(FIELD_COUNT);
   for (let field = 0; field < FIELD_COUNT; field++)
     averageLengths[field] = documentCount > 0 ? totals[field]! / documentCount : 0;
@@ -397,7 +397,7 @@ export function* compactedBuilders(
   const { ids, newDenseIds } = yield* renumbering(base, changes);
   const documentCount = ids.length;
   const addedTerms = changes.added.terms.slice(0, changes.addedCount);
-  const { lengths, totals } = compactedLengths(base, changes, newDenseIds, documentCount);
+  const { lengths, totals } = yield* compactedLengths(base, changes, newDenseIds, documentCount);
   const builders: FieldBuilder[] = [];
   for (let field = 0; field < FIELD_COUNT; field++) {
     const postings = base.termPostings[field]!;

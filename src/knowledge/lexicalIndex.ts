@@ -76,7 +76,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   readonly scoring: KnowledgeScoringMode;
   private readonly analyzer: TokenAnalyzer | null;
   /** Term ↔ id; shared (append-only) with the indexes derived from this one. */
-  private dictionary = new TermDictionary();
+  private dictionary: TermDictionary;
   private ids: string[] = [];
   private denseIds = new Map<string, number>();
   /** The build in progress (documents added, finalize steps taken); null once finalized or when derived. */
@@ -102,14 +102,28 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
   /** Per entry of {@link postings}: each queried term's largest contribution (the pruning's upper bounds). */
   private upperBounds: Map<number, number>[] | null = null;
 
-  constructor(fieldWeights?: Partial<KnowledgeFieldWeights>, options: KnowledgeLexicalIndexOptions = {}) {
-    this.fieldWeights = Object.freeze(resolveFieldWeights(fieldWeights));
-    this.k1 = options.k1 ?? DEFAULT_BM25_K1;
-    this.b = options.b ?? DEFAULT_BM25_B;
-    this.analyzerName = options.analyzer ?? "none";
-    this.scoring = options.scoring ?? "sum";
-    this.analyzer = getAnalyzer(this.analyzerName);
+  /**
+   * @param sibling (internal) an index whose parameters this one takes, to adopt a finished state: no build
+   *   buffers are allocated (every update and compaction derives an index this way).
+   */
+  constructor(
+    fieldWeights?: Partial<KnowledgeFieldWeights>,
+    options: KnowledgeLexicalIndexOptions = {},
+    sibling?: KnowledgeLexicalIndex,
+  ) {
+    this.fieldWeights = sibling ? sibling.fieldWeights : Object.freeze(resolveFieldWeights(fieldWeights));
+    this.k1 = sibling ? sibling.k1 : (options.k1 ?? DEFAULT_BM25_K1);
+    this.b = sibling ? sibling.b : (options.b ?? DEFAULT_BM25_B);
+    this.analyzerName = sibling ? sibling.analyzerName : (options.analyzer ?? "none");
+    this.scoring = sibling ? sibling.scoring : (options.scoring ?? "sum");
+    this.analyzer = sibling ? sibling.analyzer : getAnalyzer(this.analyzerName);
+    if (sibling) {
+      this.dictionary = sibling.dictionary;
+      this.builder = null;
+      return;
+    }
     assertIndexParameters(this.fieldWeights, this.k1, this.b);
+    this.dictionary = new TermDictionary();
     this.builder = this.startBuild(
       Array.from({ length: FIELD_COUNT }, createFieldBuilder),
       new TermCounter(this.dictionary),
@@ -381,15 +395,7 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
 
   /** An empty index with the same parameters that shares this one's term dictionary. */
   private sibling(): KnowledgeLexicalIndex {
-    const index = new KnowledgeLexicalIndex(this.fieldWeights, {
-      k1: this.k1,
-      b: this.b,
-      analyzer: this.analyzerName,
-      scoring: this.scoring,
-    });
-    index.dictionary = this.dictionary;
-    index.builder = null;
-    return index;
+    return new KnowledgeLexicalIndex(undefined, undefined, this);
   }
 
   /**

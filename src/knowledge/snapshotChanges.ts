@@ -270,6 +270,23 @@ export function hasSnapshotChanges(snapshot: KnowledgeIndexSnapshot): boolean {
 const DOCS_PER_STEP = 1 << 14;
 
 /**
+ * `docs` sorted in place. A renumbered scope list is its base documents, in order, followed by the few added
+ * since: only that unsorted tail is sorted, then merged in from the back (a full sort of every list was several
+ * milliseconds in one step at 100k entries). @internal
+ */
+export function ascending(docs: Int32Array): Int32Array {
+  let sorted = 1;
+  while (sorted < docs.length && docs[sorted - 1]! < docs[sorted]!) sorted++;
+  if (sorted >= docs.length) return docs;
+  const tail = docs.slice(sorted).sort();
+  let head = sorted - 1;
+  let rest = tail.length - 1;
+  for (let at = docs.length - 1; rest >= 0; at--)
+    docs[at] = head >= 0 && docs[head]! > tail[rest]! ? docs[head--]! : tail[rest--]!;
+  return docs;
+}
+
+/**
  * A snapshot equal to `snapshot` whose lexical index is fresh (precomputed contributions, as a full build of its
  * entries has them), computed from the stored postings in slices: the generator yields between slices, so a
  * background compaction never holds the event loop for long. The maps stay overlays (pruned to what the snapshot
@@ -291,7 +308,9 @@ export function* compactSnapshotSteps(
   for (let doc = 0; doc < capacity; doc++) {
     const next = renumbered[doc]!;
     if (next >= 0) universalMask[next] = compiled.universalMask[doc]!;
+    if ((doc & (DOCS_PER_STEP - 1)) === DOCS_PER_STEP - 1) yield;
   }
+  let work = 0;
   const renumberedLists = function* (
     lists: ReadonlyMap<string, Int32Array>,
   ): Generator<void, Map<string, Int32Array>, void> {
@@ -303,8 +322,12 @@ export function* compactSnapshotSteps(
         const target = doc < capacity ? renumbered[doc]! : -1;
         if (target >= 0) next[length++] = target;
       }
-      if (length > 0) result.set(key, next.subarray(0, length).sort());
-      if (docs.length > DOCS_PER_STEP / 4) yield;
+      if (length > 0) result.set(key, ascending(next.subarray(0, length)));
+      work += docs.length;
+      if (work >= DOCS_PER_STEP) {
+        work = 0;
+        yield;
+      }
     }
     return result;
   };
