@@ -78,13 +78,19 @@ export function* scatterTerms(
   toTerm: number,
   out: ScatteredRange,
   base: number,
+  scratch: Int32Array | null = null,
 ): Generator<void, void, void> {
   const { terms, frequencies, ends, lengths, documentCount, weightedIdf, scored } = input;
   const { docs, contributions } = out;
   const stored = input.keepFrequencies ? out.frequencies : null;
   const termCount = input.offsets.length - 1;
   const whole = fromTerm === 0 && toTerm >= termCount;
-  const cursor = input.offsets.slice(0, termCount);
+  // Each term's next position (a caller's scratch of at least `termCount` values, or a copy of the offsets).
+  let cursor: Int32Array;
+  if (scratch && scratch.length >= termCount) {
+    cursor = scratch;
+    cursor.set(input.offsets.subarray(0, termCount));
+  } else cursor = input.offsets.slice(0, termCount);
   let begin = 0;
   let sinceYield = 0;
   for (let doc = 0; doc < documentCount; doc++) {
@@ -154,6 +160,36 @@ export type ScatterHelper = {
 };
 
 /**
+ * The arrays a field's finished postings are written into, allocated for every field at once when finalizing
+ * starts (see `LexicalIndexBuilder.finalizeStep`): each large allocation of external memory can start a full
+ * garbage collection of the host's heap, so one burst costs one where field-by-field allocations cost several.
+ * `cursor` is scratch shared by the fields (each term's next position while scattering).
+ */
+export type FieldArrays = {
+  offsets: Int32Array;
+  docs: Int32Array;
+  contributions: Float64Array;
+  weightedIdf: Float64Array;
+  cursor: Int32Array;
+};
+
+/** The {@link FieldArrays} of a field of `postingCount` postings over `termCount` terms (`scored`: contributions). */
+export function allocateFieldArrays(
+  postingCount: number,
+  termCount: number,
+  scored: boolean,
+  cursor: Int32Array,
+): FieldArrays {
+  return {
+    offsets: new Int32Array(termCount + 1),
+    docs: new Int32Array(postingCount),
+    contributions: new Float64Array(scored ? postingCount : 0),
+    weightedIdf: new Float64Array(scored ? termCount : 0),
+    cursor,
+  };
+}
+
+/**
  * The finished postings of one field: grouped by term, with each posting's term frequency and, when `scored` is
  * given (the field is scored with precomputed contributions), its BM25 contribution; `lengths` are the field's
  * lengths by document (kept by the term-frequency postings when their frequencies are left to recovery). A
@@ -171,11 +207,20 @@ export function* fieldPostings(
   documentCount: number,
   scored: { weight: number; averageLength: number; k1: number; b: number } | null,
   helper: ScatterHelper | null = null,
+  arrays: FieldArrays | null = null,
 ): Generator<void, FinishedField, void> {
   const postingCount = builder.terms.length;
   const terms = builder.terms.data;
   const frequencies = builder.frequencies.data;
-  const offsets = new Int32Array(termCount + 1);
+  if (
+    arrays &&
+    (arrays.offsets.length !== termCount + 1 ||
+      arrays.docs.length !== postingCount ||
+      arrays.contributions.length !== (scored ? postingCount : 0) ||
+      arrays.weightedIdf.length !== (scored ? termCount : 0))
+  )
+    throw new RangeError("fieldPostings: the preallocated arrays do not fit the field");
+  const offsets = arrays ? arrays.offsets : new Int32Array(termCount + 1);
   let largestFrequency = 0;
   for (let from = 0; from < postingCount; from += POSTINGS_PER_STEP) {
     const to = Math.min(postingCount, from + POSTINGS_PER_STEP);
@@ -195,7 +240,7 @@ export function* fieldPostings(
   // Frequencies that the contributions give back exactly are not kept (a byte per posting, read only by updates).
   const recover =
     scored !== null && recoverable(scored, documentCount, largestFrequency, shortestLength, longestLength);
-  const weightedIdf = new Float64Array(scored ? termCount : 0);
+  const weightedIdf = arrays ? arrays.weightedIdf : new Float64Array(scored ? termCount : 0);
   for (let term = 0; term < termCount; term++) {
     const documentFrequency = offsets[term + 1]!;
     if (scored && documentFrequency > 0)
@@ -215,11 +260,12 @@ export function* fieldPostings(
     keepFrequencies: !recover,
   };
   const out: ScatteredRange = {
-    docs: new Int32Array(postingCount),
-    contributions: new Float64Array(scored ? postingCount : 0),
+    docs: arrays ? arrays.docs : new Int32Array(postingCount),
+    contributions: arrays ? arrays.contributions : new Float64Array(scored ? postingCount : 0),
     frequencies: recover ? null : new Uint8Array(postingCount),
     large: null,
   };
+  const cursor = arrays ? arrays.cursor : null;
   let split = termCount;
   let request: number | null = null;
   if (helper && postingCount >= helper.minimumPostings && postingCount > 0) {
@@ -228,14 +274,14 @@ export function* fieldPostings(
     request = split < termCount ? helper.start(input, split) : null;
     if (request === null) split = termCount;
   }
-  yield* scatterTerms(input, 0, split, out, 0);
+  yield* scatterTerms(input, 0, split, out, 0, cursor);
   if (helper && request !== null) {
     let range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
     while (range === undefined) {
       yield;
       range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
     }
-    if (range === null) yield* scatterTerms(input, split, termCount, out, 0);
+    if (range === null) yield* scatterTerms(input, split, termCount, out, 0, cursor);
     else {
       const base = offsets[split]!;
       out.docs.set(range.docs, base);

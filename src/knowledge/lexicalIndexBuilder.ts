@@ -12,7 +12,13 @@ import type {
 import type { TokenAnalyzer } from "./analyzer.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { buildDocument, type DocumentWithRawTexts, entryFieldTexts, RAW_FIELD_TEXTS } from "./document.js";
-import { bm25fPostings, fieldPostings, type ScatterHelper } from "./fieldPostings.js";
+import {
+  allocateFieldArrays,
+  bm25fPostings,
+  type FieldArrays,
+  fieldPostings,
+  type ScatterHelper,
+} from "./fieldPostings.js";
 import type { FinishedLexicalState } from "./indexParts.js";
 import {
   createFieldBuilder,
@@ -93,6 +99,8 @@ export class LexicalIndexBuilder {
   /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
   private statisticsReady = false;
   private pendingField: Generator<void, FinishedField, void> | null = null;
+  /** Per field: the arrays its finished postings are written into, allocated when finalizing starts. */
+  private fieldArrays: (FieldArrays | null)[] = [];
 
   constructor(target: LexicalIndexBuildTarget, builders: FieldBuilder[], counter: TermCounter | null) {
     this.fieldWeights = target.fieldWeights;
@@ -264,6 +272,13 @@ export class LexicalIndexBuilder {
         this.averageLengths[index] = documentCount > 0 ? builders[index]!.total / documentCount : 0;
       }
       this.fieldLengths = builders.map((builder) => builder.lengths.data.slice(0, documentCount));
+      // Every field's finished arrays at once (see FieldArrays): one burst of external memory, not one per field.
+      const cursor = new Int32Array(termCount);
+      this.fieldArrays = builders.map((builder, index) => {
+        if (!(this.fieldWeights[KNOWLEDGE_FIELD_NAMES[index]!] > 0)) return null;
+        const scored = this.scoring === "sum" && this.averageLengths[index]! > 0;
+        return allocateFieldArrays(builder.terms.length, termCount, scored, cursor);
+      });
       this.statisticsReady = true;
       return null;
     }
@@ -286,12 +301,14 @@ export class LexicalIndexBuilder {
           ? { weight, averageLength, k1: this.k1, b: this.b }
           : null,
         this.scatterHelper,
+        this.fieldArrays[field] ?? null,
       );
       const step = this.pendingField.next();
       if (step.done) {
         if (this.scoring === "sum") this.postings.push(step.value.postings);
         this.termPostings.push(step.value.frequencies);
         this.pendingField = null;
+        this.fieldArrays[field] = null;
       }
       return null;
     }
