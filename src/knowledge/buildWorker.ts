@@ -12,6 +12,7 @@ import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { BUILD_WORKER_MARKER } from "./buildWorkerMarker.js";
 import { tokenizeList } from "./document.js";
 import { type ScatteredRange, type ScatterInput, scatterRange } from "./fieldPostings.js";
+import { normalizePhrases, phraseKey } from "./normalize.js";
 import { IntBuffer } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 import { TermCounter } from "./termCounter.js";
@@ -35,6 +36,8 @@ export type BuildWorkerData = {
 export type BuildWorkerTask = {
   kind?: undefined;
   part: number;
+  /** The entries' ids, in order (their phrase keys are computed with the counts). */
+  ids: string[];
   texts: string[];
   textCounts: Int32Array;
   buffer?: ArrayBuffer;
@@ -51,11 +54,19 @@ export type BuildWorkerScatterTask = {
 /**
  * A counted part. `counts` holds, per entry and field in order: the field's length in tokens, its number of
  * distinct terms, then (term, frequency) pairs in order of first occurrence, terms as the worker's ids. `newTerms`
- * are the terms whose ids the worker gave while counting this part, in id order.
+ * are the terms whose ids the worker gave while counting this part, in id order. `phrases` are the entries' phrase
+ * keys (see {@link PartPhrases}).
  */
 export type BuildWorkerReply =
   | { kind: "ready" }
-  | { kind: "counted"; part: number; counts: Int32Array; newTerms: string[]; milliseconds: number }
+  | {
+      kind: "counted";
+      part: number;
+      counts: Int32Array;
+      newTerms: string[];
+      phrases: PartPhrases;
+      milliseconds: number;
+    }
   | { kind: "scattered"; request: number; range: ScatteredRange }
   | { kind: "failed"; part: number; message: string };
 
@@ -65,6 +76,41 @@ export type BuildWorkerPort = {
   on(event: "message", listener: (message: BuildWorkerTask | BuildWorkerScatterTask) => void): void;
   close(): void;
 };
+
+/**
+ * The phrase keys of a part's entries, as the snapshot files them (`SnapshotMaps`): per entry, in order, its exact
+ * keys (`normalizePhrases([id, title])`) then the keys of its aliases that are not empty (`phraseKey(alias)`), all
+ * in `keys`; `counts` holds per entry the number of each (exact, then alias). Computed by the worker so that the
+ * main thread, whose heap holds the registry, does not allocate them (most of its short-lived garbage).
+ */
+export type PartPhrases = { keys: string[]; counts: Int32Array };
+
+/** The phrase keys of a task's entries (see {@link PartPhrases}). */
+export function partPhrases(task: BuildWorkerTask): PartPhrases {
+  const { ids, texts, textCounts } = task;
+  const keys: string[] = [];
+  const counts = new Int32Array(ids.length * 2);
+  let text = 0;
+  for (let entry = 0; entry < ids.length; entry++) {
+    // Fields in order: title (one text), aliases, keywords, summary, body (see entryFieldTexts).
+    const base = entry * 5;
+    const title = texts[text]!;
+    const exact = normalizePhrases([ids[entry]!, title]);
+    for (const key of exact) keys.push(key);
+    counts[2 * entry] = exact.length;
+    let aliasKeys = 0;
+    const aliasStart = text + textCounts[base]!;
+    for (let alias = 0; alias < textCounts[base + 1]!; alias++) {
+      const key = phraseKey(texts[aliasStart + alias]);
+      if (key === "") continue;
+      keys.push(key);
+      aliasKeys++;
+    }
+    counts[2 * entry + 1] = aliasKeys;
+    for (let field = 0; field < 5; field++) text += textCounts[base + field]!;
+  }
+  return { keys, counts };
+}
 
 /** Tokenizes and counts parts with one dictionary for the worker's lifetime. */
 export class PartCounter {
@@ -149,8 +195,16 @@ function serve(data: BuildWorkerData): void {
     const started = performance.now();
     try {
       const { counts, newTerms } = parts.count(task);
+      const phrases = partPhrases(task);
       reply(
-        { kind: "counted", part: task.part, counts, newTerms, milliseconds: performance.now() - started },
+        {
+          kind: "counted",
+          part: task.part,
+          counts,
+          newTerms,
+          phrases,
+          milliseconds: performance.now() - started,
+        },
         [counts.buffer as ArrayBuffer],
       );
     } catch (caught) {

@@ -25,8 +25,12 @@ import {
   type WorkerThreads,
   workerThreads,
 } from "./buildThreads.js";
-import type { BuildWorkerReply, BuildWorkerScatterTask, BuildWorkerTask } from "./buildWorker.js";
-import { entryFieldTexts } from "./document.js";
+import type {
+  BuildWorkerReply,
+  BuildWorkerScatterTask,
+  BuildWorkerTask,
+  PartPhrases,
+} from "./buildWorker.js";
 import {
   PARALLEL_SCATTER_MIN_POSTINGS,
   type ScatteredRange,
@@ -81,6 +85,10 @@ export type BuildSegment = {
   termIds: Int32Array | null;
   /** Where the next entry's counts start in {@link counts}. */
   offset: number;
+  /** A worker's phrase keys of the segment's entries (see `PartPhrases`), once they arrived. */
+  phrases: PartPhrases | null;
+  /** Where the next entry's keys start in {@link phrases}. */
+  phraseOffset: number;
 };
 
 /** Options of a parallel build. */
@@ -243,6 +251,8 @@ export class ParallelIndexing {
         helper.replies.delete(segment.part);
         this.mapTerms(helper, internTerms(reply.newTerms));
         segment.counts = reply.counts;
+        segment.phrases = reply.phrases;
+        segment.phraseOffset = 0;
         this.stats.countedEntries += segment.end - segment.start;
         segment.termIds = helper.termIds;
         segment.offset = 0;
@@ -397,6 +407,7 @@ export class ParallelIndexing {
     if (!helper.failed && helper.spareBuffers.length < SPARE_BUFFERS)
       helper.spareBuffers.push(segment.counts.buffer as ArrayBuffer);
     segment.counts = null;
+    segment.phrases = null;
   }
 
   private partLength(part: number): number {
@@ -465,6 +476,8 @@ export class ParallelIndexing {
         counts: null,
         termIds: null,
         offset: 0,
+        phrases: null,
+        phraseOffset: 0,
       });
       cursor += own;
     }
@@ -480,6 +493,8 @@ export class ParallelIndexing {
         counts: null,
         termIds: null,
         offset: 0,
+        phrases: null,
+        phraseOffset: 0,
       };
       cursor += share;
       this.segments.push(segment);
@@ -516,17 +531,28 @@ export class ParallelIndexing {
     return speeds.map((speed) => Math.min(total, Math.floor(time / speed)));
   }
 
-  /** The texts of entries `[start, end)` for a worker, flattened. */
+  /** The ids and texts of entries `[start, end)` for a worker, texts flattened in field order (`entryFieldTexts`). */
   private task(part: number, start: number, end: number): BuildWorkerTask {
+    const ids: string[] = [];
     const texts: string[] = [];
     const textCounts = new Int32Array((end - start) * 5);
     let index = 0;
+    const pushAll = (list: readonly string[]): void => {
+      textCounts[index++] = list.length;
+      for (const text of list) texts.push(text);
+    };
     for (let position = start; position < end; position++) {
-      for (const fieldTexts of entryFieldTexts(this.entries[position]!)) {
-        textCounts[index++] = fieldTexts.length;
-        for (const text of fieldTexts) texts.push(text);
-      }
+      const entry = this.entries[position]!;
+      ids.push(entry.id);
+      textCounts[index++] = 1;
+      texts.push(entry.title);
+      pushAll(entry.aliases);
+      pushAll(entry.keywords);
+      textCounts[index++] = 1;
+      texts.push(entry.summary);
+      textCounts[index++] = 1;
+      texts.push(entry.body);
     }
-    return { part, texts, textCounts };
+    return { part, ids, texts, textCounts };
   }
 }

@@ -115,7 +115,15 @@ export function startIndexBuild(
   const indexUpTo = (end: number, deadline: number, counted: BuildSegment | null): boolean => {
     while (next < end) {
       const entry = sorted[next++]!;
-      maps.add(entry, normalizePhrases([entry.id, entry.title]));
+      const phrases = counted?.phrases;
+      if (phrases) {
+        // Keys the worker computed (see PartPhrases), the same as computing them here.
+        const position = 2 * (next - 1 - counted.start);
+        const exactCount = phrases.counts[position]!;
+        const aliasCount = phrases.counts[position + 1]!;
+        maps.addKeys(entry, phrases.keys, counted.phraseOffset, exactCount, aliasCount);
+        counted.phraseOffset += exactCount + aliasCount;
+      } else maps.add(entry, normalizePhrases([entry.id, entry.title]));
       if (counted)
         counted.offset = lexical.addCountedDocument(
           entry.id,
@@ -231,6 +239,32 @@ export class SnapshotMaps {
     }
     for (const alias of entry.aliases) {
       const keyIndex = trie.intern(phraseKey(alias));
+      if (keyIndex >= 0) this.aliasLists.add(keyIndex, position);
+    }
+    if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) this.relationCount++;
+  }
+
+  /**
+   * {@link add} with the keys already computed: `keys[start, start + exactCount)` are the exact keys
+   * (`normalizePhrases([id, title])`), the next `aliasCount` the non-empty `phraseKey` of each alias, in order.
+   */
+  addKeys(
+    entry: NormalizedKnowledgeEntry,
+    keys: readonly string[],
+    start: number,
+    exactCount: number,
+    aliasCount: number,
+  ): void {
+    const position = this.ids.length;
+    this.ids.push(entry.id);
+    const trie = this.phraseTrie;
+    const exactEnd = start + exactCount;
+    for (let index = start; index < exactEnd; index++) {
+      const keyIndex = trie.intern(keys[index]!);
+      if (keyIndex >= 0) this.exactLists.add(keyIndex, position);
+    }
+    for (let index = exactEnd; index < exactEnd + aliasCount; index++) {
+      const keyIndex = trie.intern(keys[index]!);
       if (keyIndex >= 0) this.aliasLists.add(keyIndex, position);
     }
     if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) this.relationCount++;
