@@ -9,16 +9,17 @@
  * stderr, a Markdown table on stdout.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { constants, PerformanceObserver, performance } from "node:perf_hooks";
 import {
   buildKnowledgeIndexCacheKey,
   KnowledgeGroundingEngine,
   serializeIndexSnapshotChunks,
 } from "../src/index.js";
 import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
+import { lastParallelBuildStats } from "../src/knowledge/parallelBuild.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
 import {
   median,
@@ -53,6 +54,45 @@ function retained(): number {
   return usage.heapUsed + usage.external;
 }
 
+/** The calling thread's CPU time in seconds (Linux `/proc/thread-self/stat`), or NaN elsewhere. */
+function mainThreadCpuSeconds(): number {
+  try {
+    const stat = readFileSync("/proc/thread-self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Counts garbage collections (minor: scavenges; major: mark-compact) and their pauses until `stop`. */
+function countCollections(): {
+  stop(): Promise<{ minor: number; minorMs: number; major: number; majorMs: number }>;
+} {
+  const totals = { minor: 0, minorMs: 0, major: 0, majorMs: 0 };
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MINOR) {
+        totals.minor++;
+        totals.minorMs += entry.duration;
+      } else if (kind === constants.NODE_PERFORMANCE_GC_MAJOR) {
+        totals.major++;
+        totals.majorMs += entry.duration;
+      }
+    }
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  return {
+    // The entries of collections during a synchronous build are delivered once the event loop turns.
+    async stop() {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      observer.disconnect();
+      return totals;
+    },
+  };
+}
+
 function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((left, right) => left - right);
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
@@ -77,18 +117,39 @@ async function main(): Promise<void> {
   log(`validated in ${validateSeconds.toFixed(1)} s`);
 
   const before = retained();
+  const collections = countCollections();
   started = performance.now();
   const cpuBefore = process.cpuUsage();
+  const mainBefore = mainThreadCpuSeconds();
   const build = startIndexBuild(normalized.entries);
+  const startedAt = performance.now();
   build.step(Number.POSITIVE_INFINITY);
+  const steppedAt = performance.now();
   const snapshot = build.finish();
   const buildSeconds = (performance.now() - started) / 1000;
   const buildCpu = process.cpuUsage(cpuBefore);
+  const mainCpu = mainThreadCpuSeconds() - mainBefore;
+  const gcDuring = await collections.stop();
+  const parallel = lastParallelBuildStats();
   const heapGb = (retained() - before) / 1024 ** 3;
   rows.push([
     "build (index from validated entries)",
     `${buildSeconds.toFixed(1)} s (CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`,
   ]);
+  // Where the build's time went: phases (wall), the main thread's CPU (Linux), collections, the workers' share.
+  rows.push([
+    "build phases: sort and start workers / index and finalize / snapshot maps",
+    `${((startedAt - started) / 1000).toFixed(1)} / ${((steppedAt - startedAt) / 1000).toFixed(1)} / ${((performance.now() - steppedAt) / 1000).toFixed(1)} s`,
+  ]);
+  rows.push([
+    "build: main thread CPU; collections (scavenges, major) and their pauses",
+    `${Number.isNaN(mainCpu) ? "n/a" : `${mainCpu.toFixed(1)} s`}; ${gcDuring.minor} scavenges ${(gcDuring.minorMs / 1000).toFixed(1)} s, ${gcDuring.major} major ${(gcDuring.majorMs / 1000).toFixed(1)} s`,
+  ]);
+  if (parallel)
+    rows.push([
+      "build: workers, entries they counted, main thread waiting for them",
+      `${parallel.workers}, ${parallel.countedEntries.toLocaleString("en-US")}, ${(parallel.waitedMilliseconds / 1000).toFixed(1)} s`,
+    ]);
   rows.push(["heap retained by the snapshot after build", `${heapGb.toFixed(2)} GB`]);
   log(`built in ${buildSeconds.toFixed(1)} s, ${heapGb.toFixed(2)} GB retained`);
 
