@@ -16,7 +16,6 @@
  *
  * @module
  */
-
 import { performance } from "node:perf_hooks";
 import { resolveGroundingConfiguration } from "../knowledge/config.js";
 import { validateGroundingConfig } from "../knowledge/configValidation.js";
@@ -28,181 +27,41 @@ import { classifyConfidence, isAuthorized, retrieve } from "../knowledge/retriev
 import type {
   KnowledgeAssembledContext,
   KnowledgeConfidenceRule,
-  KnowledgeContextConfig,
   KnowledgeFieldName,
   KnowledgeIndexSnapshot,
-  KnowledgePresetName,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
-  KnowledgeRetrievalConfig,
   KnowledgeSelection,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import {
-  type BlockFailure,
-  type BlockQueryFigures,
-  type BlockSummary,
-  blockFigures,
-  diagnoseBlock,
-  summarizeBlocks,
-} from "./block.js";
+import { type BlockFailure, blockFigures, diagnoseBlock, summarizeBlocks } from "./block.js";
+import { byRuleOf, calibrate, discrimination } from "./calibration.js";
 import type { EvalQrels, EvalQuery } from "./data.js";
 import { meanMetrics, type QueryMetrics, quantile, queryMetrics } from "./metrics.js";
+import type {
+  EvalConfiguration,
+  EvalConfigurationResult,
+  EvalOptions,
+  EvalQueryResult,
+  EvalReport,
+  LatencySummary,
+} from "./reportTypes.js";
 
-/** What a configuration may override: the preset, retrieval and context parts of `KnowledgeGroundingConfig`. */
-export type EvalConfigurationSettings = {
-  /** Preset the `retrieval` and `context` fields override (default `"neurolink"`). */
-  preset?: KnowledgePresetName;
-  retrieval?: KnowledgeRetrievalConfig;
-  context?: KnowledgeContextConfig;
-  blockedDomains?: string[];
-};
-
-/** A named configuration to evaluate. */
-export type EvalConfiguration = {
-  name: string;
-  settings: EvalConfigurationSettings;
-};
-
-/** The confidence classes in display order. */
-export const CONFIDENCE_CLASSES: readonly KnowledgeRetrievalConfidence[] = ["high", "medium", "low", "none"];
-
-/** How well one confidence class predicts a relevant top result. */
-export type CalibrationCell = {
-  /** Queries that got this class. */
-  count: number;
-  /** Of those, queries whose top result is relevant. */
-  relevantTop: number;
-  /** `relevantTop / count`, or null when the class never occurred. */
-  precision: number | null;
-};
-
-/** The evidence behind one query's production top result, for studying confidence rules. */
-export type TopSignals = {
-  /** Score of the top candidate (boosts included). */
-  topScore: number;
-  /** Score of the second candidate, 0 without one. */
-  secondScore: number;
-  /** Lexical score of the top candidate. */
-  topLexical: number;
-  /** Fields with lexical evidence for the top candidate. */
-  topFields: KnowledgeFieldName[];
-  exact: boolean;
-  alias: boolean;
-  /** Candidates before the candidate-limit cut. */
-  candidateCount: number;
-  /** Query tokens (after tokenizing, before any analyzer). */
-  queryTokens: number;
-};
-
-/** One query's outcome under one configuration. */
-export type EvalQueryResult = {
-  id: string;
-  metrics: QueryMetrics;
-  /** Relevant documents judged for the query. */
-  relevant: number;
-  /** First ten ranked ids. */
-  top10: string[];
-  /** Confidence class under the configuration's rule. */
-  confidence: KnowledgeRetrievalConfidence;
-  /** Confidence class under each rule, on the same candidates. */
-  confidenceByRule: Record<KnowledgeConfidenceRule, KnowledgeRetrievalConfidence>;
-  /** Id of the production top result, or null. */
-  topId: string | null;
-  /** Whether the production top result is judged relevant. */
-  topRelevant: boolean;
-  signals: TopSignals | null;
-  /** The block the production retrieval renders (what `ground()` would hand the model). */
-  block: BlockQueryFigures;
-  /** Time of the production `retrieve` call. */
-  retrieveMs: number;
-  /** Time of the production `retrieve` plus context assembly. */
-  turnMs: number;
-};
-
-/** Latency summary in milliseconds. */
-export type LatencySummary = {
-  p50: number;
-  p90: number;
-  p99: number;
-  mean: number;
-  max: number;
-};
-
-/** Everything measured for one configuration. */
-export type EvalConfigurationResult = {
-  name: string;
-  settings: EvalConfigurationSettings;
-  resolved: KnowledgeResolvedRetrieval;
-  /** Mean of each metric over the evaluated queries. */
-  metrics: QueryMetrics;
-  queries: EvalQueryResult[];
-  /** Latency of the production `retrieve` call. */
-  latency: LatencySummary;
-  /** Latency of `retrieve` plus context assembly. */
-  turnLatency: LatencySummary;
-  /** Calibration of the configuration's confidence rule. */
-  calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>;
-  /**
-   * How well the configuration's classes separate relevant from non-relevant top results: the probability that a
-   * query with a relevant top result got a higher class (none < low < medium < high) than one without, ties
-   * counting half (the ROC AUC of the class as a score). 0.5 is no better than chance; null if either group is
-   * empty.
-   */
-  discrimination: number | null;
-  /** Calibration and discrimination of every rule on the same candidates. */
-  byRule: Record<
-    KnowledgeConfidenceRule,
-    { calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>; discrimination: number | null }
-  >;
-  /** Time to build this configuration's index snapshot (0 when shared with an earlier configuration). */
-  indexMs: number;
-  /** The context budget the blocks were rendered with: the effective `context.maxTokens` (preset included). */
-  budget: number;
-  /** Block figures averaged over the queries (see `./block.ts` for the definitions). */
-  block: BlockSummary;
-  /**
-   * Queries whose block holds no relevant entry or misses its judged passage, in query order, with the reason
-   * each relevant entry is missing and what the block held instead.
-   */
-  failures: BlockFailure[];
-};
-
-/** The outcome of {@link evaluateConfigurations}. */
-export type EvalReport = {
-  /** Entries in the knowledge base. */
-  entries: number;
-  /** Queries evaluated (those with judgments). */
-  queryCount: number;
-  /** Judged query ids that the query file lacks; they count as 0 on every metric (`trec_eval -c`). */
-  missingQueries: string[];
-  depth: number;
-  ignoreIdenticalIds: boolean;
-  configurations: EvalConfigurationResult[];
-};
-
-/** Options of {@link evaluateConfigurations}. */
-export type EvalOptions = {
-  /** Ranking depth for the metrics. Default 100 (enough for Recall@100). */
-  depth?: number;
-  /** Drop a document whose id equals the query id from that query's results (BEIR convention). Default false. */
-  ignoreIdenticalIds?: boolean;
-  /** Queries run once untimed per configuration before timing, so the JIT is warm. Default 20. */
-  warmup?: number;
-  /**
-   * Time the production retrieval (latency, and confidence with the configuration's own limits). Default true.
-   * When false (parameter searches), latency is NaN and confidence and top result come from the ranking retrieval;
-   * the block is still rendered from an untimed production retrieval.
-   */
-  measureProduction?: boolean;
-  /** Called when a configuration starts and as queries complete. */
-  onProgress?: (progress: { configuration: string; done: number; total: number }) => void;
-  /**
-   * Index snapshots to reuse across calls on the same entries (keyed by the index-affecting settings); snapshots
-   * built here are added to it. Parameter searches pass one map per collection so each index is built once.
-   */
-  snapshots?: Map<string, KnowledgeIndexSnapshot>;
-};
+export { calibrate, discrimination } from "./calibration.js";
+export { diffConfigurations } from "./diff.js";
+export {
+  type CalibrationCell,
+  CONFIDENCE_CLASSES,
+  type EvalConfiguration,
+  type EvalConfigurationResult,
+  type EvalConfigurationSettings,
+  type EvalOptions,
+  type EvalQueryDiff,
+  type EvalQueryResult,
+  type EvalReport,
+  type LatencySummary,
+  type TopSignals,
+} from "./reportTypes.js";
 
 const EVAL_CONFIGURATION_MARKER = Symbol.for("lexground.EvalConfigurationError");
 
@@ -473,115 +332,4 @@ export function evaluateConfigurations(
     ignoreIdenticalIds,
     configurations: results,
   };
-}
-
-function byRuleOf(
-  results: readonly EvalQueryResult[],
-  rule: KnowledgeConfidenceRule,
-): { calibration: Record<KnowledgeRetrievalConfidence, CalibrationCell>; discrimination: number | null } {
-  const relabeled = results.map((result) => ({
-    confidence: result.confidenceByRule[rule],
-    topRelevant: result.topRelevant,
-  }));
-  return { calibration: calibrate(relabeled), discrimination: discrimination(relabeled) };
-}
-
-const CLASS_RANK: Record<KnowledgeRetrievalConfidence, number> = { none: 0, low: 1, medium: 2, high: 3 };
-
-/**
- * ROC AUC of the confidence class (none < low < medium < high) as a predictor of a relevant top result; ties
- * count half. Null when every query or no query has a relevant top result.
- */
-export function discrimination(
-  results: readonly Pick<EvalQueryResult, "confidence" | "topRelevant">[],
-): number | null {
-  const positives = [0, 0, 0, 0];
-  const negatives = [0, 0, 0, 0];
-  for (const result of results) {
-    const rank = CLASS_RANK[result.confidence];
-    if (result.topRelevant) positives[rank]!++;
-    else negatives[rank]!++;
-  }
-  const positiveCount = positives.reduce((sum, count) => sum + count, 0);
-  const negativeCount = negatives.reduce((sum, count) => sum + count, 0);
-  if (positiveCount === 0 || negativeCount === 0) return null;
-  let wins = 0;
-  for (let positive = 0; positive < 4; positive++) {
-    for (let negative = 0; negative < 4; negative++) {
-      const pairs = positives[positive]! * negatives[negative]!;
-      if (positive > negative) wins += pairs;
-      else if (positive === negative) wins += pairs / 2;
-    }
-  }
-  return wins / (positiveCount * negativeCount);
-}
-
-/** Per confidence class: how many queries got it and how often their top result was relevant. */
-export function calibrate(
-  results: readonly Pick<EvalQueryResult, "confidence" | "topRelevant">[],
-): Record<KnowledgeRetrievalConfidence, CalibrationCell> {
-  const cells = {} as Record<KnowledgeRetrievalConfidence, CalibrationCell>;
-  for (const name of CONFIDENCE_CLASSES) cells[name] = { count: 0, relevantTop: 0, precision: null };
-  for (const result of results) {
-    const cell = cells[result.confidence];
-    cell.count++;
-    if (result.topRelevant) cell.relevantTop++;
-  }
-  for (const name of CONFIDENCE_CLASSES) {
-    const cell = cells[name];
-    cell.precision = cell.count > 0 ? cell.relevantTop / cell.count : null;
-  }
-  return cells;
-}
-
-/** One query whose figures differ between two configurations. */
-export type EvalQueryDiff = {
-  id: string;
-  text: string;
-  /** nDCG@10 under the first and the second configuration, and second − first. */
-  before: number;
-  after: number;
-  delta: number;
-  confidenceBefore: KnowledgeRetrievalConfidence;
-  confidenceAfter: KnowledgeRetrievalConfidence;
-  topBefore: string | null;
-  topAfter: string | null;
-};
-
-/**
- * Per-query differences between two configurations' results: queries whose nDCG@10, confidence or top result
- * changed, largest |Δ nDCG@10| first (ties by query id).
- */
-export function diffConfigurations(
-  first: EvalConfigurationResult,
-  second: EvalConfigurationResult,
-  queries: readonly EvalQuery[],
-): EvalQueryDiff[] {
-  const texts = new Map(queries.map((query) => [query.id, query.text]));
-  const secondById = new Map(second.queries.map((result) => [result.id, result]));
-  const diffs: EvalQueryDiff[] = [];
-  for (const before of first.queries) {
-    const after = secondById.get(before.id);
-    if (!after) continue;
-    const delta = after.metrics.ndcg10 - before.metrics.ndcg10;
-    if (Math.abs(delta) < 1e-12 && before.confidence === after.confidence && before.topId === after.topId) {
-      continue;
-    }
-    diffs.push({
-      id: before.id,
-      text: texts.get(before.id) ?? "",
-      before: before.metrics.ndcg10,
-      after: after.metrics.ndcg10,
-      delta,
-      confidenceBefore: before.confidence,
-      confidenceAfter: after.confidence,
-      topBefore: before.topId,
-      topAfter: after.topId,
-    });
-  }
-  diffs.sort(
-    (left, right) =>
-      Math.abs(right.delta) - Math.abs(left.delta) || (left.id < right.id ? -1 : left.id > right.id ? 1 : 0),
-  );
-  return diffs;
 }
