@@ -27,22 +27,8 @@ import {
   searchKnowledge,
 } from "./mcpTools.js";
 
-export {
-  ENTRY_RESOURCE_PREFIX,
-  entryIdOfResourceUri,
-  entryResourceUri,
-  getEntry,
-  type KnowledgeEntryDocument,
-  type KnowledgeMcpOptions,
-  listEntries,
-  MCP_MAX_ID_LENGTH,
-  MCP_MAX_LIMIT,
-  narrowIntegrations,
-  renderEntryDocument,
-  type SearchKnowledgeEntry,
-  type SearchKnowledgeResult,
-  searchKnowledge,
-} from "./mcpTools.js";
+/** The tools' logic and shapes, exported from here as well (where callers import them). */
+export * from "./mcpTools.js";
 
 const INSTRUCTIONS =
   "search_knowledge searches this host's reviewed knowledge base lexically (ids, titles, aliases, keywords, text); " +
