@@ -10,6 +10,7 @@
 
 import { hasErrorMarker } from "./knowledge/errors.js";
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const MISSING_PEER_MARKER = Symbol.for("lexground.MissingPeerDependencyError");
 
 /** A feature of lexground needs a package that is not installed (an optional peer dependency). */

@@ -5,6 +5,7 @@
 import type { KnowledgeFileIssue } from "../files/issues.js";
 import { hasErrorMarker } from "../knowledge/errors.js";
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const USAGE_ERROR_MARKER = Symbol.for("lexground.CliUsageError");
 const FAILURE_MARKER = Symbol.for("lexground.CliFailure");
 const INVALID_KNOWLEDGE_BASE_MARKER = Symbol.for("lexground.KnowledgeBaseInvalidError");

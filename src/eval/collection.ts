@@ -40,6 +40,7 @@ export type EvalCollectionOptions = {
   compile?: KnowledgeCompileOptions;
 };
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const EVAL_KNOWLEDGE_BASE_MARKER = Symbol.for("lexground.EvalKnowledgeBaseError");
 
 /** The knowledge base failed validation. */

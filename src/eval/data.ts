@@ -29,6 +29,7 @@ export type EvalQuery = {
 /** Judgments: query id → (document id → grade). */
 export type EvalQrels = Map<string, Map<string, number>>;
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const EVAL_DATA_MARKER = Symbol.for("lexground.EvalDataError");
 
 /** A query or qrels file could not be read; `file` and `line` locate the problem. */

@@ -63,6 +63,7 @@ export {
   type TopSignals,
 } from "./reportTypes.js";
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const EVAL_CONFIGURATION_MARKER = Symbol.for("lexground.EvalConfigurationError");
 
 /** A configuration's settings are invalid. */

@@ -27,6 +27,7 @@ export type KnowledgeCompileErrorCode =
   | "bad-generated-at"
   | "no-entries";
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const COMPILE_ERROR_MARKER = Symbol.for("lexground.KnowledgeCompileError");
 
 /** A knowledge base could not be compiled or loaded. `file` and `line` locate the problem when known. */

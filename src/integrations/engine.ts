@@ -47,6 +47,7 @@ export type KnowledgeEngineSource =
       engine?: undefined;
     };
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const INTEGRATION_ERROR_MARKER = Symbol.for("lexground.GroundingIntegrationError");
 
 /**

@@ -5,6 +5,7 @@
 import type { KnowledgeEngineStatus, KnowledgeLogger, KnowledgeValidationIssue } from "../types/knowledge.js";
 import { hasErrorMarker } from "./errors.js";
 
+// One error pattern for every class, written out per class on purpose: see `knowledge/errors.ts`.
 const TIMEOUT_ERROR_MARKER = Symbol.for("lexground.KnowledgeGroundingTimeoutError");
 
 /**

@@ -9,6 +9,11 @@
  * `static isInstance(error) { return hasErrorMarker(error, MARKER); }`. A marker's name is part of the public
  * contract: renaming it would stop older copies from recognizing the error.
  *
+ * The pattern is written out in each class on purpose, not inherited from a shared base class: a base would sit
+ * in every error's prototype chain and stack trace, and a marker must be a `unique symbol` declared per class so
+ * that each class's declaration shows its own code and marker (so the duplicate finder's error-class pairs are
+ * this pattern).
+ *
  * @module
  */
 

@@ -43,6 +43,8 @@ export function scoreQueryExhaustive(
   const { totals, fieldTotals, marks, touched } = scratch;
   let touchedCount = 0;
 
+  // The BM25F and per-field passes repeat the same posting walk on purpose: each is specialised for its mode
+  // (one posting list and no field bits, or five and their bits), with no per-posting branch on the mode.
   if (index.bm25f) {
     // Only the totals decide the ranking: the per-field breakdown is computed afterwards for the selected
     // documents alone (see below), instead of five share reads and writes for every posting.

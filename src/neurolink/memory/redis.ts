@@ -79,34 +79,18 @@ export type RedisMemoryDurations = {
  * values are raised to a floor (1 ms, 10 ms between reconnections, 1 s of TTL), as before.
  */
 export function redisMemoryDurations(options: RedisMemoryOptions, pathPrefix = ""): RedisMemoryDurations {
-  const read = (name: keyof RedisMemoryOptions): unknown => options?.[name];
+  // Each option is read once, in the order of the fields below (an options object with getters sees one read each).
+  const read = (
+    name: keyof RedisMemoryDurations,
+    fallback: number,
+    minimum: number,
+    maximum = MAX_TIMER_DELAY_MS,
+  ): number => durationOption(options?.[name], { path: `${pathPrefix}${name}`, fallback, minimum, maximum });
   return {
-    ttlSeconds: Math.floor(
-      durationOption(read("ttlSeconds"), {
-        path: `${pathPrefix}ttlSeconds`,
-        fallback: 86_400,
-        minimum: 1,
-        maximum: MAX_TTL_SECONDS,
-      }),
-    ),
-    commandTimeoutMs: durationOption(read("commandTimeoutMs"), {
-      path: `${pathPrefix}commandTimeoutMs`,
-      fallback: 1000,
-      minimum: 1,
-      maximum: MAX_TIMER_DELAY_MS,
-    }),
-    connectTimeoutMs: durationOption(read("connectTimeoutMs"), {
-      path: `${pathPrefix}connectTimeoutMs`,
-      fallback: 1000,
-      minimum: 1,
-      maximum: MAX_TIMER_DELAY_MS,
-    }),
-    maxReconnectDelayMs: durationOption(read("maxReconnectDelayMs"), {
-      path: `${pathPrefix}maxReconnectDelayMs`,
-      fallback: 2000,
-      minimum: 10,
-      maximum: MAX_TIMER_DELAY_MS,
-    }),
+    ttlSeconds: Math.floor(read("ttlSeconds", 86_400, 1, MAX_TTL_SECONDS)),
+    commandTimeoutMs: read("commandTimeoutMs", 1000, 1),
+    connectTimeoutMs: read("connectTimeoutMs", 1000, 1),
+    maxReconnectDelayMs: read("maxReconnectDelayMs", 2000, 10),
   };
 }
 
