@@ -27,10 +27,13 @@ import { classifyConfidence, isAuthorized, retrieve } from "../knowledge/retriev
 import type {
   KnowledgeAssembledContext,
   KnowledgeConfidenceRule,
+  KnowledgeContextConfig,
   KnowledgeFieldName,
   KnowledgeIndexSnapshot,
+  KnowledgePassageQuery,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
+  KnowledgeRetrievalRequest,
   KnowledgeSelection,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
@@ -178,117 +181,26 @@ export function evaluateConfigurations(
       assembleKnowledgeContext(selection, contextConfig, passageQuery(query));
     }
 
+    const run: ConfigurationRun = {
+      snapshot,
+      resolved,
+      deep,
+      blocked,
+      contextConfig,
+      depth,
+      ignoreIdenticalIds,
+      measureProduction,
+      request,
+      passageQuery,
+    };
     const perQuery: EvalQueryResult[] = [];
     const failures: BlockFailure[] = [];
     options.onProgress?.({ configuration: configuration.name, done: 0, total: judged.length });
     for (const query of judged) {
       const judgments = qrels.get(query.id)!;
-      const keep = (id: string) => !ignoreIdenticalIds || id !== query.id;
-      const deepSelection = retrieve(snapshot, request(query), deep, blocked);
-      const ranking = deepSelection.candidates
-        .map((candidate) => candidate.id)
-        .filter(keep)
-        .slice(0, depth);
-
-      let selection = deepSelection;
-      let production: KnowledgeSelection;
-      let assembled: KnowledgeAssembledContext;
-      let retrieveMs = Number.NaN;
-      let turnMs = Number.NaN;
-      if (measureProduction) {
-        const start = performance.now();
-        selection = retrieve(snapshot, request(query), resolved, blocked);
-        retrieveMs = performance.now() - start;
-        assembled = assembleKnowledgeContext(selection, contextConfig, passageQuery(query));
-        turnMs = performance.now() - start;
-        production = selection;
-      } else {
-        production = retrieve(snapshot, request(query), resolved, blocked);
-        assembled = assembleKnowledgeContext(production, contextConfig, passageQuery(query));
-      }
-      const block = blockFigures(
-        assembled.citations.map((citation) => citation.id),
-        assembled.contextTokens,
-        assembled.assembledContext,
-        judgments,
-        query.passage,
-      );
-      const failure = diagnoseBlock({
-        id: query.id,
-        text: query.text,
-        judgments,
-        ...(query.passage !== undefined ? { passage: query.passage } : {}),
-        figures: block,
-        // The engine's own order (the query's id kept), so ranks compare with resultLimit.
-        ranking: deepSelection.candidates.map((candidate) => candidate.id),
-        scores: new Map(deepSelection.candidates.map((candidate) => [candidate.id, candidate.score])),
-        primaryIds: production.primary.map((entry) => entry.id),
-        expandedIds: production.expanded.map((entry) => entry.id),
-        resultLimit: resolved.resultLimit,
-        cutReason: (id) => {
-          const cut = production.candidates.find((candidate) => candidate.id === id)?.cut;
-          if (!cut) return undefined;
-          const threshold = cut.threshold.toFixed(2);
-          return cut.endedAt === id
-            ? `cut by ${cut.rule}: its score is below ${threshold}`
-            : `cut by ${cut.rule}: the list ended at ${cut.endedAt} (its score below ${threshold})`;
-        },
-        exists: (id) => snapshot.entriesById.has(id),
-        eligible: (id) => {
-          const entry = snapshot.entriesById.get(id);
-          return entry !== undefined && isAuthorized(entry, query.integrations ?? [], blocked);
-        },
-        via: (id) =>
-          production.primary.find((entry) => snapshot.relationIndex.get(entry.id)?.includes(id))?.id,
-        renderedInFull: (id) => {
-          const entry = snapshot.entriesById.get(id);
-          return (
-            entry !== undefined &&
-            assembled.assembledContext.includes(
-              renderEntry(entry, contextConfig.includeCitations !== false).full,
-            )
-          );
-        },
-      });
+      const { result, failure } = evaluateQuery(run, query, judgments);
       if (failure) failures.push(failure);
-
-      const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
-      // Classified exactly as the engine does (on the trimmed candidates), except that a dropped self-match does
-      // not decide the class either. Both rules are recorded so they can be compared on the same rankings.
-      const confidenceByRule: Record<KnowledgeConfidenceRule, KnowledgeRetrievalConfidence> = {
-        seed: classifyConfidence(candidates, "seed"),
-        calibrated: classifyConfidence(candidates, "calibrated"),
-      };
-      const confidence = confidenceByRule[resolved.confidenceRule ?? "seed"];
-      const top = candidates[0];
-      const second = candidates[1];
-      let relevant = 0;
-      for (const grade of judgments.values()) if (grade > 0) relevant++;
-      perQuery.push({
-        id: query.id,
-        metrics: queryMetrics(ranking, judgments),
-        relevant,
-        top10: ranking.slice(0, 10),
-        confidence,
-        confidenceByRule,
-        topId: top?.id ?? null,
-        topRelevant: top !== undefined && (judgments.get(top.id) ?? 0) > 0,
-        signals: top
-          ? {
-              topScore: top.score,
-              secondScore: second?.score ?? 0,
-              topLexical: top.lexical,
-              topFields: Object.keys(top.fieldScores) as KnowledgeFieldName[],
-              exact: top.exact,
-              alias: top.alias,
-              candidateCount: selection.candidateCount,
-              queryTokens: tokenize(query.text).length,
-            }
-          : null,
-        block,
-        retrieveMs,
-        turnMs,
-      });
+      perQuery.push(result);
       if (perQuery.length % 50 === 0) {
         options.onProgress?.({
           configuration: configuration.name,
@@ -333,4 +245,145 @@ export function evaluateConfigurations(
     ignoreIdenticalIds,
     configurations: results,
   };
+}
+
+/** What every query of one configuration runs with. */
+type ConfigurationRun = {
+  snapshot: KnowledgeIndexSnapshot;
+  resolved: KnowledgeResolvedRetrieval;
+  /** The ranking retrieval's settings: deep enough for the metrics, without relation expansion. */
+  deep: KnowledgeResolvedRetrieval;
+  blocked: string[];
+  contextConfig: KnowledgeContextConfig;
+  depth: number;
+  ignoreIdenticalIds: boolean;
+  measureProduction: boolean;
+  request: (query: EvalQuery) => KnowledgeRetrievalRequest;
+  passageQuery: (query: EvalQuery) => KnowledgePassageQuery;
+};
+
+/**
+ * One judged query under one configuration (see the module comment): the ranking retrieval, the production turn
+ * and its block, the block's failure diagnosis when it misses, and the confidence of every rule.
+ */
+function evaluateQuery(
+  run: ConfigurationRun,
+  query: EvalQuery,
+  judgments: ReadonlyMap<string, number>,
+): { result: EvalQueryResult; failure: BlockFailure | null } {
+  const {
+    snapshot,
+    resolved,
+    deep,
+    blocked,
+    contextConfig,
+    depth,
+    ignoreIdenticalIds,
+    measureProduction,
+    request,
+    passageQuery,
+  } = run;
+  const keep = (id: string) => !ignoreIdenticalIds || id !== query.id;
+  const deepSelection = retrieve(snapshot, request(query), deep, blocked);
+  const ranking = deepSelection.candidates
+    .map((candidate) => candidate.id)
+    .filter(keep)
+    .slice(0, depth);
+
+  let selection = deepSelection;
+  let production: KnowledgeSelection;
+  let assembled: KnowledgeAssembledContext;
+  let retrieveMs = Number.NaN;
+  let turnMs = Number.NaN;
+  if (measureProduction) {
+    const start = performance.now();
+    selection = retrieve(snapshot, request(query), resolved, blocked);
+    retrieveMs = performance.now() - start;
+    assembled = assembleKnowledgeContext(selection, contextConfig, passageQuery(query));
+    turnMs = performance.now() - start;
+    production = selection;
+  } else {
+    production = retrieve(snapshot, request(query), resolved, blocked);
+    assembled = assembleKnowledgeContext(production, contextConfig, passageQuery(query));
+  }
+  const block = blockFigures(
+    assembled.citations.map((citation) => citation.id),
+    assembled.contextTokens,
+    assembled.assembledContext,
+    judgments,
+    query.passage,
+  );
+  const failure = diagnoseBlock({
+    id: query.id,
+    text: query.text,
+    judgments,
+    ...(query.passage !== undefined ? { passage: query.passage } : {}),
+    figures: block,
+    // The engine's own order (the query's id kept), so ranks compare with resultLimit.
+    ranking: deepSelection.candidates.map((candidate) => candidate.id),
+    scores: new Map(deepSelection.candidates.map((candidate) => [candidate.id, candidate.score])),
+    primaryIds: production.primary.map((entry) => entry.id),
+    expandedIds: production.expanded.map((entry) => entry.id),
+    resultLimit: resolved.resultLimit,
+    cutReason: (id) => {
+      const cut = production.candidates.find((candidate) => candidate.id === id)?.cut;
+      if (!cut) return undefined;
+      const threshold = cut.threshold.toFixed(2);
+      return cut.endedAt === id
+        ? `cut by ${cut.rule}: its score is below ${threshold}`
+        : `cut by ${cut.rule}: the list ended at ${cut.endedAt} (its score below ${threshold})`;
+    },
+    exists: (id) => snapshot.entriesById.has(id),
+    eligible: (id) => {
+      const entry = snapshot.entriesById.get(id);
+      return entry !== undefined && isAuthorized(entry, query.integrations ?? [], blocked);
+    },
+    via: (id) => production.primary.find((entry) => snapshot.relationIndex.get(entry.id)?.includes(id))?.id,
+    renderedInFull: (id) => {
+      const entry = snapshot.entriesById.get(id);
+      return (
+        entry !== undefined &&
+        assembled.assembledContext.includes(renderEntry(entry, contextConfig.includeCitations !== false).full)
+      );
+    },
+  });
+
+  const candidates = selection.candidates.filter((candidate) => keep(candidate.id));
+  // Classified exactly as the engine does (on the trimmed candidates), except that a dropped self-match does
+  // not decide the class either. Both rules are recorded so they can be compared on the same rankings.
+  const confidenceByRule: Record<KnowledgeConfidenceRule, KnowledgeRetrievalConfidence> = {
+    seed: classifyConfidence(candidates, "seed"),
+    calibrated: classifyConfidence(candidates, "calibrated"),
+  };
+  const confidence = confidenceByRule[resolved.confidenceRule ?? "seed"];
+  const top = candidates[0];
+  const second = candidates[1];
+  let relevant = 0;
+  for (const grade of judgments.values()) if (grade > 0) relevant++;
+  const result: EvalQueryResult = {
+    id: query.id,
+    metrics: queryMetrics(ranking, judgments),
+    relevant,
+    top10: ranking.slice(0, 10),
+    confidence,
+    confidenceByRule,
+    topId: top?.id ?? null,
+    topRelevant: top !== undefined && (judgments.get(top.id) ?? 0) > 0,
+    signals: top
+      ? {
+          topScore: top.score,
+          secondScore: second?.score ?? 0,
+          topLexical: top.lexical,
+          topFields: Object.keys(top.fieldScores) as KnowledgeFieldName[],
+          exact: top.exact,
+          alias: top.alias,
+          candidateCount: selection.candidateCount,
+          queryTokens: tokenize(query.text).length,
+        }
+      : null,
+    block,
+    retrieveMs,
+    turnMs,
+  };
+  return { result, failure };
 }
