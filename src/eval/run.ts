@@ -271,18 +271,8 @@ function evaluateQuery(
   query: EvalQuery,
   judgments: ReadonlyMap<string, number>,
 ): { result: EvalQueryResult; failure: BlockFailure | null } {
-  const {
-    snapshot,
-    resolved,
-    deep,
-    blocked,
-    contextConfig,
-    depth,
-    ignoreIdenticalIds,
-    measureProduction,
-    request,
-    passageQuery,
-  } = run;
+  const { snapshot, resolved, deep, blocked, contextConfig, depth } = run;
+  const { ignoreIdenticalIds, measureProduction, request, passageQuery } = run;
   const keep = (id: string) => !ignoreIdenticalIds || id !== query.id;
   const deepSelection = retrieve(snapshot, request(query), deep, blocked);
   const ranking = deepSelection.candidates
