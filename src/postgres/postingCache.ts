@@ -51,9 +51,9 @@ export class PostingCache {
   /** @param limitBytes Most bytes held; 0 disables the cache. */
   constructor(readonly limitBytes: number) {}
 
-  /** The key of `term` in generation `generation` published with `contentKey`. */
+  /** The key of `term` in generation `generation` published with `contentKey` (length-prefixed: unambiguous). */
   static key(generation: number, contentKey: string, term: string): string {
-    return `${generation}\u0000${contentKey}\u0000${term}`;
+    return `${generation}:${contentKey.length}:${contentKey}${term}`;
   }
 
   /** The postings of `key`, marking them most recently used; undefined when not held. */

@@ -1,0 +1,53 @@
+/** The posting cache: bounded by bytes, least recently used terms forgotten first, keys per generation. */
+import { describe, expect, it } from "vitest";
+import { listUpperBound, PostingCache, termPostings } from "./postingCache.js";
+
+/** A term's postings with one list of `count` postings (12 bytes each, plus the fixed overhead). */
+function postings(count: number) {
+  const docs = Int32Array.from({ length: count }, (_, index) => index);
+  const contributions = new Float64Array(count).fill(1);
+  return termPostings([{ docs, contributions, upper: 1 }, null, null, null, null, null]);
+}
+
+describe("PostingCache", () => {
+  it("keeps the most recently used terms within its byte limit", () => {
+    const one = postings(100);
+    const cache = new PostingCache(one.bytes * 2);
+    cache.set("a", one);
+    cache.set("b", postings(100));
+    expect(cache.get("a")).toBe(one); // "a" is now the most recently used
+    cache.set("c", postings(100));
+    expect(cache.has("b")).toBe(false);
+    expect(cache.has("a") && cache.has("c")).toBe(true);
+    expect(cache.bytes).toBe(one.bytes * 2);
+    expect(cache.counts).toEqual({ hits: 1, misses: 0 });
+    expect(cache.get("b")).toBeUndefined();
+    expect(cache.counts.misses).toBe(1);
+  });
+
+  it("replaces a key without counting it twice, and never keeps what exceeds the limit or with limit 0", () => {
+    const cache = new PostingCache(postings(10).bytes * 3);
+    cache.set("a", postings(10));
+    cache.set("a", postings(10));
+    expect(cache.size).toBe(1);
+    expect(cache.bytes).toBe(postings(10).bytes);
+    cache.set("big", postings(1_000));
+    expect(cache.has("big")).toBe(false);
+    const disabled = new PostingCache(0);
+    disabled.set("a", postings(1));
+    expect(disabled.size).toBe(0);
+  });
+
+  it("keys a term per generation and content key", () => {
+    expect(PostingCache.key(1, "k", "term")).not.toBe(PostingCache.key(2, "k", "term"));
+    expect(PostingCache.key(1, "k", "term")).not.toBe(PostingCache.key(1, "other", "term"));
+    // No ambiguity between where the content key ends and the term begins, whatever they hold.
+    expect(PostingCache.key(1, "a", "b\u0000c")).not.toBe(PostingCache.key(1, "a\u0000b", "c"));
+  });
+
+  it("bounds a list by its largest contribution, or turns pruning off for negative or NaN ones", () => {
+    expect(listUpperBound(Float64Array.of(0.5, 2, 1))).toBe(2);
+    expect(listUpperBound(Float64Array.of(0.5, -1))).toBe(Number.POSITIVE_INFINITY);
+    expect(listUpperBound(Float64Array.of(Number.NaN))).toBe(Number.POSITIVE_INFINITY);
+  });
+});
