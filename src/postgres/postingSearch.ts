@@ -30,7 +30,14 @@ import {
   termPostings,
 } from "./postingCache.js";
 import type { GenerationRow } from "./serving.js";
-import { encodeKey, entryIdsStatement, type GenerationTables, int4Array, termPostingsQuery } from "./sql.js";
+import {
+  encodeKey,
+  entryIdsStatement,
+  type GenerationTables,
+  int4Array,
+  phraseHitsStatement,
+  termPostingsQuery,
+} from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
 
 /** Field slots of a term's lists: the five fields, then BM25F's combined list. */
@@ -39,6 +46,7 @@ const LIST_SLOTS = COMBINED_FIELD + 1;
 /** The app-scored searches of one generation. */
 export class PostingSearch {
   private readonly idsText: string;
+  private readonly phrasesText: string;
   /** Whether the postings table has packed lists (false once a turn found the columns missing). */
   private packed = true;
   /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
@@ -54,6 +62,7 @@ export class PostingSearch {
     private readonly cache: PostingCache,
   ) {
     this.idsText = entryIdsStatement(tables);
+    this.phrasesText = phraseHitsStatement(tables);
   }
 
   private cacheKey(term: string): string {
@@ -142,6 +151,19 @@ export class PostingSearch {
     fetched: (FetchedList | null)[][],
     hits: { kind: number; ord: number; doc: number; id: string }[],
   ): Promise<void> {
+    if (terms.length === 0) {
+      // Every list is in the cache: the phrase hits by a prepared statement (no COPY to plan).
+      const result = await this.backend.read({
+        name: this.statementName("phrases"),
+        text: this.phrasesText,
+        values: [tokens, maxWords],
+      });
+      for (const row of result.rows) {
+        const id = JSON.parse(String(row.id)) as string;
+        hits.push({ kind: Number(row.kind), ord: Number(row.ord), doc: Number(row.doc), id });
+      }
+      return;
+    }
     const values = {
       terms: sqlTextArray(terms),
       tokens: sqlTextArray(tokens),

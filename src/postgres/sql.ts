@@ -346,6 +346,17 @@ export function termPostingsQuery(
   cross join lateral (select p.* from ${tables.postings} p where p.term = q.term offset 0) p`;
 }
 
+/**
+ * A turn's phrase hits alone (kind, doc, id, ord as in {@link termPostingsQuery}), prepared: what a turn whose
+ * lists are all in the posting cache reads. Parameters: $1 the query's tokens, $2 the longest phrase key's word
+ * count.
+ */
+export function phraseHitsStatement(tables: GenerationTables): string {
+  return `with
+  ${phraseHitsCte(tables, "$1::text[]", "$2::integer")}
+  select h.kind, h.doc, e.id, h.ord from hit_docs h ${entryIdLateral(tables, "h")}`;
+}
+
 /** The entry ids (doc, id) of dense ids $1. */
 export function entryIdsStatement(tables: GenerationTables): string {
   return `select doc, id from ${tables.entries} where doc = any($1::int4[])`;

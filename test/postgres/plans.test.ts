@@ -12,6 +12,7 @@ import { normalizeAndValidate } from "../../src/index.js";
 import {
   encodeKey,
   generationTables,
+  phraseHitsStatement,
   prunedHeadsStatement,
   termPostingsQuery,
 } from "../../src/postgres/sql.js";
@@ -55,6 +56,7 @@ describePostgres("a turn's statements read phrases and entries by index", () => 
     };
     const scanned = [
       ...(await explain(prunedHeadsStatement(tables), [terms, tokens, 4])),
+      ...(await explain(phraseHitsStatement(tables), [tokens, 4])),
       ...(await explain(
         termPostingsQuery(
           tables,
