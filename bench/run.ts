@@ -733,7 +733,7 @@ async function main(): Promise<void> {
       );
       notes.push(
         `lexground:postgres turns: ${backends.map((backend) => `${backend.turnPaths.pruned} pruned / ${backend.turnPaths.scored} scored in the app`).join(", ")} ` +
-          `(top K proven from impact blocks / every posting summed; per backend: publisher, reader)`,
+          `(top K proven from impact blocks / every posting of the terms scored in the app; per backend: publisher, reader)`,
       );
       notes.push(
         `lexground:postgres build = publishing a generation (postings computed in JS, loaded with binary COPY, ` +
