@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { CopyEncoder } from "./copy.js";
+import { COPY_DATA_HEADER_BYTES, CopyEncoder } from "./copy.js";
 
 /** PostgreSQL's binary copy format written value by value with a DataView: the reference the encoder must match. */
 class ReferenceEncoder {
@@ -68,11 +68,21 @@ const value: fc.Arbitrary<Value> = fc.oneof(
   }),
 );
 
+/**
+ * An encoder whose chunks are collected without their message header room (checked empty of data), each copied
+ * before its buffer is released for reuse.
+ */
+function collecting(chunks: Buffer[]): CopyEncoder {
+  return new CopyEncoder(async (chunk, release) => {
+    chunks.push(Buffer.from(chunk.subarray(COPY_DATA_HEADER_BYTES)));
+    chunk.fill(0xee);
+    release();
+  });
+}
+
 async function encode(rows: Value[][]): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  const encoder = new CopyEncoder(async (chunk) => {
-    chunks.push(chunk);
-  });
+  const encoder = collecting(chunks);
   for (const row of rows) {
     await encoder.row(row.length);
     for (const field of row) {
@@ -121,6 +131,27 @@ describe("CopyEncoder", () => {
     );
   });
 
+  it("text in one pass: ASCII, multi-byte and astral characters, and a string longer than a chunk", async () => {
+    const values = ["", "plain", "naïve café", "日本語のテキスト", "emoji 😀 and 𝔘", "x".repeat(3 << 20)];
+    const chunks: Buffer[] = [];
+    const encoder = collecting(chunks);
+    for (const value of values) {
+      await encoder.row(1);
+      encoder.text(value);
+    }
+    await encoder.end();
+    const expected: Buffer[] = [Buffer.from("PGCOPY\n\xff\r\n\0", "latin1"), Buffer.alloc(8)];
+    for (const value of values) {
+      const bytes = Buffer.from(value, "utf8");
+      const header = Buffer.alloc(6);
+      header.writeInt16BE(1, 0);
+      header.writeInt32BE(bytes.length, 2);
+      expected.push(header, bytes);
+    }
+    expected.push(Buffer.from([0xff, 0xff]));
+    expect(Buffer.concat(chunks).equals(Buffer.concat(expected))).toBe(true);
+  });
+
   it("encodes arrays larger than a chunk and than its scratch space, and views into larger buffers", async () => {
     const large = Array.from({ length: 300_000 }, (_, index) => (index * 2654435761) | 0);
     const doubles = large.map((item) => item / 7);
@@ -137,9 +168,7 @@ describe("CopyEncoder", () => {
       ],
     ];
     const chunks: Buffer[] = [];
-    const encoder = new CopyEncoder(async (chunk) => {
-      chunks.push(chunk);
-    });
+    const encoder = collecting(chunks);
     await encoder.row(1);
     encoder.float8Array(offsetView);
     await encoder.row(1);

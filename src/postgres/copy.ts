@@ -61,29 +61,45 @@ function int32s(values: ArrayLike<number>): Int32Array {
 /** The parts of the driver's connection a COPY uses (pg's `Connection`). */
 type CopyConnection = {
   query(text: string): void;
-  sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
   sendCopyFail(message: string): void;
   stream: {
+    writable?: boolean;
     writableNeedDrain?: boolean;
+    write(chunk: Buffer, callback: (error?: Error | null) => void): boolean;
     once(event: "drain" | "close", listener: () => void): unknown;
     off(event: "close", listener: () => void): unknown;
   };
 };
 
+/** Bytes every chunk starts with, for its protocol message header (`d`, then the length as int32). */
+export const COPY_DATA_HEADER_BYTES = 5;
+
+/** Chunk buffers kept for reuse once written (more in flight are allocated, then dropped). */
+const SPARE_CHUNKS = 4;
+
 /**
  * Encodes rows in the binary copy format into a growing buffer, handing full chunks to `flush`. Call
  * {@link CopyEncoder.row} with the field count, then one value method per field, in the table's column order.
+ *
+ * Each chunk starts with {@link COPY_DATA_HEADER_BYTES} bytes left for its CopyData message header, which `flush`
+ * fills in before writing the chunk to the connection as it is (no copy); once written, `flush` calls `release`,
+ * and the buffer is reused for a later chunk. Gigabytes of copied chunk buffers were otherwise allocated and
+ * dropped per publication (twice: here and in the driver), and that external memory set off full collections of
+ * the whole heap, the registry included.
  */
 export class CopyEncoder {
-  private buffer = Buffer.allocUnsafe(CHUNK_BYTES * 2);
+  private buffer: Buffer = Buffer.allocUnsafe(CHUNK_BYTES * 2);
   private offset = 0;
+  private readonly spare: Buffer[] = [];
 
-  constructor(private readonly flush: (chunk: Buffer) => Promise<void>) {
-    this.buffer.set(SIGNATURE, 0);
-    this.buffer.writeInt32BE(0, SIGNATURE.length); // flags
-    this.buffer.writeInt32BE(0, SIGNATURE.length + 4); // header extension length
-    this.offset = SIGNATURE.length + 8;
+  constructor(private readonly flush: (chunk: Buffer, release: () => void) => Promise<void>) {
+    this.offset = COPY_DATA_HEADER_BYTES;
+    this.buffer.set(SIGNATURE, this.offset);
+    this.offset += SIGNATURE.length;
+    this.buffer.writeInt32BE(0, this.offset); // flags
+    this.buffer.writeInt32BE(0, this.offset + 4); // header extension length
+    this.offset += 8;
   }
 
   private reserve(bytes: number): void {
@@ -124,10 +140,10 @@ export class CopyEncoder {
 
   /** A text value (UTF-8; the caller keeps NUL out, see `encodeKey`). */
   text(value: string): void {
-    const bytes = Buffer.byteLength(value, "utf8");
-    this.reserve(4 + bytes);
+    // Written in one pass with room for the longest encoding (3 bytes per UTF-16 code unit), then its length.
+    this.reserve(4 + value.length * 3);
+    const bytes = this.buffer.write(value, this.offset + 4, "utf8");
     this.buffer.writeInt32BE(bytes, this.offset);
-    this.buffer.write(value, this.offset + 4, bytes, "utf8");
     this.offset += 4 + bytes;
   }
 
@@ -244,10 +260,14 @@ export class CopyEncoder {
   }
 
   private async send(): Promise<void> {
-    if (this.offset === 0) return;
-    const chunk = Buffer.from(this.buffer.subarray(0, this.offset));
-    this.offset = 0;
-    await this.flush(chunk);
+    if (this.offset === COPY_DATA_HEADER_BYTES) return;
+    const buffer = this.buffer;
+    const chunk = buffer.subarray(0, this.offset);
+    this.buffer = this.spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES * 2);
+    this.offset = COPY_DATA_HEADER_BYTES;
+    await this.flush(chunk, () => {
+      if (buffer.length === CHUNK_BYTES * 2 && this.spare.length < SPARE_CHUNKS) this.spare.push(buffer);
+    });
   }
 
   /** Writes the trailer and sends what is buffered. */
@@ -282,11 +302,15 @@ class CopyInQuery {
 
   handleCopyInResponse(connection: CopyConnection): void {
     let closed = false;
-    const encoder = new CopyEncoder(async (chunk) => {
+    const encoder = new CopyEncoder(async (chunk, release) => {
       // After a server error the rest is discarded anyway: stop encoding.
       if (this.error) throw this.error;
-      if (closed) throw new Error("the connection closed during COPY");
-      connection.sendCopyFromChunk(chunk);
+      if (closed || connection.stream.writable === false)
+        throw new Error("the connection closed during COPY");
+      // A CopyData message: its type, then its length (itself included, the type not).
+      chunk[0] = 0x64;
+      chunk.writeInt32BE(chunk.length - 1, 1);
+      connection.stream.write(chunk, release);
       if (connection.stream.writableNeedDrain) {
         await new Promise<void>((resolve) => {
           const onClose = () => {
