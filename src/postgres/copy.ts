@@ -140,10 +140,11 @@ export class CopyEncoder {
 
   /** A text value (UTF-8; the caller keeps NUL out, see `encodeKey`). */
   text(value: string): void {
-    // Written in one pass with room for the longest encoding (3 bytes per UTF-16 code unit), then its length.
-    this.reserve(4 + value.length * 3);
-    const bytes = this.buffer.write(value, this.offset + 4, "utf8");
+    // Measured first: writing with the length known is faster than one pass into room for the longest encoding.
+    const bytes = Buffer.byteLength(value, "utf8");
+    this.reserve(4 + bytes);
     this.buffer.writeInt32BE(bytes, this.offset);
+    this.buffer.write(value, this.offset + 4, bytes, "utf8");
     this.offset += 4 + bytes;
   }
 
