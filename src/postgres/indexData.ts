@@ -230,7 +230,8 @@ export function computeGenerationData(
   counter.release();
   // The pair buffers grew by doubling: trimmed to their pairs, so a large registry does not hold up to twice them
   // through the load (one buffer copied at a time).
-  for (const buffer of [...fieldTerms, ...fieldFrequencies]) buffer.data = buffer.data.slice(0, buffer.length);
+  for (const buffer of [...fieldTerms, ...fieldFrequencies])
+    buffer.data = buffer.data.slice(0, buffer.length);
   const terms = dictionary.allTerms();
   const averageLengths = totals.map((total) => (documentCount > 0 ? total / documentCount : 0));
   const pairs: FieldPairs = { terms, fieldTerms, fieldFrequencies, fieldEnds, lengths, averageLengths };
