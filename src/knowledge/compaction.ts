@@ -10,8 +10,8 @@
  * merged in. It allocates what the fresh index keeps and two arrays the size of the registry, nothing the size of
  * the postings besides: at 100k entries a compaction used to allocate twice the index in build buffers, and that
  * memory made V8 collect the host's whole heap in pauses longer than the slices. Otherwise
- * ({@link compactedBuilders}: BM25F, or a base in another order) it fills the build buffers a full build fills and
- * the index finalizes them.
+ * (`compactedBuilders` in `compactionBuilders.ts`: BM25F, or a base in another order) it fills the build buffers a
+ * full build fills and the index finalizes them.
  */
 import type { KnowledgeFieldWeights } from "../types/knowledge.js";
 import { bm25Idf, bm25LengthNormalization, bm25TermScore } from "./bm25.js";
@@ -20,11 +20,8 @@ import { baseOrder, type IndexBase, type IndexChanges } from "./indexChanges.js"
 import {
   emptyFrequencyPostings,
   FIELD_COUNT,
-  type FieldBuilder,
   type FieldPostings,
   type FrequencyPostings,
-  frequencyAt,
-  IntBuffer,
   inactivePostings,
   LARGE_FREQUENCY,
   termFrequencies,
@@ -43,7 +40,7 @@ type Renumbering = {
 };
 
 /** Merges the live base documents (in rank order) with the live added ones (sorted by id). */
-function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, Renumbering, void> {
+export function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, Renumbering, void> {
   const baseCount = base.ids.length;
   const order = baseOrder(base);
   const live = changes.live;
@@ -73,7 +70,7 @@ function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, R
 }
 
 /** Per field and live document (fresh dense ids): the field's length, and per field the sum of the lengths. */
-function* compactedLengths(
+export function* compactedLengths(
   base: IndexBase,
   changes: IndexChanges,
   newDenseIds: Int32Array,
@@ -194,7 +191,7 @@ export type FieldCompactor = (
  * (see the module comment): per field, a counting pass over each term's postings gives its document frequency
  * and place, then a writing pass fills the documents, frequencies and contributions, each computed as a full
  * build computes it (`postings.ts`, `fieldPostings`). Null when the base is in another order (use
- * {@link compactedBuilders}). `termCount`: the dictionary's size (terms past the base's only have added postings).
+ * `compactedBuilders`). `termCount`: the dictionary's size (terms past the base's only have added postings).
  * `elsewhere`: compacts each field in a worker thread when it can (`compactionThread.ts`); the same code runs
  * there, so the result is the same bit for bit.
  */
@@ -375,93 +372,4 @@ export function* compactedField(input: FieldCompactionInput): Generator<void, Fi
     postings: scored ? { offsets, docs, contributions, active: true } : inactivePostings(),
     frequencies: { offsets, docs, frequencies, largeFrequencies, recovery: null },
   };
-}
-
-function bufferOf(data: Int32Array, length: number): IntBuffer {
-  const buffer = new IntBuffer();
-  buffer.data = data;
-  buffer.length = length;
-  return buffer;
-}
-
-/**
- * The live documents' ids in code-unit order, where each dense id goes, and their build buffers (BM25F, or a base
- * in another order than its ids': see the module comment).
- */
-export function* compactedBuilders(
-  base: IndexBase,
-  changes: IndexChanges,
-  fieldWeights: Readonly<KnowledgeFieldWeights>,
-): Generator<void, { ids: string[]; newDenseIds: Int32Array; builders: FieldBuilder[] }, void> {
-  const baseCount = base.ids.length;
-  const { ids, newDenseIds } = yield* renumbering(base, changes);
-  const documentCount = ids.length;
-  const addedTerms = changes.added.terms.slice(0, changes.addedCount);
-  const { lengths, totals } = yield* compactedLengths(base, changes, newDenseIds, documentCount);
-  const builders: FieldBuilder[] = [];
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    const postings = base.termPostings[field]!;
-    const scored = fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!] > 0 && postings.offsets.length > 0;
-    // Per new document: the end of its postings, from each document's posting count.
-    const ends = new Int32Array(documentCount);
-    if (scored) {
-      for (let position = 0; position < postings.docs.length; position++) {
-        const target = newDenseIds[postings.docs[position]!]!;
-        if (target >= 0) ends[target]!++;
-        if ((position & (WORK_PER_STEP - 1)) === 0) yield;
-      }
-      addedTerms.forEach((terms, index) => {
-        const target = newDenseIds[baseCount + index]!;
-        if (target >= 0) ends[target]! += terms.terms[field]!.length;
-      });
-    }
-    const cursor = new Int32Array(documentCount);
-    let running = 0;
-    for (let doc = 0; doc < documentCount; doc++) {
-      cursor[doc] = running;
-      running += ends[doc]!;
-      ends[doc] = running;
-    }
-    const terms = new Int32Array(running);
-    const frequencies = new Int32Array(running);
-    if (scored) {
-      const termLimit = postings.offsets.length - 1;
-      let sinceYield = 0;
-      for (let term = 0; term < termLimit; term++) {
-        const end = postings.offsets[term + 1]!;
-        for (let position = postings.offsets[term]!; position < end; position++) {
-          const target = newDenseIds[postings.docs[position]!]!;
-          if (target < 0) continue;
-          const slot = cursor[target]!++;
-          terms[slot] = term;
-          frequencies[slot] = frequencyAt(postings, term, position);
-        }
-        sinceYield += end - postings.offsets[term]!;
-        if (sinceYield >= WORK_PER_STEP) {
-          sinceYield = 0;
-          yield;
-        }
-      }
-      addedTerms.forEach((documentTerms, index) => {
-        const target = newDenseIds[baseCount + index]!;
-        if (target < 0) return;
-        const fieldTerms = documentTerms.terms[field]!;
-        const fieldFrequencies = documentTerms.frequencies[field]!;
-        for (let position = 0; position < fieldTerms.length; position++) {
-          const slot = cursor[target]!++;
-          terms[slot] = fieldTerms[position]!;
-          frequencies[slot] = fieldFrequencies[position]!;
-        }
-      });
-    }
-    builders.push({
-      terms: bufferOf(terms, running),
-      frequencies: bufferOf(frequencies, running),
-      ends: bufferOf(ends, documentCount),
-      lengths: bufferOf(lengths[field]!, documentCount),
-      total: totals[field]!,
-    });
-    yield;
-  }
-  return { ids, newDenseIds, builders };
 }

@@ -16,7 +16,7 @@ import type {
 } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { assertIndexParameters } from "./bm25.js";
-import { compactedBuilders } from "./compaction.js";
+import { compactedBuilders } from "./compactionBuilders.js";
 import type { CompactionThread } from "./compactionThread.js";
 import { DEFAULT_BM25_B, DEFAULT_BM25_K1, MAX_QUERY_TOKENS } from "./defaults.js";
 import { resolveFieldWeights } from "./document.js";

@@ -55,8 +55,13 @@ export function documentTermsOf(
       documentTerms.lengths[field] = texts
         ? counter.countTexts(texts[field]!, marker)
         : counter.countTokens(analyzer!(document!.fields[KNOWLEDGE_FIELD_NAMES[field]!]), marker);
-      documentTerms.terms.push(Int32Array.from(counter.fieldTerms));
-      documentTerms.frequencies.push(Int32Array.from(counter.fieldTerms, (term) => counter.frequency(term)));
+      // Straight from the counter's typed list (its `fieldTerms` getter copies it into a JS array).
+      const fieldTerms = counter.fieldTermIds.slice(0, counter.fieldTermCount);
+      const frequencies = new Int32Array(fieldTerms.length);
+      for (let index = 0; index < fieldTerms.length; index++)
+        frequencies[index] = counter.frequency(fieldTerms[index]!);
+      documentTerms.terms.push(fieldTerms);
+      documentTerms.frequencies.push(frequencies);
       counter.clearField();
     }
     terms.set(entry.id, documentTerms);
