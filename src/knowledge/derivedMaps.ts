@@ -7,15 +7,15 @@
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PhraseTrie } from "./phraseTrie.js";
 
-function readOnly(): never {
-  throw new TypeError("the maps of an index snapshot are read-only");
-}
-
 /**
  * A read-only `Map` whose content is derived on demand from a snapshot's arrays: a subclass answers `get`, `has`,
  * `size` and `entries`; iteration, `forEach` and the refused writes are the same for every such map.
  */
 export abstract class DerivedReadOnlyMap<V> extends Map<string, V> {
+  /** What a refused write says (a subclass names its own map). */
+  protected get readOnlyMessage(): string {
+    return "the maps of an index snapshot are read-only";
+  }
   abstract override get(key: string): V | undefined;
   abstract override has(key: string): boolean;
   abstract override get size(): number;
@@ -36,13 +36,13 @@ export abstract class DerivedReadOnlyMap<V> extends Map<string, V> {
     for (const [key, value] of this.entries()) callback.call(thisArgument, value, key, this);
   }
   override set(): this {
-    return readOnly();
+    throw new TypeError(this.readOnlyMessage);
   }
   override delete(): boolean {
-    return readOnly();
+    throw new TypeError(this.readOnlyMessage);
   }
   override clear(): void {
-    readOnly();
+    throw new TypeError(this.readOnlyMessage);
   }
 }
 

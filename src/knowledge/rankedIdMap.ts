@@ -5,20 +5,22 @@
  * each growth of its table a large allocation the garbage collector must walk.
  */
 
-function readOnly(): never {
-  throw new TypeError("the id map of an index is read-only");
-}
+import { DerivedReadOnlyMap } from "./derivedMaps.js";
 
 /**
  * Entry id → dense id, read-only, by binary search over `ids` in the order `order` gives (`order[rank]` is the dense
  * id of the rank-th id in code-unit order; null when dense ids are ranks, as in a full build).
  */
-export class RankedIdMap extends Map<string, number> {
+export class RankedIdMap extends DerivedReadOnlyMap<number> {
   private constructor(
     private readonly ids: readonly string[],
     private readonly order: Int32Array | null,
   ) {
     super();
+  }
+
+  protected override get readOnlyMessage(): string {
+    return "the id map of an index is read-only";
   }
 
   /**
@@ -86,23 +88,5 @@ export class RankedIdMap extends Map<string, number> {
   }
   override *values(): MapIterator<number> {
     for (let doc = 0; doc < this.ids.length; doc++) yield doc;
-  }
-  override [Symbol.iterator](): MapIterator<[string, number]> {
-    return this.entries();
-  }
-  override forEach(
-    callback: (value: number, key: string, map: Map<string, number>) => void,
-    thisArgument?: unknown,
-  ): void {
-    for (let doc = 0; doc < this.ids.length; doc++) callback.call(thisArgument, doc, this.ids[doc]!, this);
-  }
-  override set(): this {
-    return readOnly();
-  }
-  override delete(): boolean {
-    return readOnly();
-  }
-  override clear(): void {
-    readOnly();
   }
 }
