@@ -4,45 +4,31 @@
  * serving generation and check it at most every `generationCheckMs`, so a new one is picked up without a restart;
  * the previous generation is kept (by default), so a turn that started on it finishes. A turn is two statements:
  * the candidates (phrase hits, eligibility and the lexical top-K, all in the database), then the selected entries
- * with their relations' targets.
+ * with their relations' targets. The backend's fields, pools and schema are in `backendState.ts`; this class adds
+ * reading, publishing and updates.
  */
 import type { KnowledgeIndexBuildOptions } from "../knowledge/knowledgeIndex.js";
 import type {
   KnowledgeBackendIndex,
   KnowledgeBackendPublishResult,
-  KnowledgeBackendStatus,
   KnowledgeBackendUpdateOptions,
   KnowledgeIndexBackend,
 } from "../knowledge/searchBackend.js";
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import { type CompactionRequest, CompactionSchedule } from "./compaction.js";
+import { PostgresBackendState } from "./backendState.js";
+import type { CompactionRequest } from "./compaction.js";
 import { type CopyTupleHandler, copyOutOfPool } from "./copyOut.js";
-import {
-  createPool,
-  loadPostgresDriver,
-  type PostgresPool,
-  type PostgresPoolClient,
-  type PostgresQueryConfig,
-  type PostgresQueryResult,
-} from "./driver.js";
+import type { PostgresPoolClient, PostgresQueryConfig, PostgresQueryResult } from "./driver.js";
 import { GenerationFallbackSearcher, UNDEFINED_TABLE } from "./faults.js";
 import { computeGenerationData, resolveIndexParameters } from "./indexData.js";
-import { DEFAULTS, type PostgresBackendOptions, PostgresBackendOptionsError, readOption } from "./options.js";
-import { PostingCache } from "./postingCache.js";
+import type { PostgresBackendOptions } from "./options.js";
 import { retireOldGenerations, writeGeneration } from "./publication.js";
-import {
-  type PublicationPhase,
-  type PublicationPhaseObserver,
-  PublicationPhases,
-} from "./publicationPhases.js";
-import { LOCK_NAMESPACE, migrateSchema } from "./schema.js";
+import { PublicationPhases } from "./publicationPhases.js";
+import { LOCK_NAMESPACE } from "./schema.js";
 import { PostgresSearcher } from "./searcher.js";
-import { type GenerationRow, readServingGeneration, servingRow } from "./serving.js";
+import { readServingGeneration, servingRow } from "./serving.js";
 import { generationTables } from "./sql.js";
 import { writeDerivedGeneration } from "./updates.js";
-
-/** Session settings of pools lexground creates: sums must not be split across parallel workers; no JIT pauses. */
-const SESSION_OPTIONS = "-c max_parallel_workers_per_gather=0 -c jit=off -c extra_float_digits=3";
 
 /**
  * Creates the backend (no I/O yet: the driver loads and the schema is created or migrated on first use). Give it to
@@ -53,193 +39,7 @@ export function createPostgresBackend(options: PostgresBackendOptions): Postgres
 }
 
 /** The PostgreSQL implementation of {@link KnowledgeIndexBackend}. Create it with {@link createPostgresBackend}. */
-export class PostgresBackend implements KnowledgeIndexBackend {
-  readonly name = "postgres";
-  /** The schema holding the tables. */
-  readonly schema: string;
-  /**
-   * How this backend's turns found their lexical top K: `pruned` (proven from the impact blocks), `scored` (every
-   * posting of the query's terms fetched, or read from the posting cache, and scored in the app). For benchmarks
-   * and tests.
-   * @internal
-   */
-  readonly turnPaths = { pruned: 0, scored: 0 };
-  /**
-   * Whether turns with few terms try the impact blocks (the pruned path) before fetching their postings. For
-   * benchmarks and tests.
-   * @internal
-   */
-  prunedFirst = true;
-  /** Decoded postings of recent turns' terms (see `postingCacheBytes`). @internal */
-  readonly postingCache: PostingCache;
-  /**
-   * The phases of this backend's latest publication (wall and app CPU time of each), and an observer called as each
-   * ends. For benchmarks.
-   * @internal
-   */
-  publicationPhases: readonly PublicationPhase[] = [];
-  /** @internal */
-  onPublicationPhase: PublicationPhaseObserver | undefined;
-  private readonly options: PostgresBackendOptions;
-  private readonly statementTimeoutMs: number;
-  private readonly connectionTimeoutMs: number;
-  private readonly maxConnections: number;
-  private readonly generationCheckMs: number;
-  private readonly keepGenerations: number;
-  private readonly batchBytes: number;
-  /** The compaction after incremental updates (see {@link update}). */
-  private readonly compactions: CompactionSchedule;
-  private writePool: Promise<PostgresPool> | null = null;
-  private readPool: Promise<PostgresPool> | null = null;
-  private readonly ownedPools: Promise<PostgresPool>[] = [];
-  private schemaReady: Promise<void> | null = null;
-  private serving: { index: KnowledgeBackendIndex; row: GenerationRow; checkedAt: number } | null = null;
-  private refreshing: Promise<KnowledgeBackendIndex | null> | null = null;
-  private degraded = false;
-  private lastError: string | null = null;
-  private closed = false;
-
-  constructor(options: PostgresBackendOptions) {
-    if (options === null || typeof options !== "object")
-      throw new PostgresBackendOptionsError("createPostgresBackend: options must be an object");
-    const hasString = typeof options.connectionString === "string" && options.connectionString !== "";
-    const hasPool = options.pool !== undefined && options.pool !== null;
-    if (hasString === hasPool) {
-      throw new PostgresBackendOptionsError(
-        "createPostgresBackend: give exactly one of connectionString (postgres://…) and pool",
-      );
-    }
-    if (hasPool && typeof options.pool?.query !== "function")
-      throw new PostgresBackendOptionsError("createPostgresBackend: pool must be a pg.Pool");
-    if (options.readPool !== undefined && typeof options.readPool?.query !== "function")
-      throw new PostgresBackendOptionsError("createPostgresBackend: readPool must be a pg.Pool");
-    const schema = options.schema ?? DEFAULTS.schema;
-    if (typeof schema !== "string" || !/^[A-Za-z_][A-Za-z0-9_]{0,47}$/.test(schema)) {
-      throw new PostgresBackendOptionsError(
-        `createPostgresBackend: schema must be a plain identifier (letters, digits, _), got ${JSON.stringify(schema)}`,
-      );
-    }
-    this.options = { ...options };
-    this.schema = schema;
-    this.statementTimeoutMs = readOption(options, "statementTimeoutMs", 0);
-    this.connectionTimeoutMs = readOption(options, "connectionTimeoutMs", 0);
-    this.maxConnections = readOption(options, "maxConnections", 1);
-    this.generationCheckMs = readOption(options, "generationCheckMs", 0);
-    this.keepGenerations = readOption(options, "keepGenerations", 1);
-    this.batchBytes = readOption(options, "batchBytes", 1024);
-    this.postingCache = new PostingCache(readOption(options, "postingCacheBytes", 0));
-    this.compactions = new CompactionSchedule(readOption(options, "compactionDelayMs", 0), (request) =>
-      this.compact(request),
-    );
-  }
-
-  /** Health, without I/O. */
-  status(): KnowledgeBackendStatus {
-    return {
-      name: this.name,
-      degraded: this.degraded,
-      lastError: this.lastError,
-      generation: this.serving?.row.generation ?? null,
-      entryCount: this.serving?.row.entryCount ?? 0,
-    };
-  }
-
-  /**
-   * Loads the driver, connects and creates or migrates the schema. Optional (everything does it on first use);
-   * rejects with `MissingPeerDependencyError` without `pg`, or with the connection error.
-   */
-  async connect(): Promise<void> {
-    await this.tracked(() => this.ensureSchema());
-  }
-
-  /** Ends the pools lexground created (a host's pools are left open). */
-  async close(): Promise<void> {
-    this.closed = true;
-    this.compactions.close();
-    const pools = this.ownedPools.splice(0);
-    await Promise.all(pools.map(async (pool) => (await pool.catch(() => null))?.end().catch(() => {})));
-  }
-
-  // Pools --------------------------------------------------------------------------------------------------------
-
-  private ownPool(connectionString: string): Promise<PostgresPool> {
-    const pool = createPool(
-      {
-        connectionString,
-        max: this.maxConnections,
-        connectionTimeoutMillis: this.connectionTimeoutMs,
-        idleTimeoutMillis: 30_000,
-        statement_timeout: this.statementTimeoutMs,
-        // The client gives up a little after the server would have: a stalled network still ends.
-        query_timeout: this.statementTimeoutMs > 0 ? this.statementTimeoutMs + 1_000 : 0,
-        application_name: "lexground",
-        options: SESSION_OPTIONS,
-      },
-      (error) => this.recordFailure(error),
-    );
-    pool.catch(() => {});
-    this.ownedPools.push(pool);
-    return pool;
-  }
-
-  private primary(): Promise<PostgresPool> {
-    if (this.closed) return Promise.reject(new Error("the PostgreSQL backend is closed"));
-    this.writePool ??= this.openPool(this.options.pool, this.options.connectionString, () => {
-      this.writePool = null;
-    });
-    return this.writePool;
-  }
-
-  private replica(): Promise<PostgresPool> {
-    if (!this.hasReadPool()) return this.primary();
-    if (this.closed) return Promise.reject(new Error("the PostgreSQL backend is closed"));
-    this.readPool ??= this.openPool(this.options.readPool, this.options.readConnectionString, () => {
-      this.readPool = null;
-    });
-    return this.readPool;
-  }
-
-  /** The host's pool once the driver loads, or a pool of lexground's own; `forget` runs when it fails. */
-  private openPool(
-    given: PostgresPool | undefined,
-    connectionString: string | undefined,
-    forget: () => void,
-  ): Promise<PostgresPool> {
-    const pool = given ? loadPostgresDriver().then(() => given) : this.ownPool(connectionString!);
-    pool.catch(forget);
-    return pool;
-  }
-
-  /** Runs `operation`, recording its failure (degraded) or success (healthy). */
-  private async tracked<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      const result = await operation();
-      this.degraded = false;
-      this.lastError = null;
-      return result;
-    } catch (error) {
-      this.recordFailure(error);
-      throw error;
-    }
-  }
-
-  private recordFailure(error: unknown): void {
-    this.degraded = true;
-    this.lastError = error instanceof Error ? error.message : String(error);
-  }
-
-  // Schema ---------------------------------------------------------------------------------------------------------
-
-  private ensureSchema(): Promise<void> {
-    if (!this.schemaReady) {
-      this.schemaReady = this.primary().then((pool) => migrateSchema(pool, this.schema));
-      this.schemaReady.catch(() => {
-        this.schemaReady = null;
-      });
-    }
-    return this.schemaReady;
-  }
-
+export class PostgresBackend extends PostgresBackendState implements KnowledgeIndexBackend {
   // Reading --------------------------------------------------------------------------------------------------------
 
   /** The serving generation (cached for `generationCheckMs`), or null when nothing is published. */
@@ -255,11 +55,6 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   /** Forgets the cached generation (the next turn reads the serving one). */
   invalidate(): void {
     this.serving = null;
-  }
-
-  /** Whether turns read through their own pool (a read replica) rather than the primary's. */
-  private hasReadPool(): boolean {
-    return this.options.readPool !== undefined || Boolean(this.options.readConnectionString);
   }
 
   /**
@@ -440,7 +235,7 @@ export class PostgresBackend implements KnowledgeIndexBackend {
   }
 
   /** Publishes an updated registry in full, unless another update or publication replaced it meanwhile. */
-  private async compact({ entries, indexOptions, contentKey }: CompactionRequest): Promise<void> {
+  protected override async compact({ entries, indexOptions, contentKey }: CompactionRequest): Promise<void> {
     const serving = await this.primary()
       .then((pool) => servingRow(this.schema, pool))
       .catch(() => null);
