@@ -21,6 +21,7 @@ import {
   serializeIndexSnapshot,
 } from "./artifact.js";
 import { checksum32 } from "./checksum.js";
+import { getCompiledSnapshot } from "./compiledSnapshot.js";
 import { resolveRetrieval } from "./config.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
@@ -33,7 +34,6 @@ import {
 import { buildIndexSnapshot, type KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { normalizeSources } from "./resolve.js";
 import { retrieve } from "./retrieval.js";
-import { getCompiledSnapshot } from "./snapshot.js";
 
 afterEach(() => clearKnowledgeIndexCache());
 

@@ -2,9 +2,10 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertySeed } from "../../test/property/seed.js";
 import type { KnowledgeEntryInput, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import { drain } from "./compiledSnapshot.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizeAndValidate } from "./resolve.js";
-import { buildIndexSnapshot, drain } from "./snapshot.js";
+import { buildIndexSnapshot } from "./snapshot.js";
 import { applySnapshotChanges, ascending, compactSnapshotSteps } from "./snapshotChanges.js";
 
 function normalized(entries: KnowledgeEntryInput[]): NormalizedKnowledgeEntry[] {

@@ -10,12 +10,13 @@ import {
   runCompactionSteps,
   setCompactionThreadMinimum,
 } from "./compactionThread.js";
+import { drain } from "./compiledSnapshot.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";
 import type { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizeAndValidate } from "./resolve.js";
 import { yieldToEventLoop } from "./runtime.js";
-import { buildIndexSnapshot, drain } from "./snapshot.js";
+import { buildIndexSnapshot } from "./snapshot.js";
 import { applySnapshotChanges, compactSnapshotSteps, hasSnapshotChanges } from "./snapshotChanges.js";
 
 let previousMinimum = 0;

@@ -17,7 +17,7 @@ import { KnowledgeEngineState } from "./engineState.js";
 import { describeError, snapshotSourceArrays } from "./hostValues.js";
 import { getOrBuildKnowledgeIndexSnapshot, getOrLoadKnowledgeIndexArtifact } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
-import { registrySources } from "./registryChanges.js";
+import { registrySources } from "./knowledgeRegistry.js";
 import { type KnowledgeIndexBackend, publishToBackend } from "./searchBackend.js";
 import { traced } from "./telemetry.js";
 

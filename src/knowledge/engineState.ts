@@ -25,7 +25,7 @@ import { DEFAULT_TIMEOUT_MS } from "./defaults.js";
 import type { KnowledgeGroundingEngine } from "./engine.js";
 import { describeIssues, KnowledgeRegistryError, VALIDATION_FAILED, warnOnce } from "./engineErrors.js";
 import { isUnreadable, readProperty, shapeOf, snapshotSourceArrays } from "./hostValues.js";
-import type { KnowledgeRegistry } from "./registryChanges.js";
+import type { KnowledgeRegistry } from "./knowledgeRegistry.js";
 import type { NormalizedSourceGroup } from "./resolve.js";
 import type { KnowledgeIndexBackend } from "./searchBackend.js";
 import { telemetryAllowed, telemetryTracer } from "./telemetry.js";

@@ -22,11 +22,8 @@ import {
   createArtifactRegistry,
   createRegistry,
   type KnowledgeRegistry,
-  type PlannedChange,
-  planRemove,
-  planUpdate,
-  planUpsert,
-} from "./registryChanges.js";
+} from "./knowledgeRegistry.js";
+import { type PlannedChange, planRemove, planUpdate, planUpsert } from "./registryChanges.js";
 import { yieldToEventLoop } from "./runtime.js";
 import { type KnowledgeIndexBackend, publishChangeToBackend } from "./searchBackend.js";
 import {

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { drain } from "./compiledSnapshot.js";
 import { fieldPostings } from "./fieldPostings.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import {
@@ -10,7 +11,6 @@ import {
   frequencyAt,
   recoverable,
 } from "./postings.js";
-import { drain } from "./snapshot.js";
 
 /** A field builder over documents given as (term, frequency) lists, as the index fills it. */
 function builderOf(documents: readonly (readonly [number, number])[][]): {

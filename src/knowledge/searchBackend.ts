@@ -13,12 +13,8 @@ import type {
 import { snapshotSourceArrays } from "./hostValues.js";
 import { buildKnowledgeIndexCacheKeyAsync } from "./indexCache.js";
 import type { KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
-import {
-  commitChange,
-  type KnowledgeRegistry,
-  type PlannedChange,
-  registryGroups,
-} from "./registryChanges.js";
+import { commitChange, type KnowledgeRegistry, registryGroups } from "./knowledgeRegistry.js";
+import type { PlannedChange } from "./registryChanges.js";
 import { type NormalizedSourceGroup, normalizeSourcesAsync } from "./resolve.js";
 
 /** One turn's question to a search backend. Tokens come from the engine's tokenizer (analysis is the index's). */

@@ -1,21 +1,19 @@
 /**
- * Snapshot compilation: the build of an immutable snapshot from validated entries (incremental, so an async
- * caller can yield), the phrase and relation maps, and the compiled companion of each snapshot (dense entries,
- * per-scope eligibility building blocks, the phrase trie).
+ * Building a snapshot: the immutable index of a validated entry set, built incrementally (so an async caller can
+ * yield), on this thread or with worker threads counting parts of the registry. Its phrase and relation maps are
+ * `snapshotMaps.ts`; its compiled companion (dense entries, eligibility building blocks) `compiledSnapshot.ts`.
  */
 import type {
   KnowledgeFieldWeights,
   KnowledgeIndexSnapshot,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { ELIGIBILITY_CACHE_LIMIT, ELIGIBILITY_CACHE_MAX_BYTES, toIndexBuildOptions } from "./defaults.js";
-import { DenseEntryMap, PhraseListMap, PhraseListsBuilder, RelationMap } from "./derivedMaps.js";
+import { toIndexBuildOptions } from "./defaults.js";
 import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
-import { LruCache } from "./lruCache.js";
-import { normalizePhrases, phraseKey } from "./normalize.js";
+import { normalizePhrases } from "./normalize.js";
 import { type BuildSegment, type ParallelIndexing, parallelIndexing } from "./parallelBuild.js";
-import { PhraseTrie } from "./phraseTrie.js";
 import { compareCodeUnits } from "./ranking.js";
+import { SnapshotMaps } from "./snapshotMaps.js";
 
 /** Options of {@link buildIndexSnapshot}: the index parameters plus field weights (partial allowed). */
 export type KnowledgeIndexBuildOptions = KnowledgeLexicalIndexOptions & {
@@ -29,45 +27,6 @@ export type KnowledgeIndexBuildOptions = KnowledgeLexicalIndexOptions & {
   /** Entries per part handed to a worker thread (tests set small parts). @internal */
   partEntries?: number;
 };
-
-/** Internal, compiled companions of a snapshot built here: dense entries and precomputed lookups. */
-export type CompiledSnapshot = {
-  lexical: KnowledgeLexicalIndex;
-  /** Entries by dense id. */
-  entries: NormalizedKnowledgeEntry[];
-  /** Active entries with no integrations (eligible in every scope unless their domain is blocked). */
-  universalMask: Uint8Array;
-  /** Lowercased integration → dense ids of active entries bound to it. */
-  activeByIntegration: Map<string, Int32Array>;
-  /** Domain → dense ids. */
-  byDomain: Map<string, Int32Array>;
-  /** The exact and alias phrase keys as a token trie (phrase lookup). */
-  phraseTrie: PhraseTrie;
-  /** Scope key → eligibility mask (see {@link createEligibilityCache}). */
-  eligibilityCache: LruCache<string, Uint8Array>;
-};
-
-/**
- * The eligibility-mask cache of a snapshot of `entryCount` entries: one byte per entry per cached scope, so the
- * count of scopes kept shrinks with the registry (at most {@link ELIGIBILITY_CACHE_LIMIT} and
- * {@link ELIGIBILITY_CACHE_MAX_BYTES} of masks), never below 4.
- */
-export function createEligibilityCache(entryCount: number): LruCache<string, Uint8Array> {
-  const scopes = Math.floor(ELIGIBILITY_CACHE_MAX_BYTES / Math.max(1, entryCount));
-  return new LruCache(Math.max(4, Math.min(ELIGIBILITY_CACHE_LIMIT, scopes)));
-}
-
-const compiledSnapshots = new WeakMap<KnowledgeIndexSnapshot, CompiledSnapshot>();
-
-/** The compiled companion of a snapshot built by {@link buildIndexSnapshot}, if any. */
-export function getCompiledSnapshot(snapshot: KnowledgeIndexSnapshot): CompiledSnapshot | undefined {
-  return compiledSnapshots.get(snapshot);
-}
-
-/** Registers a compiled companion (used when a snapshot is loaded from an artifact). */
-export function registerCompiledSnapshot(snapshot: KnowledgeIndexSnapshot, compiled: CompiledSnapshot): void {
-  compiledSnapshots.set(snapshot, compiled);
-}
 
 /**
  * Builds the immutable snapshot of a validated entry set. The second argument is the field weights (as in
@@ -212,208 +171,4 @@ function sortById(entries: readonly NormalizedKnowledgeEntry[]): NormalizedKnowl
     return entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
   const ids = entries.map((entry) => entry.id).sort();
   return ids.map((id) => byId.get(id)!);
-}
-
-/**
- * The phrase and relation maps of a snapshot, filled entry by entry. The phrase maps are per-key lists over the
- * phrase trie (see `phraseMaps.ts`): each key is interned in the trie once, and the (key, entry) pairs are
- * turned into lists when the snapshot is finished. `entriesById` is read through the lexical index's id lookup
- * (see {@link DenseEntryMap}), not a map of its own.
- */
-export class SnapshotMaps {
-  /** Entry ids in the order they were added: what the phrase lists' positions refer to. */
-  private readonly ids: string[] = [];
-  private readonly exactLists = new PhraseListsBuilder();
-  private readonly aliasLists = new PhraseListsBuilder();
-  /** Entries with related ids or a parent (`relationIndex` reads them from the entries). */
-  private relationCount = 0;
-  private readonly phraseTrie = new PhraseTrie();
-
-  add(entry: NormalizedKnowledgeEntry, exactKeys: readonly string[]): void {
-    const position = this.ids.length;
-    this.ids.push(entry.id);
-    const trie = this.phraseTrie;
-    for (const key of exactKeys) {
-      const keyIndex = trie.intern(key);
-      if (keyIndex >= 0) this.exactLists.add(keyIndex, position);
-    }
-    for (const alias of entry.aliases) {
-      const keyIndex = trie.intern(phraseKey(alias));
-      if (keyIndex >= 0) this.aliasLists.add(keyIndex, position);
-    }
-    if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) this.relationCount++;
-  }
-
-  /**
-   * {@link add} with the keys already computed: `keys[start, start + exactCount)` are the exact keys
-   * (`normalizePhrases([id, title])`), the next `aliasCount` the non-empty `phraseKey` of each alias, in order.
-   */
-  addKeys(
-    entry: NormalizedKnowledgeEntry,
-    keys: readonly string[],
-    start: number,
-    exactCount: number,
-    aliasCount: number,
-  ): void {
-    const position = this.ids.length;
-    this.ids.push(entry.id);
-    const trie = this.phraseTrie;
-    const exactEnd = start + exactCount;
-    for (let index = start; index < exactEnd; index++) {
-      const keyIndex = trie.intern(keys[index]!);
-      if (keyIndex >= 0) this.exactLists.add(keyIndex, position);
-    }
-    for (let index = exactEnd; index < exactEnd + aliasCount; index++) {
-      const keyIndex = trie.intern(keys[index]!);
-      if (keyIndex >= 0) this.aliasLists.add(keyIndex, position);
-    }
-    if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) this.relationCount++;
-  }
-
-  /** Freezes the snapshot and registers its compiled companion. */
-  finish(
-    lexical: KnowledgeLexicalIndex,
-    entries: readonly NormalizedKnowledgeEntry[],
-  ): KnowledgeIndexSnapshot {
-    return drain(this.finishSteps(lexical, entries));
-  }
-
-  /** {@link finish} as a generator that yields between slices of the compilation. */
-  *finishSteps(
-    lexical: KnowledgeLexicalIndex,
-    entries: readonly NormalizedKnowledgeEntry[],
-  ): Generator<void, KnowledgeIndexSnapshot, void> {
-    const trie = this.phraseTrie;
-    const exact = this.exactLists.finish(trie.size);
-    const alias = this.aliasLists.finish(trie.size);
-    this.phraseTrie.trimToSize();
-    const compiled = yield* compileSnapshotSteps(lexical, entries, this.phraseTrie);
-    // Entries added in dense order (a build: both follow the sorted ids) are found through the lexical index.
-    let denseOrder = compiled.entries.length === entries.length;
-    for (let doc = 0; doc < entries.length && denseOrder; doc++)
-      denseOrder = compiled.entries[doc] === entries[doc];
-    const entriesById: Map<string, NormalizedKnowledgeEntry> = denseOrder
-      ? new DenseEntryMap(compiled.entries, (id) => lexical.denseIdOf(id))
-      : new Map(entries.map((entry) => [entry.id, entry]));
-    const snapshot: KnowledgeIndexSnapshot = {
-      entriesById,
-      exactIndex: new PhraseListMap(trie, exact.offsets, exact.docs, this.ids),
-      aliasIndex: new PhraseListMap(trie, alias.offsets, alias.docs, this.ids),
-      relationIndex: new RelationMap(entriesById, this.relationCount),
-      lexical,
-      entryCount: entriesById.size,
-    };
-    compiledSnapshots.set(snapshot, compiled);
-    return Object.freeze(snapshot);
-  }
-}
-
-/**
- * Assembles a snapshot around an already finished lexical index (loaded from an artifact): the phrase and
- * relation maps are recomputed from the entries, which is cheap next to indexing their text.
- */
-export function assembleSnapshot(
-  entries: readonly NormalizedKnowledgeEntry[],
-  lexical: KnowledgeLexicalIndex,
-): KnowledgeIndexSnapshot {
-  const maps = new SnapshotMaps();
-  for (const entry of entries) {
-    if (lexical.denseIdOf(entry.id) < 0)
-      throw new RangeError(`entry ${JSON.stringify(entry.id)} is not in the lexical index`);
-    maps.add(entry, normalizePhrases([entry.id, entry.title]));
-  }
-  if (entries.length !== lexical.size) throw new RangeError("the entries do not match the lexical index");
-  return maps.finish(lexical, entries);
-}
-
-/** Precomputes the per-scope eligibility building blocks. */
-export function compileSnapshot(
-  lexical: KnowledgeLexicalIndex,
-  entries: readonly NormalizedKnowledgeEntry[],
-  phraseTrie: PhraseTrie,
-): CompiledSnapshot {
-  return drain(compileSnapshotSteps(lexical, entries, phraseTrie));
-}
-
-/** Runs a generator to completion and returns its result. */
-export function drain<Result>(steps: Generator<void, Result, void>): Result {
-  let step = steps.next();
-  while (!step.done) step = steps.next();
-  return step.value;
-}
-
-/**
- * Files an entry's dense id where eligibility masks are built from: its domain's list, and when it is active, the
- * universal mask (no integrations) or the list of each of its integrations (lowercased, once each).
- */
-export function addEntryToScopes(
-  entry: NormalizedKnowledgeEntry,
-  doc: number,
-  universalMask: Uint8Array,
-  push: (kind: "domain" | "integration", key: string, doc: number) => void,
-): void {
-  push("domain", entry.domain, doc);
-  if (entry.status !== "active") return;
-  if (entry.integrations.length === 0) {
-    universalMask[doc] = 1;
-    return;
-  }
-  const seen = new Set<string>();
-  for (const integration of entry.integrations) {
-    const key = integration.toLowerCase();
-    if (seen.has(key)) continue;
-    seen.add(key);
-    push("integration", key, doc);
-  }
-}
-
-/** Entries handled between two yields of a sliced snapshot step. */
-const ENTRIES_PER_STEP = 4096;
-
-/** {@link compileSnapshot} as a generator that yields every {@link ENTRIES_PER_STEP} entries. */
-export function* compileSnapshotSteps(
-  lexical: KnowledgeLexicalIndex,
-  entries: readonly NormalizedKnowledgeEntry[],
-  phraseTrie: PhraseTrie,
-): Generator<void, CompiledSnapshot, void> {
-  const count = lexical.capacity;
-  let handled = 0;
-  const denseEntries: NormalizedKnowledgeEntry[] = new Array(count);
-  const universalMask = new Uint8Array(count);
-  const integrationLists = new Map<string, number[]>();
-  const domainLists = new Map<string, number[]>();
-  const push = (kind: "domain" | "integration", key: string, doc: number): void => {
-    const lists = kind === "domain" ? domainLists : integrationLists;
-    let list = lists.get(key);
-    if (!list) {
-      list = [];
-      lists.set(key, list);
-    }
-    list.push(doc);
-  };
-  for (const entry of entries) {
-    if ((++handled & (ENTRIES_PER_STEP - 1)) === 0) yield;
-    // A build adds the entries in dense order: the id lookup is needed only when they come in another order.
-    const position = handled - 1;
-    const doc =
-      position < count && lexical.idAt(position) === entry.id && lexical.isLiveDocument(position)
-        ? position
-        : lexical.denseIdOf(entry.id);
-    denseEntries[doc] = entry;
-    addEntryToScopes(entry, doc, universalMask, push);
-  }
-  const toTyped = (lists: Map<string, number[]>): Map<string, Int32Array> => {
-    const typed = new Map<string, Int32Array>();
-    for (const [key, list] of lists) typed.set(key, Int32Array.from(list));
-    return typed;
-  };
-  return {
-    lexical,
-    entries: denseEntries,
-    universalMask,
-    activeByIntegration: toTyped(integrationLists),
-    byDomain: toTyped(domainLists),
-    phraseTrie,
-    eligibilityCache: createEligibilityCache(count),
-  };
 }

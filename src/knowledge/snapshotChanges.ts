@@ -11,17 +11,17 @@
  */
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { CompactionThread } from "./compactionThread.js";
-import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
-import { normalizePhrases, phraseKey } from "./normalize.js";
-import { OverlayMap, REMOVED } from "./overlayMap.js";
-import type { PhraseTrie } from "./phraseTrie.js";
 import {
   addEntryToScopes,
   type CompiledSnapshot,
   createEligibilityCache,
   getCompiledSnapshot,
   registerCompiledSnapshot,
-} from "./snapshot.js";
+} from "./compiledSnapshot.js";
+import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
+import { normalizePhrases, phraseKey } from "./normalize.js";
+import { OverlayMap, REMOVED } from "./overlayMap.js";
+import type { PhraseTrie } from "./phraseTrie.js";
 
 /** A list of dense ids that grows in place; a snapshot reads its first entries (those below its capacity). */
 type GrowingList = { docs: Int32Array; length: number };

@@ -22,7 +22,7 @@ import {
   retrieve,
   serializeIndexSnapshot,
 } from "../../src/index.js";
-import { drain } from "../../src/knowledge/snapshot.js";
+import { drain } from "../../src/knowledge/compiledSnapshot.js";
 import { applySnapshotChanges, compactSnapshotSteps } from "../../src/knowledge/snapshotChanges.js";
 import {
   blockedArbitrary,
