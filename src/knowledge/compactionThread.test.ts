@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { getPriority } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type {
   KnowledgeEntryInput,
@@ -10,6 +12,7 @@ import {
   runCompactionSteps,
   setCompactionThreadMinimum,
 } from "./compactionThread.js";
+import { COMPACTION_WORKER_NICE } from "./compactionWorker.js";
 import { drain } from "./compiledSnapshot.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import { clearKnowledgeIndexCache } from "./indexCache.js";
@@ -84,6 +87,30 @@ describe("compaction in a worker thread", () => {
     // Every array of the two indexes (postings, contributions, frequencies, lengths, statistics) is equal.
     expect(remote).toEqual(local);
   });
+
+  it.runIf(process.platform === "linux")(
+    "the worker thread runs at the lowest priority and the calling thread's priority is unchanged (Linux)",
+    async () => {
+      const niceValues = () =>
+        readdirSync("/proc/self/task").map((task) => {
+          // The fields after the command name's closing parenthesis: the nice value is the 17th of them.
+          const fields = readFileSync(`/proc/self/task/${task}/stat`, "utf8").split(") ")[1]!.split(" ");
+          return Number(fields[16]);
+        });
+      const before = getPriority();
+      const changed = changedSnapshot();
+      const thread = CompactionThread.start(changed.entryCount);
+      expect(thread).not.toBeNull();
+      try {
+        await runCompactionSteps(compactSnapshotSteps(changed, thread), thread, 8, yieldToEventLoop);
+        expect(thread!.fieldsCompacted).toBeGreaterThan(0);
+        expect(niceValues()).toContain(COMPACTION_WORKER_NICE);
+      } finally {
+        thread!.close();
+      }
+      expect(getPriority()).toBe(before);
+    },
+  );
 
   it("compacts on the main thread, with the same result, when the worker cannot be used", async () => {
     const changed = changedSnapshot();

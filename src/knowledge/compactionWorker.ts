@@ -51,6 +51,34 @@ function serve(port: WorkerPort, data: CompactionWorkerData): void {
   });
 }
 
+/**
+ * The nice value this thread asks for: the lowest priority. Compaction is background work that may finish later; the
+ * main thread serves turns and timers, and on a host with as many busy threads as cores it should not wait for this one.
+ */
+export const COMPACTION_WORKER_NICE = 19;
+
+type OperatingSystem = { setPriority(priority: number): void };
+
+/**
+ * Lowers this thread's scheduling priority. On Linux a nice value belongs to a thread, so `setPriority(priority)` (pid
+ * 0: the calling thread) lowers the worker alone, not the process; elsewhere it may lower the whole process, which
+ * would also slow the main thread, so it is done on Linux only. Raising a nice value needs no privilege; any refusal
+ * leaves the priority as it was (the compaction is the same, only scheduled differently).
+ */
+function lowerThreadPriority(): boolean {
+  const os = nodeBuiltin<OperatingSystem>("node:os");
+  const platform = (globalThis as { process?: { platform?: string } }).process?.platform;
+  if (!os || platform !== "linux") return false;
+  try {
+    os.setPriority(COMPACTION_WORKER_NICE);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const threads = nodeBuiltin<WorkerThreads>("node:worker_threads");
-if (threads && !threads.isMainThread && threads.parentPort && isCompactionWorkerData(threads.workerData))
+if (threads && !threads.isMainThread && threads.parentPort && isCompactionWorkerData(threads.workerData)) {
+  lowerThreadPriority();
   serve(threads.parentPort, threads.workerData);
+}
