@@ -6,9 +6,11 @@
  * `node` holding no registry and no index, as a replica of the fleet), with its heap while it serves.
  *
  * `flock /tmp/lexground-big.lock node --expose-gc --max-old-space-size=14336 --import tsx bench/postgresMillion.ts
- *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]`
+ *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]
+ *   [--no-impact-blocks]`
  * Without `--url` a throwaway cluster is started (bench/postgres.ts's settings); `--keep` leaves it running (its
  * URL and folder are printed) so that `--skip-publish --url …` measures turns again on the same generation.
+ * `--no-impact-blocks` publishes without the pruning tables (the backend option `impactBlocks: false`).
  * The queries go to `--queries-file` (default /tmp/lexground-pg-million-<size>.json). Progress on stderr, a
  * Markdown table on stdout.
  */
@@ -122,6 +124,7 @@ async function main(): Promise<void> {
         connectionString: url,
         schema: "bench",
         statementTimeoutMs: 0,
+        impactBlocks: !flag("no-impact-blocks"),
       });
       const serverPhases: number[] = [];
       let serverBefore = serverCpuMs(cluster);

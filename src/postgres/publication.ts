@@ -27,8 +27,10 @@ export async function writeGeneration(
   data: GenerationData,
   contentKey: string,
   phases: PublicationPhases = new PublicationPhases(),
+  options: { impactBlocks: boolean } = { impactBlocks: true },
 ): Promise<number> {
-  // Layout 1 when the impacts cannot bound scores (a negative or non-finite one): turns take the full path.
+  // Layout 1 without the impact blocks and forward rows, or when the impacts cannot bound scores (a negative or
+  // non-finite one): turns take the full path.
   return publishGeneration(
     schema,
     client,
@@ -43,7 +45,8 @@ export async function writeGeneration(
       }),
       layout: GENERATION_LAYOUT,
     },
-    async (tables) => ((await loadGeneration(client, tables, data, phases)) ? GENERATION_LAYOUT : 1),
+    async (tables) =>
+      (await loadGeneration(client, tables, data, phases, options.impactBlocks)) ? GENERATION_LAYOUT : 1,
     phases,
   );
 }
@@ -152,14 +155,16 @@ export async function retireOldGenerations(
 
 /**
  * Loads a generation's tables with binary COPY, in the transaction that created them (`freeze`: the rows are
- * written as already visible, so no later pass rewrites them). The forward rows feed the impact blocks, which
- * are loaded last. Resolves with whether every impact is finite and non-negative (what pruning relies on).
+ * written as already visible, so no later pass rewrites them). With `impactBlocks`, the forward rows feed the
+ * impact blocks, which are loaded last. Resolves with whether turns may prune: the pruning tables were written
+ * and every impact is finite and non-negative (what the bounds rely on).
  */
 async function loadGeneration(
   client: PostgresPoolClient,
   tables: GenerationTables,
   data: GenerationData,
   phases: PublicationPhases,
+  impactBlocks: boolean,
 ): Promise<boolean> {
   const copy = (table: string, columns: string[], produce: (encoder: CopyEncoder) => Promise<void>) =>
     phases.run(`copy ${table.slice(table.lastIndexOf("_") + 1)}`, () =>
@@ -177,26 +182,17 @@ async function loadGeneration(
   });
   await copy(
     tables.postings,
-    [
-      "term",
-      "field",
-      "document_frequency",
-      "docs",
-      "frequencies",
-      "contributions",
-      "docs_bytes",
-      "contribution_bytes",
-    ],
+    ["term", "field", "document_frequency", "docs", "frequencies", "docs_bytes", "contribution_bytes"],
     async (encoder) => {
       for (const posting of data.postings()) {
-        await encoder.row(8);
+        await encoder.row(7);
         encoder.text(encodeKey(posting.term));
         encoder.int2(posting.field);
         encoder.int4(posting.documentFrequency);
+        // The arrays an incremental update reads in SQL (it recomputes every contribution, so the contributions
+        // array stays null: turns read the packed lists, see `GenerationTables.postings`).
         encoder.int4Array(posting.docs);
         encoder.int4Array(posting.frequencies);
-        encoder.float8Array(posting.contributions);
-        // Packed for turns (read whole by the app, see `GenerationTables.postings`).
         encoder.int4Bytes(posting.docs);
         encoder.float8Bytes(posting.contributions);
       }
@@ -221,6 +217,7 @@ async function loadGeneration(
     for (const [key, docs] of data.byIntegration) await scope(SCOPE_INTEGRATION, key, docs);
     for (const [key, docs] of data.byDomain) await scope(SCOPE_DOMAIN, key, docs);
   });
+  if (!impactBlocks) return false;
   const impacts = new ImpactCollector(data.terms, data.termBounds());
   await copy(tables.forward, ["doc", "id", "keys", "contributions"], async (encoder) => {
     for (const row of data.documents()) {

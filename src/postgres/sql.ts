@@ -103,10 +103,12 @@ export function migrationStatements(schema: string): string[][] {
 export type GenerationTables = {
   entries: string;
   /**
-   * Per term and field: its documents, term frequencies and contributions as arrays (what incremental updates
-   * rewrite in SQL) and, packed for turns, `docs_bytes` and `contribution_bytes` (little-endian int32 and float64
-   * values, read whole by the app): written by publications; null in generations written by an incremental
-   * update, absent from those published before they existed (turns then read the arrays).
+   * Per term and field: its documents and term frequencies as arrays (what incremental updates read and rewrite in
+   * SQL), its contributions as an array (written by incremental updates, which compute them in SQL, and by
+   * older publications; null in publications now) and, packed for turns, `docs_bytes` and
+   * `contribution_bytes` (little-endian int32 and float64 values, read whole by the app): written by publications;
+   * null in generations written by an incremental update, absent from those published before they existed (turns
+   * then read the arrays). A row has its contributions in one of the two forms at least.
    */
   postings: string;
   phrases: string;
@@ -172,7 +174,7 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       document_frequency integer not null,
       docs integer[] not null,
       frequencies integer[] not null,
-      contributions double precision[] not null,
+      contributions double precision[],
       docs_bytes bytea,
       contribution_bytes bytea
     )`,

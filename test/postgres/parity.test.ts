@@ -277,11 +277,25 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     expect(pg.postingCache.counts.misses).toBeGreaterThan(afterFirst.misses);
     expect(pg.turnPaths.pruned).toBe(0);
     expect(cold.postingCache.size).toBe(0);
-    // A generation published before the packed lists existed (no such columns): turns read the arrays.
+    // A generation published before the packed lists existed (no such columns, the contributions as an array):
+    // turns read the arrays. Publications now leave that array null, so it is filled from the packed values.
     const { generation } = pg.status();
-    await suite.newPool().query({
-      text: `alter table parity_scored.g${generation}_postings drop column docs_bytes, drop column contribution_bytes`,
+    const olderPool = suite.newPool();
+    const postings = `parity_scored.g${generation}_postings`;
+    const packed = await olderPool.query({ text: `select term, field, contribution_bytes from ${postings}` });
+    for (const row of packed.rows) {
+      const bytes = row.contribution_bytes as Buffer;
+      const values = Array.from({ length: bytes.length / 8 }, (_, index) => bytes.readDoubleLE(index * 8));
+      await olderPool.query({
+        // Each value as JavaScript's shortest round-trip text: PostgreSQL reads it back to the same double.
+        text: `update ${postings} set contributions = $3::float8[] where term = $1 and field = $2`,
+        values: [row.term, row.field, `{${values.map(String).join(",")}}`],
+      });
+    }
+    await olderPool.query({
+      text: `alter table ${postings} drop column docs_bytes, drop column contribution_bytes`,
     });
+    await olderPool.end();
     const older = suite.backend({ schema: "parity_scored", postingCacheBytes: 0 });
     const snapshot = buildIndexSnapshot(second, {});
     for (const request of requests) {
@@ -445,6 +459,43 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
       }
     }
   }, 120_000);
+
+  it("without the pruning tables (impactBlocks: false): layout 1, empty impact and forward tables, the same blocks", async () => {
+    const { sources } = await loadKnowledgeBase("examples/knowledge-base");
+    const pg = suite.backend({ schema: "parity_no_impacts", impactBlocks: false });
+    const config = { enabled: true, sources: sources as KnowledgeSource[], timeoutMs: 30_000 };
+    const memory = new KnowledgeGroundingEngine(config);
+    const database = new KnowledgeGroundingEngine({ ...config, backend: pg });
+    await Promise.all([memory.ready(), database.ready()]);
+    const serving = await pg.current();
+    expect(serving?.generation).toBeGreaterThan(0);
+    const inspector = suite.newPool({ max: 1 });
+    try {
+      const generation = pg.status().generation;
+      const counts = await inspector.query({
+        text: `select g.layout,
+          (select count(*) from parity_no_impacts.g${generation}_impacts) as impacts,
+          (select count(*) from parity_no_impacts.g${generation}_forward) as forward
+          from parity_no_impacts.generations g where g.generation = $1`,
+        values: [generation],
+      });
+      expect(counts.rows[0]).toMatchObject({ layout: 1, impacts: "0", forward: "0" });
+    } finally {
+      await inspector.end();
+    }
+    for (const query of ["instant payouts", "how do refunds work with shopify", "payout schedule weekly"]) {
+      const scope = { enabledIntegrations: ["shopify"] };
+      const [expected, actual] = [
+        await memory.ground({ query, scope }),
+        await database.ground({ query, scope }),
+      ];
+      expect(actual.metadata.failureReason).toBeUndefined();
+      expect(actual.ephemeralContext).toEqual(expected.ephemeralContext);
+      sameCandidates(actual.retrieval!.candidates!, expected.retrieval!.candidates!);
+    }
+    expect(pg.turnPaths.pruned).toBe(0);
+    expect(pg.turnPaths.scored).toBeGreaterThan(0);
+  }, 60_000);
 
   it("the CLI: build --backend publishes (then reuses), query --backend selects what query selects in memory", async () => {
     const schema = ["--backend", url, "--backend-schema", "parity_cli", "--preset", "recommended"];
