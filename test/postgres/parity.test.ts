@@ -493,8 +493,6 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
       expect(actual.ephemeralContext).toEqual(expected.ephemeralContext);
       sameCandidates(actual.retrieval!.candidates!, expected.retrieval!.candidates!);
     }
-    expect(pg.turnPaths.pruned).toBe(0);
-    expect(pg.turnPaths.scored).toBeGreaterThan(0);
   }, 60_000);
 
   it("the CLI: build --backend publishes (then reuses), query --backend selects what query selects in memory", async () => {
