@@ -25,4 +25,16 @@ describe("importing the root export", () => {
     expect(typeof root.KnowledgeGroundingEngine).toBe("function");
     expect(lookedUp).toEqual([]);
   });
+
+  it("building and loading a small artifact, and its first turn, look up no zlib (the WebAssembly CRC-32 checks it)", async () => {
+    const root = await import("../src/index.js");
+    const { policiesSource, settingsSource } = await import("./fixtures/registry.js");
+    const artifact = await root.buildIndexArtifact([settingsSource, policiesSource]);
+    root.clearKnowledgeIndexCache();
+    const engine = new root.KnowledgeGroundingEngine({ enabled: true, indexArtifact: artifact });
+    const outcome = await engine.ground({ query: "refund policy" });
+    expect(engine.getStatus().snapshotOrigin).toBe("artifact");
+    expect(outcome.ephemeralContext).not.toBeNull();
+    expect(lookedUp).not.toContain("node:zlib");
+  });
 });

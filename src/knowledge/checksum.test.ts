@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { checksum32, crc32Portable } from "./checksum.js";
+import { checksum32, crc32Portable, crc32WebAssembly } from "./checksum.js";
 
 describe("checksum32", () => {
   it("is the same for aligned and unaligned views of the same bytes (pinned values)", () => {
@@ -42,6 +42,46 @@ describe("checksum32", () => {
         },
       ),
       { seed: propertySeed("checksum32"), numRuns: propertyRuns(500) },
+    );
+  });
+
+  it("the WebAssembly kernel equals the portable loop at every length around its chunks and tails", () => {
+    const bytes = Uint8Array.from({ length: 3 * 65536 + 11 }, (_, index) => (index * 2654435761) >>> 24);
+    const lengths = [
+      0,
+      1,
+      3,
+      4,
+      5,
+      63,
+      64,
+      65,
+      300,
+      4095,
+      4096,
+      4097,
+      65535,
+      65536,
+      65537,
+      131072,
+      bytes.length,
+    ];
+    for (const length of lengths) {
+      for (const start of [0, 1, 3]) {
+        const view = bytes.subarray(start, start + length);
+        expect(crc32WebAssembly(view)).toBe(crc32Portable(view));
+        expect(checksum32(view)).toBe(crc32Portable(view));
+      }
+    }
+    expect(crc32WebAssembly(new TextEncoder().encode("123456789"))).toBe(0xcbf43926);
+  });
+
+  it("the WebAssembly kernel equals the portable loop on any bytes (property)", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 2000 }), (bytes) => {
+        expect(crc32WebAssembly(bytes)).toBe(crc32Portable(bytes));
+      }),
+      { seed: propertySeed("crc32WebAssembly"), numRuns: propertyRuns(300) },
     );
   });
 });
