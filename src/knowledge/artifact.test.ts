@@ -81,7 +81,11 @@ describe("index artifact round trip", () => {
         resolvedArbitrary,
         blockedArbitrary,
         fc.constantFrom("sum", "bm25f"),
-        (registry, requests, resolved, blocked, scoring) => {
+        // Tiny blocks, so that a small registry's tables span many (a read that skipped its block would see zeros),
+        // and the format-4 layout of the same artifact (its tables eager), still read.
+        fc.constantFrom(1, 2, 8, 1024),
+        fc.boolean(),
+        (registry, requests, resolved, blocked, scoring, tableBlockElements, format4) => {
           const normalized = normalizeSources([{ id: "s", version: "2", entries: registry }], {
             manifestVersion: "0",
           });
@@ -94,8 +98,11 @@ describe("index artifact round trip", () => {
           };
           const built = buildIndexSnapshot(normalized.entries, options);
           const key = buildKnowledgeIndexCacheKey(normalized.groups, options);
-          const bytes = serializeIndexSnapshot(built, key);
-          const { snapshot: loaded, header } = deserializeIndexSnapshot(bytes, key);
+          const bytes = serializeIndexSnapshot(built, key, { tableBlockElements });
+          const { snapshot: loaded, header } = deserializeIndexSnapshot(
+            format4 ? asFormat4(bytes) : bytes,
+            key,
+          );
           expect(header.entryCount).toBe(built.entryCount);
           expect(header.sources).toEqual([{ id: "s", version: "2", entryCount: registry.length }]);
           expect(loaded.entryCount).toBe(built.entryCount);
@@ -119,8 +126,9 @@ describe("index artifact round trip", () => {
           const reversed = serializeIndexSnapshot(
             buildIndexSnapshot([...normalized.entries].reverse(), options),
             key,
+            { tableBlockElements },
           );
-          const again = serializeIndexSnapshot(loaded, key);
+          const again = serializeIndexSnapshot(loaded, key, { tableBlockElements });
           expect(Buffer.from(reversed).equals(bytes)).toBe(true);
           expect(Buffer.from(again).equals(bytes)).toBe(true);
         },
@@ -138,7 +146,7 @@ describe("index artifact round trip", () => {
     );
     expectArtifactError(() => deserializeIndexSnapshot(new Uint8Array(3)), "not-an-index-artifact");
     // Formats 1 to 3 (eagerly read postings; another checksum) included: they are rebuilt, not read.
-    for (const version of [1, 2, 3, 5, 99]) {
+    for (const version of [1, 2, 3, 6, 99]) {
       const otherVersion = bytes.slice();
       new DataView(otherVersion.buffer).setUint32(8, version, true);
       expectArtifactError(() => deserializeIndexSnapshot(otherVersion), "unsupported-format-version");
@@ -170,9 +178,13 @@ describe("index artifact round trip", () => {
       const flipped = bytes.slice();
       flipped[position]! ^= 0x5a;
       if (inLazySection(position)) {
-        // Postings: the artifact loads; the first read of the damaged block (here: all of them) is a typed error.
-        const { snapshot } = deserializeIndexSnapshot(flipped);
-        expectArtifactError(() => serializeIndexSnapshot(snapshot, header.cacheKey), "corrupt");
+        // Postings, phrase keys and the blocked tables: the first read of the damaged block is a typed error, at
+        // load for the blocks a load reads (the ends of the offset tables), otherwise when a reader needs it
+        // (here: every block, by writing the loaded snapshot again).
+        expectArtifactError(
+          () => serializeIndexSnapshot(deserializeIndexSnapshot(flipped).snapshot, header.cacheKey),
+          "corrupt",
+        );
       } else if (position < entriesStart) {
         // Magic, version, lengths, header, sections: refused before anything is used.
         try {
@@ -206,6 +218,61 @@ describe("index artifact round trip", () => {
         }
         expect(failures).toHaveLength(1);
       }
+    }
+  });
+
+  it("blocked tables (term dictionary, phrase trie edges, posting offsets) are read a block at a time: a damaged block fails only the lookups that read it", () => {
+    const normalized = normalizeSources(sources, { manifestVersion: "0" });
+    const built = buildIndexSnapshot(normalized.entries);
+    const key = buildKnowledgeIndexCacheKey(normalized.groups);
+    const bytes = serializeIndexSnapshot(built, key, { tableBlockElements: 2 });
+    const header = readIndexArtifactHeader(bytes);
+    expect(header.formatVersion).toBe(5);
+    expect(header.tableBlockElements).toBe(2);
+    const payloadStart = bytes.length - header.payloadLength;
+    const retrieval = resolveRetrieval(undefined);
+    const terms = (built.lexical as KnowledgeLexicalIndex).exportParts().dictionary!.allTerms();
+    const phrases = [...built.exactIndex.keys(), ...built.aliasIndex.keys()];
+    const queries = [...terms, ...phrases];
+    for (const name of [
+      "lexical.dictionary.table",
+      "lexical.dictionary.records",
+      "phrases.table",
+      "lexical.offsets.4",
+    ]) {
+      const section = header.sections[name]!;
+      expect(section.lazy).toBe(true);
+      const blockBytes = 2 * (blockedElementBytes(name) ?? 4);
+      const blocks = Math.ceil(section.length / blockBytes);
+      let failedSomewhere = false;
+      // About 60 blocks of each table, spread over it (the dictionary's table has thousands of two-element blocks).
+      const step = Math.max(1, Math.floor(blocks / 60));
+      for (let block = 1; block < blocks - 1; block += step) {
+        const damaged = bytes.slice();
+        damaged[payloadStart + section.offset + block * blockBytes]! ^= 0x5a;
+        // Not read at load (only the first and the last offsets are).
+        const { snapshot } = deserializeIndexSnapshot(damaged, key);
+        let failed = 0;
+        for (const query of queries) {
+          const request = { query, recentTurns: [], enabledIntegrations: ["billing", "payments", "support"] };
+          let selection: ReturnType<typeof retrieve>;
+          try {
+            selection = retrieve(snapshot, request, retrieval);
+          } catch (caught) {
+            expect(caught).toBeInstanceOf(KnowledgeArtifactError);
+            expect((caught as KnowledgeArtifactError).code).toBe("corrupt");
+            expect((caught as Error).message).toContain(`of section ${name} does not match its checksum`);
+            failed++;
+            continue;
+          }
+          // A lookup that did not need the damaged block answers exactly as the built index.
+          expect(selection).toEqual(retrieve(built, request, retrieval));
+        }
+        // The offsets are read with their block of postings (this small registry has one): every turn needs them.
+        if (name !== "lexical.offsets.4") expect(failed).toBeLessThan(queries.length);
+        if (failed > 0) failedSomewhere = true;
+      }
+      expect(failedSomewhere).toBe(true);
     }
   });
 
@@ -407,16 +474,80 @@ describe("index artifact round trip", () => {
 });
 
 /** The artifact with the bytes of section `name` changed by `change` (and a matching section checksum): a crafted file. */
+/** The blocked tables of format 5 (`artifactBlocks.ts`) and their element sizes. */
+function blockedElementBytes(name: string): number | undefined {
+  if (name === "phrases.keyOffsets") return 8;
+  if (/^(lexical\.dictionary\.(table|records)|lexical\.offsets\.\d|phrases\.table)$/.test(name)) return 4;
+  return undefined;
+}
+
+/**
+ * The artifact with section `name`'s bytes changed by `change`, and every checksum over them made to match (the
+ * section's, or for a blocked table its blocks' in `<name>.checksums` and that section's): a crafted file.
+ */
 function withSection(bytes: Uint8Array, name: string, change: (section: Uint8Array) => void): Uint8Array {
   const header = readIndexArtifactHeader(bytes);
   const section = header.sections[name]!;
   const changed = bytes.slice();
-  const start = bytes.length - header.payloadLength + section.offset;
+  const payloadStart = bytes.length - header.payloadLength;
+  const start = payloadStart + section.offset;
   const content = changed.subarray(start, start + section.length);
   change(content);
+  const elementBytes = blockedElementBytes(name);
+  const blockChecksums = header.sections[`${name}.checksums`];
+  let checksumsContent: Uint8Array | null = null;
+  if (section.lazy && elementBytes !== undefined && blockChecksums && header.tableBlockElements) {
+    const blockBytes = header.tableBlockElements * elementBytes;
+    const checksumsStart = payloadStart + blockChecksums.offset;
+    checksumsContent = changed.subarray(checksumsStart, checksumsStart + blockChecksums.length);
+    const view = new DataView(
+      checksumsContent.buffer,
+      checksumsContent.byteOffset,
+      checksumsContent.byteLength,
+    );
+    for (let block = 0; block * 4 < checksumsContent.length; block++)
+      view.setUint32(
+        block * 4,
+        checksum32(content.subarray(block * blockBytes, (block + 1) * blockBytes)),
+        true,
+      );
+  }
   return withHeader(changed, (crafted) => {
-    (crafted.sections as Record<string, { checksum: number }>)[name]!.checksum = checksum32(content);
+    const table = crafted.sections as Record<string, { checksum: number; lazy?: boolean }>;
+    if (checksumsContent) table[`${name}.checksums`]!.checksum = checksum32(checksumsContent);
+    else table[name]!.checksum = checksum32(content);
   });
+}
+
+/**
+ * The format-4 layout of a format-5 artifact: the blocked tables become eager sections checked whole (their block
+ * checksums stay in the file, named by no section), no table block size, format 4.
+ */
+function asFormat4(bytes: Uint8Array): Uint8Array {
+  const header = readIndexArtifactHeader(bytes);
+  const payloadStart = bytes.length - header.payloadLength;
+  const crafted = withHeader(bytes, (changed) => {
+    const table = changed.sections as Record<
+      string,
+      { offset: number; length: number; checksum: number; lazy?: boolean }
+    >;
+    for (const name of Object.keys(table)) {
+      if (blockedElementBytes(name) === undefined || !table[name]!.lazy) continue;
+      const section = table[name]!;
+      delete table[`${name}.checksums`];
+      table[name] = {
+        offset: section.offset,
+        length: section.length,
+        checksum: checksum32(
+          bytes.subarray(payloadStart + section.offset, payloadStart + section.offset + section.length),
+        ),
+      };
+    }
+    delete changed.tableBlockElements;
+    changed.formatVersion = 4;
+  });
+  new DataView(crafted.buffer, crafted.byteOffset).setUint32(8, 4, true);
+  return crafted;
 }
 
 /** Whether `position` is alignment padding after a section or the header (bytes no checksum covers). */

@@ -1,5 +1,5 @@
 /**
- * Prebuilt index artifacts: a built snapshot written as one self-contained binary file (format 4), so a replica
+ * Prebuilt index artifacts: a built snapshot written as one self-contained binary file (format 5), so a replica
  * starts by loading instead of validating, hashing, tokenizing and indexing every entry, and needs nothing else:
  * the entries travel inside the artifact, and its content key (see `buildKnowledgeIndexCacheKey`) is stored in it.
  *
@@ -9,26 +9,33 @@
  *   4 bytes   header length in bytes (uint32)
  *   4 bytes   checksum of the header bytes (uint32, see `checksum.ts`)
  *   4 bytes   zero
- *   header    UTF-8 JSON: content key, sources, index options, counts, and every section's offset, length and
- *             checksum (offsets relative to the payload start, each aligned to 8 bytes; lazy sections are marked)
- *   sections  typed arrays and UTF-8 blobs read at load: the lexical index's dictionary, offsets and block tables
- *             (`artifactLexical.ts`), the phrase trie and its exact/alias entry lists, the scope lists (status,
- *             integrations, domains), the entry table
- *   lazy      the postings (document ids, contributions, BM25F shares): read per block of terms, and checked
- *             against that block's checksum, when a search first needs one of its terms
+ *   header    UTF-8 JSON: content key, sources, index options, counts, the blocked tables' block size, and every
+ *             section's offset, length and checksum (offsets relative to the payload start, each aligned to 8
+ *             bytes; lazy sections are marked)
+ *   sections  typed arrays and UTF-8 blobs read at load: the entry ids and ranks, the block tables and per-block
+ *             checksums of the lazy sections (`artifactLexical.ts`, `artifactBlocks.ts`), the phrase trie's nodes
+ *             and its exact/alias entry lists, the scope lists (status, integrations, domains), the entry table
+ *   lazy      the postings (document ids, contributions, BM25F shares: per block of terms), the phrase keys (per
+ *             1,024 keys) and the blocked tables (the term dictionary's hash table and records, the phrase trie's
+ *             edge table, the posting offsets, the phrase-key offsets: per block of elements), each block read and
+ *             checked against its own checksum when a reader first needs it
  *   entries   last: one UTF-8 JSON record per entry, in dense-id order, located by the entry table
  *
- * Loading reads and checks the eager sections only; posting blocks and entry records are read (from the file,
- * when the artifact is a path) and checked against their own checksums when a turn first needs them: a turn reads
- * the postings of its terms and decodes the entries it renders, nothing else. The tables a load would otherwise walk
- * whole are checked where they are used: the posting offsets per block when it is filled, the phrase-key offsets per
- * block of keys, a phrase list when it is read, an entry's place when its record is read. Formats 1 to 3 (eager
- * postings; another checksum) are refused with `unsupported-format-version`.
+ * Loading reads and checks the eager sections only (a few percent of the index); the rest is read (from the file,
+ * when the artifact is a path) and checked per block when a turn first needs it: a turn reads the table slots and
+ * postings of its terms, the keys its phrase walk compares, and decodes the entries it renders, nothing else. The
+ * tables a load would otherwise walk whole are checked where they are used: the posting offsets per block when it
+ * is filled, the phrase-key offsets per block of keys, a phrase list when it is read, an entry's place when its
+ * record is read, the dictionary's and trie's slots at each probe. Format 4 (the same, with the blocked tables as
+ * eager sections) is still read; formats 1 to 3 (eager postings; another checksum) are refused with
+ * `unsupported-format-version`.
  *
  * Files: `artifactHeader.ts` (constants, typed error, header checks, byte sources), `artifactWriter.ts` (writing),
- * `artifactEntries.ts` (entry records), `artifactLexical.ts` (the lexical index's sections), this file (loading).
+ * `artifactEntries.ts` (entry records), `artifactLexical.ts` (the lexical index's sections), `artifactBlocks.ts`
+ * (tables read per block), this file (loading).
  */
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import { type BlockedArray, eagerBlockedArray, lazyBlockedArray } from "./artifactBlocks.js";
 import { EntryRecords, isStringList, LazyEntryMap } from "./artifactEntries.js";
 import {
   type ByteSource,
@@ -47,7 +54,7 @@ import {
   unreadable,
   unsupportedPlatform,
 } from "./artifactHeader.js";
-import { readLexicalSections, type SectionReader } from "./artifactLexical.js";
+import { type LazySection, readLexicalSections, type SectionReader } from "./artifactLexical.js";
 import { checksum32 } from "./checksum.js";
 import { PhraseListMap, RelationMap } from "./derivedMaps.js";
 import { type CompiledSnapshot, createEligibilityCache, registerCompiledSnapshot } from "./knowledgeIndex.js";
@@ -70,6 +77,8 @@ export { serializeIndexSnapshot, serializeIndexSnapshotChunks } from "./artifact
 
 /** Index sections up to this size are read from a file in one piece. */
 const ONE_READ_BYTES = 1024 * 1024 * 1024;
+/** Index sections up to this size are read synchronously (see `loadSections`). */
+const SYNC_READ_BYTES = 8 * 1024 * 1024;
 
 /**
  * Closes the file of a loaded snapshot once nothing refers to its entries or its lexical index any more (both
@@ -114,7 +123,48 @@ function sectionReader(
     if (data.byteLength % size !== 0) throw corrupt(`section ${name} has a partial element`);
     return make(data.buffer, data.byteOffset, data.byteLength / size);
   };
-  return {
+  const lazy = (name: string): LazySection => {
+    const found = header.sections[name];
+    if (!found) throw corrupt(`section ${name} is missing`);
+    if (!found.lazy) throw corrupt(`section ${name} is read at load where it should be lazy`);
+    const start = payloadStart + found.offset;
+    return {
+      byteLength: found.length,
+      readInto(byteOffset, target) {
+        if (byteOffset < 0 || byteOffset + target.byteLength > found.length)
+          throw corrupt(`a read outside section ${name}`);
+        try {
+          source.readInto(start + byteOffset, target);
+        } catch (caught) {
+          throw new KnowledgeArtifactError(
+            "unreadable",
+            `index artifact section ${name} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
+          );
+        }
+      },
+    };
+  };
+  // Lazy in format 5 (its blocks read and checked on demand), eager in format 4 (checked whole here).
+  const blocked = <T extends Int32Array | Float64Array>(
+    name: string,
+    make: (length: number) => T,
+    size: number,
+    viewOf: (buffer: ArrayBufferLike, offset: number, length: number) => T,
+  ): BlockedArray<T> => {
+    const found = header.sections[name];
+    if (!found?.lazy) return eagerBlockedArray(typed(name, size, viewOf));
+    if (header.tableBlockElements === undefined)
+      throw corrupt(`section ${name} is lazy without a table block size`);
+    return lazyBlockedArray(
+      name,
+      lazy(name),
+      read.uint32(`${name}.checksums`),
+      header.tableBlockElements,
+      make,
+      corrupt,
+    );
+  };
+  const read: SectionReader = {
     has: (name) => header.sections[name] !== undefined,
     bytes,
     json<T>(name: string): T {
@@ -128,29 +178,24 @@ function sectionReader(
     int32: (name) => typed(name, 4, (buffer, offset, length) => new Int32Array(buffer, offset, length)),
     uint32: (name) => typed(name, 4, (buffer, offset, length) => new Uint32Array(buffer, offset, length)),
     float64: (name) => typed(name, 8, (buffer, offset, length) => new Float64Array(buffer, offset, length)),
-    lazy(name) {
-      const found = header.sections[name];
-      if (!found) throw corrupt(`section ${name} is missing`);
-      if (!found.lazy) throw corrupt(`section ${name} is read at load where it should be lazy`);
-      const start = payloadStart + found.offset;
-      return {
-        byteLength: found.length,
-        readInto(byteOffset, target) {
-          if (byteOffset < 0 || byteOffset + target.byteLength > found.length)
-            throw corrupt(`a read outside section ${name}`);
-          try {
-            source.readInto(start + byteOffset, target);
-          } catch (caught) {
-            throw new KnowledgeArtifactError(
-              "unreadable",
-              `index artifact section ${name} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
-            );
-          }
-        },
-      };
-    },
+    blockedInt32: (name) =>
+      blocked(
+        name,
+        (length) => new Int32Array(length),
+        4,
+        (buffer, offset, length) => new Int32Array(buffer, offset, length),
+      ),
+    blockedFloat64: (name) =>
+      blocked(
+        name,
+        (length) => new Float64Array(length),
+        8,
+        (buffer, offset, length) => new Float64Array(buffer, offset, length),
+      ),
+    lazy,
     corrupt,
   };
+  return read;
 }
 
 /**
@@ -235,7 +280,11 @@ function assembleLoaded(
     ids,
   );
 
-  const keyOffsets = read.float64("phrases.keyOffsets");
+  const keyOffsetBlocks = read.blockedFloat64("phrases.keyOffsets");
+  const keyOffsets = keyOffsetBlocks.array;
+  // The ends, checked here; each block of keys' offsets when the block is first read.
+  keyOffsetBlocks.ensure(0, 1);
+  keyOffsetBlocks.ensure(header.phraseKeyCount, header.phraseKeyCount + 1);
   const keySection = read.lazy("phrases.keys");
   const keyChecksums = read.uint32("phrases.keys.checksums");
   const keyCount = header.phraseKeyCount;
@@ -255,6 +304,7 @@ function assembleLoaded(
     if (keyBlockFilled[block] === 0) {
       const firstKey = block * KEYS_PER_BLOCK;
       const endKey = Math.min(keyCount, firstKey + KEYS_PER_BLOCK);
+      keyOffsetBlocks.ensure(firstKey, endKey + 1);
       const start = keyOffsets[firstKey]!;
       const end = keyOffsets[endKey]!;
       if (!(start >= 0 && end <= keyBytes.length)) throw corrupt("the phrase key table is out of order");
@@ -273,17 +323,19 @@ function assembleLoaded(
       throw corrupt(`phrase key ${index} is not valid UTF-8`);
     }
   };
+  const trieTable = read.blockedInt32("phrases.table");
   const trie = PhraseTrie.fromParts(
     {
       nodePrefixLength: read.int32("phrases.nodePrefixLength"),
       nodeKey: read.int32("phrases.nodeKey"),
       nodeSample: read.int32("phrases.nodeSample"),
-      table: read.int32("phrases.table"),
+      table: trieTable.array,
       edgeCount: header.phraseEdgeCount,
     },
     keyCount,
     decodeKey,
     corrupt,
+    trieTable,
   );
   const phraseLists = (name: "exact" | "alias") => {
     const offsets = read.int32(`phrases.${name}Offsets`);
@@ -351,8 +403,9 @@ export function deserializeIndexSnapshot(
 
 /**
  * Loads a snapshot from an artifact given as bytes or as a file path (Node only). A file is opened, its header
- * and index sections are read without blocking the event loop, and it stays open for the entry records, which
- * are read when a turn needs them; it is closed when the snapshot is garbage-collected. Throws
+ * and eager index sections are read (without blocking the event loop beyond one read of a few megabytes), and it
+ * stays open for the lazy sections and the entry records, which are read when a turn needs them; it is closed
+ * when the snapshot is garbage-collected. Throws
  * {@link KnowledgeArtifactError} (code `unreadable` when the file cannot be opened or read).
  */
 export async function loadIndexArtifact(
@@ -433,7 +486,13 @@ async function loadSections(
   const regionLength = eager.reduce((end, [, section]) => Math.max(end, section.offset + section.length), 0);
   let fetch: (name: string, offset: number, length: number) => Uint8Array;
   if (regionLength <= ONE_READ_BYTES) {
-    const region = await source.readAsync(head.payloadStart, regionLength);
+    // Up to a few megabytes (the eager sections of registries up to about 50,000 entries) they are read
+    // in one synchronous read, about a millisecond: no round trip through libuv's thread pool, which a cold
+    // process would first have to start.
+    const region =
+      regionLength <= SYNC_READ_BYTES
+        ? source.read(head.payloadStart, regionLength)
+        : await source.readAsync(head.payloadStart, regionLength);
     fetch = (_name, offset, length) => region.subarray(offset, offset + length);
   } else {
     const buffers = new Map<string, Uint8Array>();

@@ -10,8 +10,15 @@ import { checksum32 } from "./checksum.js";
 import { hasErrorMarker } from "./errors.js";
 import { openRandomAccessFile } from "./runtime.js";
 
-/** Version of the artifact layout; readers refuse other versions. */
-export const INDEX_ARTIFACT_FORMAT_VERSION = 4;
+/** Version of the artifact layout written; readers refuse versions other than this and format 4. */
+export const INDEX_ARTIFACT_FORMAT_VERSION = 5;
+/**
+ * Format 4 differs only in holding the blocked tables (`artifactBlocks.ts`) as eager sections: it is still read
+ * (its tables are checked whole at load, as before).
+ */
+const OLDEST_READABLE_FORMAT_VERSION = 4;
+/** Largest number of elements per block of a blocked table accepted from a header. */
+const MAX_TABLE_BLOCK_ELEMENTS = 1 << 20;
 /** The first eight bytes of every artifact. */
 export const MAGIC = "LXGINDEX";
 /** Magic, format version, header length, header checksum, four zero bytes. */
@@ -86,6 +93,11 @@ export type KnowledgeIndexArtifactHeader = {
   sections: Record<string, { offset: number; length: number; checksum: number; lazy?: boolean }>;
   /** Where the entry records start and how many bytes they take (located by the `entries.offsets` section). */
   entryRecords: { offset: number; length: number };
+  /**
+   * Elements per checked block of the blocked tables (format 5; a power of two): see `artifactBlocks.ts`. Absent
+   * in format 4, whose tables are eager sections.
+   */
+  tableBlockElements?: number;
 };
 
 /** Whether this host stores numbers little-endian (artifacts are written and read only on such hosts). */
@@ -191,7 +203,11 @@ function isCount(value: unknown): value is number {
 }
 
 /** Checks the parts of the header that decide what is read and allocated, against the artifact's real size. */
-function checkHeader(header: unknown, payloadBytes: number): KnowledgeIndexArtifactHeader {
+function checkHeader(
+  header: unknown,
+  payloadBytes: number,
+  formatVersion: number,
+): KnowledgeIndexArtifactHeader {
   if (typeof header !== "object" || header === null || Array.isArray(header))
     throw corrupt("the header is not an object");
   const record = header as Record<string, unknown>;
@@ -251,6 +267,17 @@ function checkHeader(header: unknown, payloadBytes: number): KnowledgeIndexArtif
     throw corrupt("the header has no index options");
   if (!Array.isArray(record.postings) || !Array.isArray(record.sources))
     throw corrupt("the header has no posting or source table");
+  const blockElements = record.tableBlockElements;
+  if (
+    formatVersion >= 5 &&
+    !(
+      isCount(blockElements) &&
+      blockElements >= 1 &&
+      blockElements <= MAX_TABLE_BLOCK_ELEMENTS &&
+      (blockElements & (blockElements - 1)) === 0
+    )
+  )
+    throw corrupt("the header's table block size is not a power of two");
   return header as KnowledgeIndexArtifactHeader;
 }
 
@@ -273,10 +300,10 @@ export function readHeaderFrom(source: ByteSource): {
   }
   const view = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   const formatVersion = view.getUint32(8, true);
-  if (formatVersion !== INDEX_ARTIFACT_FORMAT_VERSION) {
+  if (formatVersion < OLDEST_READABLE_FORMAT_VERSION || formatVersion > INDEX_ARTIFACT_FORMAT_VERSION) {
     throw new KnowledgeArtifactError(
       "unsupported-format-version",
-      `index artifact format ${formatVersion} is not supported (this lexground reads format ${INDEX_ARTIFACT_FORMAT_VERSION}); rebuild it with lexground build --index`,
+      `index artifact format ${formatVersion} is not supported (this lexground reads formats ${OLDEST_READABLE_FORMAT_VERSION} and ${INDEX_ARTIFACT_FORMAT_VERSION}); rebuild it with lexground build --index`,
     );
   }
   const headerLength = view.getUint32(12, true);
@@ -293,7 +320,7 @@ export function readHeaderFrom(source: ByteSource): {
   }
   const payloadStart = align8(PREFIX_BYTES + headerLength);
   if (payloadStart > source.size) throw corrupt("it ends inside its header");
-  return { header: checkHeader(parsed, source.size - payloadStart), payloadStart };
+  return { header: checkHeader(parsed, source.size - payloadStart, formatVersion), payloadStart };
 }
 
 /** Reads only the header of an artifact (for a cheap compatibility check). */

@@ -11,6 +11,7 @@
  * first needs it (the turn fails open), never a wrong result.
  */
 import type { KnowledgeAnalyzerName, KnowledgeScoringMode } from "../types/knowledge.js";
+import { type BlockedArray, blockedSections, TABLE_BLOCK_ELEMENTS } from "./artifactBlocks.js";
 import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import type { PostingLoader } from "./indexParts.js";
@@ -51,6 +52,10 @@ export type SectionReader = {
   float64(name: string): Float64Array;
   /** A lazy section (see the module comment); its reads are checked by the caller, per block. */
   lazy(name: string): LazySection;
+  /** A blocked table (`artifactBlocks.ts`): lazy, read per checked block, in format 5; eager in format 4. */
+  blockedInt32(name: string): BlockedArray<Int32Array>;
+  /** {@link SectionReader.blockedInt32} of a `Float64Array` table. */
+  blockedFloat64(name: string): BlockedArray<Float64Array>;
   /** The error a damage found after loading is reported with (the envelope's typed `corrupt` error). */
   corrupt(message: string): Error;
 };
@@ -153,7 +158,10 @@ function readIds(read: SectionReader, entryCount: number): string[] {
 }
 
 /** The lexical sections of a finished index, with the header's options and metadata. */
-export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
+export function writeLexicalSections(
+  lexical: KnowledgeLexicalIndex,
+  blockElements: number = TABLE_BLOCK_ELEMENTS,
+): {
   options: ArtifactIndexOptions;
   meta: LexicalSectionsMeta;
   ids: readonly string[];
@@ -169,8 +177,8 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
     idsSection(parts.ids),
     { name: "lexical.averageLengths", bytes: bytesOf(parts.averageLengths) },
     { name: "lexical.ranks", bytes: bytesOf(parts.ranks) },
-    { name: "lexical.dictionary.table", bytes: bytesOf(tables.table) },
-    { name: "lexical.dictionary.records", bytes: bytesOf(tables.records) },
+    ...blockedSections("lexical.dictionary.table", tables.table, blockElements),
+    ...blockedSections("lexical.dictionary.records", tables.records, blockElements),
     { name: "lexical.dictionary.pool", bytes: tables.pool },
     { name: "lexical.dictionary.nonAscii", bytes: encoder.encode(JSON.stringify(tables.nonAscii)) },
   ];
@@ -178,7 +186,7 @@ export function writeLexicalSections(lexical: KnowledgeLexicalIndex): {
     if (!postings.active) return;
     const bounds = blockBounds(postings.offsets, parts.termCount);
     sections.push(
-      { name: `lexical.offsets.${index}`, bytes: bytesOf(postings.offsets) },
+      ...blockedSections(`lexical.offsets.${index}`, postings.offsets, blockElements),
       { name: `lexical.blocks.${index}`, bytes: bytesOf(bounds) },
       ...lazySections(`lexical.docs.${index}`, postings.docs, 4, postings.offsets, bounds),
       ...lazySections(`lexical.contributions.${index}`, postings.contributions, 8, postings.offsets, bounds),
@@ -222,9 +230,13 @@ type LazyArray = {
   per: number;
 };
 
-/** One posting list read on demand: its offsets and blocks (checked at load), and which blocks are filled. */
+/**
+ * One posting list read on demand: its offsets (a blocked table: the part a block of postings needs is read with
+ * it) and blocks (checked at load), and which blocks are filled.
+ */
 type LazyList = {
   offsets: Int32Array;
+  offsetBlocks: BlockedArray<Int32Array>;
   bounds: Int32Array;
   filled: Uint8Array;
   docs: Int32Array;
@@ -257,15 +269,18 @@ class LazyPostings implements PostingLoader {
   }
 
   ensureAll(): void {
-    for (const list of this.lists)
+    for (const list of this.lists) {
+      list.offsetBlocks.ensureAll();
       for (let block = 0; block + 1 < list.bounds.length; block++)
         if (list.filled[block] === 0) this.fill(list, block);
+    }
   }
 
   private fill(list: LazyList, block: number): void {
     const offsets = list.offsets;
     const firstTerm = list.bounds[block]!;
     const endTerm = list.bounds[block + 1]!;
+    list.offsetBlocks.ensure(firstTerm, endTerm + 1);
     const start = offsets[firstTerm]!;
     const end = offsets[endTerm]!;
     // The block's terms' offsets rise within the postings (checked here rather than for every term at load).
@@ -305,14 +320,17 @@ export function readLexicalSections(
   if (averageLengths.length !== KNOWLEDGE_FIELD_NAMES.length)
     throw new RangeError("lexical.averageLengths has the wrong length");
   // Used in place and checked where a lookup reads it; a damage found then is the envelope's typed error.
+  const dictionaryTable = read.blockedInt32("lexical.dictionary.table");
+  const dictionaryRecords = read.blockedInt32("lexical.dictionary.records");
   const dictionary = TermDictionary.fromTables(
     {
-      table: read.int32("lexical.dictionary.table"),
-      records: read.int32("lexical.dictionary.records"),
+      table: dictionaryTable.array,
+      records: dictionaryRecords.array,
       pool: read.bytes("lexical.dictionary.pool"),
       nonAscii: read.json<[number, string][]>("lexical.dictionary.nonAscii"),
     },
     (message) => read.corrupt(message),
+    { table: dictionaryTable, records: dictionaryRecords },
   );
   if (dictionary.size !== termCount)
     throw new RangeError("the term dictionary does not match the term count");
@@ -328,7 +346,11 @@ export function readLexicalSections(
         contributions: new Float64Array(0),
       };
     }
-    const offsets = read.int32(`lexical.offsets.${index}`);
+    const offsetBlocks = read.blockedInt32(`lexical.offsets.${index}`);
+    const offsets = offsetBlocks.array;
+    // The ends, checked here (and read by the index's own consistency check); the rest with each block of postings.
+    offsetBlocks.ensure(0, 1);
+    offsetBlocks.ensure(termCount, termCount + 1);
     const bounds = read.int32(`lexical.blocks.${index}`);
     const postingCount = info.postingCount;
     // Offsets must rise from 0 to the posting count, or a search would read outside the postings: the ends here,
@@ -364,7 +386,7 @@ export function readLexicalSections(
       bm25fShares = new Float64Array(postingCount * FIELD_COUNT);
       arrays[2].bytes = bytesOf(bm25fShares);
     }
-    lists.push({ offsets, bounds, filled: new Uint8Array(blockCount), docs, arrays });
+    lists.push({ offsets, offsetBlocks, bounds, filled: new Uint8Array(blockCount), docs, arrays });
     return { active: true, offsets, docs, contributions };
   });
   const ranks = read.int32("lexical.ranks");

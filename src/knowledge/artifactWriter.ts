@@ -3,6 +3,7 @@
  * places them, and the entry records, as pieces to write one after the other.
  */
 import type { KnowledgeIndexSnapshot, KnowledgeStatus } from "../types/knowledge.js";
+import { blockedSections, TABLE_BLOCK_ELEMENTS } from "./artifactBlocks.js";
 import { entryRecord } from "./artifactEntries.js";
 import {
   align8,
@@ -21,6 +22,12 @@ import { PhraseListMap } from "./derivedMaps.js";
 import { getCompiledSnapshot, KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 
 const encoder = new TextEncoder();
+
+/** How an artifact is written (tests use small blocks, so that their small registries span many). */
+export type ArtifactWriteOptions = {
+  /** Elements per checked block of the blocked tables (a power of two; default {@link TABLE_BLOCK_ELEMENTS}). */
+  tableBlockElements?: number;
+};
 
 function bytesOf(array: Int32Array | Uint32Array | Float64Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
@@ -115,13 +122,17 @@ function denseLists(
 export function serializeIndexSnapshotChunks(
   snapshot: KnowledgeIndexSnapshot,
   cacheKey: string,
+  options: ArtifactWriteOptions = {},
 ): Uint8Array[] {
+  const blockElements = options.tableBlockElements ?? TABLE_BLOCK_ELEMENTS;
+  if (!(Number.isInteger(blockElements) && blockElements >= 1 && (blockElements & (blockElements - 1)) === 0))
+    throw new RangeError("serializeIndexSnapshot: tableBlockElements must be a power of two");
   if (!isLittleEndian()) throw unsupportedPlatform();
   const compiled = getCompiledSnapshot(snapshot);
   if (!(snapshot.lexical instanceof KnowledgeLexicalIndex) || !compiled) {
     throw new TypeError("serializeIndexSnapshot: the snapshot was not built by lexground");
   }
-  const lexical = writeLexicalSections(snapshot.lexical);
+  const lexical = writeLexicalSections(snapshot.lexical, blockElements);
   const ids = lexical.ids;
   const count = ids.length;
   const denseOf = (id: string): number =>
@@ -202,11 +213,11 @@ export function serializeIndexSnapshotChunks(
     // The keys are read when a lookup first needs one (a few per turn), a block of keys at a time.
     { name: "phrases.keys", bytes: keys.blob, lazy: true },
     { name: "phrases.keys.checksums", bytes: bytesOf(keyBlockChecksums(keys.blob, keys.offsets)) },
-    { name: "phrases.keyOffsets", bytes: bytesOf(keys.offsets) },
+    ...blockedSections("phrases.keyOffsets", keys.offsets, blockElements),
     { name: "phrases.nodePrefixLength", bytes: bytesOf(trie.nodePrefixLength) },
     { name: "phrases.nodeKey", bytes: bytesOf(trie.nodeKey) },
     { name: "phrases.nodeSample", bytes: bytesOf(trie.nodeSample) },
-    { name: "phrases.table", bytes: bytesOf(trie.table) },
+    ...blockedSections("phrases.table", trie.table, blockElements),
     { name: "phrases.exactOffsets", bytes: bytesOf(exact.offsets) },
     { name: "phrases.exactDocs", bytes: bytesOf(exact.docs) },
     { name: "phrases.aliasOffsets", bytes: bytesOf(alias.offsets) },
@@ -251,6 +262,7 @@ export function serializeIndexSnapshotChunks(
     payloadLength: offset + entryRecords.length,
     sections: table,
     entryRecords,
+    tableBlockElements: blockElements,
   };
   const headerBytes = encoder.encode(JSON.stringify(header));
   const payloadStart = align8(PREFIX_BYTES + headerBytes.byteLength);
@@ -280,9 +292,9 @@ export function serializeIndexSnapshotChunks(
 export function serializeIndexSnapshot(
   snapshot: KnowledgeIndexSnapshot,
   cacheKey: string,
-  _options: { includeEntries?: boolean } = {},
+  options: { includeEntries?: boolean } & ArtifactWriteOptions = {},
 ): Uint8Array {
-  const pieces = serializeIndexSnapshotChunks(snapshot, cacheKey);
+  const pieces = serializeIndexSnapshotChunks(snapshot, cacheKey, options);
   const total = pieces.reduce((sum, piece) => sum + piece.byteLength, 0);
   if (total > MAX_SINGLE_BUFFER_BYTES) {
     throw new RangeError(

@@ -11,6 +11,7 @@
  * way, straight to that key ("collapsed leaf"): the rest of the path is read from the key string itself. Tokens
  * are never stored: an edge's token is read from a key under it, at the character offset of its parent's prefix.
  */
+import type { TableBlocks } from "./termDictionary.js";
 
 /** Int32s per edge slot: token hash, parent node + 1 (0 = empty slot), target (node id, or `~keyIndex` for a leaf). */
 const SLOT = 3;
@@ -83,6 +84,11 @@ export class PhraseTrie {
    * throws when an edge it reads points nowhere. Cleared when the table is checked, before the first key is added.
    */
   private loadedCorrupt: ((message: string) => Error) | null = null;
+  /**
+   * Set while the edge table is a loaded artifact's read a block at a time (format 5): a walk reads the block of
+   * each slot it probes first (see {@link fromParts}).
+   */
+  private loadedBlocks: TableBlocks | null = null;
 
   /** Number of keys. */
   get size(): number {
@@ -179,6 +185,7 @@ export class PhraseTrie {
       hitKeys.push(keyIndex);
     };
     const table = this.table;
+    const blocks = this.loadedBlocks;
     const mask = this.mask;
     const nodePrefixLength = this.nodePrefixLength;
     const nodeKey = this.nodeKey;
@@ -210,6 +217,7 @@ export class PhraseTrie {
         // Probes end at an empty slot; a loaded table is checked as it is read (an edge to nowhere, or no empty
         // slot at all, is a typed error instead of a wrong key or an endless walk).
         for (let probes = 0; ; probes++) {
+          blocks?.ensure(slot, slot + SLOT);
           const parent = table[slot + 1]!;
           if (parent === 0) break;
           if (probes > mask) throw this.inconsistent("the edge table has no empty slot");
@@ -277,6 +285,7 @@ export class PhraseTrie {
 
   /** The finished trie's arrays, for an index artifact (the arrays are the trie's own: do not modify them). */
   exportParts(): PhraseTrieParts {
+    this.loadedBlocks?.ensureAll();
     const keys: string[] = new Array(this.keys.length);
     for (let index = 0; index < keys.length; index++) keys[index] = this.keyAt(index);
     return {
@@ -302,6 +311,7 @@ export class PhraseTrie {
     keyCount: number,
     decodeKey: (index: number) => string,
     corrupt: (message: string) => Error = (message) => new RangeError(message),
+    tableBlocks: TableBlocks | null = null,
   ): PhraseTrie {
     const { nodePrefixLength, nodeKey, nodeSample, table, edgeCount } = parts;
     const nodeCount = nodePrefixLength.length;
@@ -345,6 +355,7 @@ export class PhraseTrie {
     trie.mask = capacity - 1;
     trie.edgeCount = edgeCount;
     trie.loadedCorrupt = corrupt;
+    trie.loadedBlocks = tableBlocks;
     return trie;
   }
 
@@ -354,6 +365,8 @@ export class PhraseTrie {
    * first key is added.
    */
   private checkLoadedEdges(corrupt: (message: string) => Error): void {
+    this.loadedBlocks?.ensureAll();
+    this.loadedBlocks = null;
     const table = this.table;
     const nodeCount = this.nodeCount;
     const keyCount = this.keys.length;
@@ -396,7 +409,9 @@ export class PhraseTrie {
     const prefixLength = this.nodePrefixLength[node]!;
     let slot = slotOf(tokenHash, node, this.mask) * SLOT;
     // Checked as in `matchIndices` (a loaded table is not walked at load).
+    const blocks = this.loadedBlocks;
     for (let probes = 0; ; probes++) {
+      blocks?.ensure(slot, slot + SLOT);
       const parent = table[slot + 1]!;
       if (parent === 0) return slot;
       if (probes > this.mask) throw this.inconsistent("the edge table has no empty slot");

@@ -121,6 +121,11 @@ export class TermDictionary {
    * the first term is added.
    */
   private loadedCorrupt: ((message: string) => Error) | null = null;
+  /**
+   * Set while the table and records are a loaded artifact's read a block at a time (format 5): a lookup reads the
+   * blocks of the slots and records it looks at first (see {@link fromTables}).
+   */
+  private loadedBlocks: { table: TableBlocks; records: TableBlocks } | null = null;
 
   /** Number of terms. */
   get size(): number {
@@ -130,6 +135,7 @@ export class TermDictionary {
   /** The term of an id. */
   term(id: number): string {
     if (id < 0 || id >= this.count) throw new RangeError(`no term with id ${id}`);
+    this.loadedBlocks?.records.ensure(id * RECORD, (id + 1) * RECORD);
     if (this.loadedCorrupt) this.checkRecord(id, this.loadedCorrupt);
     const base = id * RECORD;
     const records = this.records;
@@ -268,8 +274,10 @@ export class TermDictionary {
     const records = this.records;
     const count = this.count;
     const length = term.length;
+    const blocks = this.loadedBlocks;
     let slot = hash & mask;
     for (let probes = 0; probes <= mask; probes++) {
+      blocks?.table.ensure(2 * slot, 2 * slot + 2);
       const stored = table[2 * slot + 1]!;
       if (stored === EMPTY) return -1;
       if (stored < 1 || stored > count) throw corrupt("term dictionary table refers to a missing term");
@@ -296,6 +304,7 @@ export class TermDictionary {
   /** Throws `corrupt(...)` unless the record of `id` has a possible length and, past 16 characters, a tail in the pool. */
   private checkRecord(id: number, corrupt: (message: string) => Error): void {
     const base = id * RECORD;
+    this.loadedBlocks?.records.ensure(base, base + RECORD);
     const length = this.records[base + RECORD_LENGTH]!;
     if (length === -1) {
       if (!this.nonAsciiTerms.has(id)) throw corrupt("term dictionary non-ASCII terms do not match");
@@ -369,6 +378,8 @@ export class TermDictionary {
 
   /** The dictionary's tables, for an index artifact (views of the dictionary's own arrays: do not modify them). */
   exportTables(): TermDictionaryTables {
+    this.loadedBlocks?.table.ensureAll();
+    this.loadedBlocks?.records.ensureAll();
     return {
       table: this.table,
       records: this.records.subarray(0, this.count * RECORD),
@@ -389,6 +400,7 @@ export class TermDictionary {
   static fromTables(
     tables: TermDictionaryTables,
     corrupt: (message: string) => Error = (message) => new RangeError(message),
+    blocks: { table: TableBlocks; records: TableBlocks } | null = null,
   ): TermDictionary {
     const { table, records, pool, nonAscii } = tables;
     const slots = table.length / 2;
@@ -399,6 +411,8 @@ export class TermDictionary {
     if (count * 2 > slots) throw corrupt("term dictionary table is too full");
     const dictionary = new TermDictionary();
     for (const [id, term] of nonAscii) {
+      if (Number.isInteger(id) && id >= 0 && id < count)
+        blocks?.records.ensure(id * RECORD, (id + 1) * RECORD);
       if (!Number.isInteger(id) || id < 0 || id >= count || records[id * RECORD + RECORD_LENGTH] !== -1)
         throw corrupt("term dictionary non-ASCII term has a bad id");
       if (typeof term !== "string" || dictionary.nonAsciiIds.has(term))
@@ -413,6 +427,7 @@ export class TermDictionary {
     dictionary.poolLength = pool.length;
     dictionary.count = count;
     dictionary.loadedCorrupt = corrupt;
+    dictionary.loadedBlocks = blocks;
     return dictionary;
   }
 
@@ -423,6 +438,9 @@ export class TermDictionary {
    * first term is added.
    */
   private adoptLoadedTables(corrupt: (message: string) => Error): void {
+    this.loadedBlocks?.table.ensureAll();
+    this.loadedBlocks?.records.ensureAll();
+    this.loadedBlocks = null;
     const table = this.table;
     const count = this.count;
     let used = 0;
@@ -450,6 +468,12 @@ export class TermDictionary {
     this.loadedCorrupt = null;
   }
 }
+
+/**
+ * A loaded table read a block at a time (`artifactBlocks.ts`): `ensure(from, to)` reads the blocks holding
+ * elements `[from, to)` (a typed error when one is damaged), `ensureAll` every block.
+ */
+export type TableBlocks = { ensure(from: number, to: number): void; ensureAll(): void };
 
 /** The arrays of a {@link TermDictionary} (see {@link TermDictionary.exportTables}). */
 export type TermDictionaryTables = {
