@@ -227,7 +227,7 @@ async function main(): Promise<void> {
     const c = report.concurrent;
     rows.push([
       `turn (reader engine.ground, ${report.turns} queries) p50 / p99 / max`,
-      `${report.p50.toFixed(0)} / ${report.p99.toFixed(0)} / ${report.max.toFixed(0)} ms (${report.paths.pruned} pruned, ${report.paths.scored} scored in the app${report.failed > 0 ? `, ${report.failed} failed open` : ""})`,
+      `${report.p50.toFixed(0)} / ${report.p99.toFixed(0)} / ${report.max.toFixed(0)} ms (posting cache ${report.cache.hits} hits / ${report.cache.misses} misses${report.failed > 0 ? `, ${report.failed} failed open` : ""})`,
     ]);
     rows.push([
       `${c.clients} concurrent clients`,

@@ -7,7 +7,7 @@
  *
  * `node --expose-gc --import tsx bench/postgresReader.ts --url postgres://… [--read-url postgres://…]
  *   --queries FILE [--schema bench] [--turns 60] [--budget-ms 600000] [--clients 16] [--concurrent-ms 60000]
- *   [--posting-cache-bytes N] [--scored-only]`
+ *   [--posting-cache-bytes N]`
  */
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -29,7 +29,8 @@ export type ReaderReport = {
   max: number;
   latencies: number[];
   failed: number;
-  paths: { pruned: number; scored: number };
+  /** Posting cache lookups of the sequential turns (one per term). */
+  cache: { hits: number; misses: number };
   concurrent: {
     clients: number;
     turnsPerSecond: number;
@@ -107,8 +108,6 @@ async function main(): Promise<void> {
     statementTimeoutMs: budgetMs,
     connectionTimeoutMs: budgetMs,
   });
-  // `--scored-only`: every turn scored in the app from its terms' postings (no impact blocks first).
-  if (process.argv.includes("--scored-only")) backend.prunedFirst = false;
   const engine = new KnowledgeGroundingEngine({
     enabled: true,
     sources: [],
@@ -125,7 +124,7 @@ async function main(): Promise<void> {
     await runner.turn(query);
     sample();
   }
-  const before = { ...backend.turnPaths };
+  const before = { ...backend.postingCache.counts };
   const latencies: number[] = [];
   let failed = 0;
   const started = performance.now();
@@ -140,9 +139,9 @@ async function main(): Promise<void> {
     );
     if (performance.now() - started > budgetMs) break;
   }
-  const paths = {
-    pruned: backend.turnPaths.pruned - before.pruned,
-    scored: backend.turnPaths.scored - before.scored,
+  const cache = {
+    hits: backend.postingCache.counts.hits - before.hits,
+    misses: backend.postingCache.counts.misses - before.misses,
   };
   const sampler = setInterval(sample, 50);
   const concurrent =
@@ -160,7 +159,7 @@ async function main(): Promise<void> {
     max: Math.max(...latencies),
     latencies,
     failed,
-    paths,
+    cache,
     concurrent: { clients, ...concurrent },
     heap: { baselineBytes, readyBytes, afterTurnsBytes, peakDuringTurnsBytes, peakRssBytes },
     load: [loadBefore, loadavg()[0]!],

@@ -732,8 +732,8 @@ async function main(): Promise<void> {
           (selections.firstDifference ? `; first difference: ${selections.firstDifference}` : ""),
       );
       notes.push(
-        `lexground:postgres turns: ${backends.map((backend) => `${backend.turnPaths.pruned} pruned / ${backend.turnPaths.scored} scored in the app`).join(", ")} ` +
-          `(top K proven from impact blocks / every posting of the terms scored in the app; per backend: publisher, reader)`,
+        `lexground:postgres posting cache: ${backends.map((backend) => `${backend.postingCache.counts.hits} hits / ${backend.postingCache.counts.misses} misses, ${megabytes(backend.postingCache.bytes)} MB held`).join("; ")} ` +
+          `(one lookup per term of a turn; per backend: publisher, reader)`,
       );
       notes.push(
         `lexground:postgres build = publishing a generation (postings computed in JS, loaded with binary COPY, ` +

@@ -2,9 +2,10 @@
  * The PostgreSQL index backend: one index shared by every process. A writer publishes a source set as a new
  * generation (its own tables, loaded unindexed, indexed, then switched to in one transaction); readers cache the
  * serving generation and check it at most every `generationCheckMs`, so a new one is picked up without a restart;
- * the previous generation is kept (by default), so a turn that started on it finishes. A turn is two statements:
- * the candidates (phrase hits, eligibility and the lexical top-K, all in the database), then the selected entries
- * with their relations' targets. The backend's fields, pools and schema are in `backendState.ts`; this class adds
+ * the previous generation is kept (by default), so a turn that started on it finishes. A turn fetches the posting
+ * lists of its terms that its posting cache does not hold with its phrase hits (one binary COPY), ranks them in the
+ * app with the in-memory scorer, names its top K, then reads the selected entries with their relations' targets.
+ * The backend's fields, pools and schema are in `backendState.ts`; this class adds
  * reading, publishing and updates.
  */
 import type { KnowledgeIndexBuildOptions } from "../knowledge/knowledgeIndex.js";

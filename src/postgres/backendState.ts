@@ -11,6 +11,7 @@ import { PostingCache } from "./postingCache.js";
 import type { PublicationPhase, PublicationPhaseObserver } from "./publicationPhases.js";
 import { migrateSchema } from "./schema.js";
 import type { GenerationRow } from "./serving.js";
+import type { TurnProfile } from "./turnProfile.js";
 
 /** Session settings of pools lexground creates: sums must not be split across parallel workers; no JIT pauses. */
 const SESSION_OPTIONS = "-c max_parallel_workers_per_gather=0 -c jit=off -c extra_float_digits=3";
@@ -23,19 +24,8 @@ export abstract class PostgresBackendState {
   readonly name = "postgres";
   /** The schema holding the tables. */
   readonly schema: string;
-  /**
-   * How this backend's turns found their lexical top K: `pruned` (proven from the impact blocks), `scored` (every
-   * posting of the query's terms fetched, or read from the posting cache, and scored in the app). For benchmarks
-   * and tests.
-   * @internal
-   */
-  readonly turnPaths = { pruned: 0, scored: 0 };
-  /**
-   * Whether turns with few terms try the impact blocks (the pruned path) before fetching their postings. For
-   * benchmarks and tests.
-   * @internal
-   */
-  prunedFirst = true;
+  /** Where turns spend their time, step by step, while set (benchmarks). @internal */
+  turnProfile: TurnProfile | null = null;
   /** Decoded postings of recent turns' terms (see `postingCacheBytes`). @internal */
   readonly postingCache: PostingCache;
   /**

@@ -10,14 +10,7 @@ import { type ScoringList, scoreLists } from "../knowledge/scoring.js";
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
-import {
-  BinaryArrayError,
-  decodeBinaryArray,
-  int4Of,
-  packedFloat64s,
-  packedInt32s,
-  textOf,
-} from "./binaryArrays.js";
+import { BinaryArrayError, decodeBinaryArray, int4Of, packedFloat64s, packedInt32s } from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
@@ -39,6 +32,9 @@ import {
   termPostingsQuery,
 } from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
+
+/** A phrase hit as round one reads it (its entry id is read with the top K's). */
+type PhraseHitDoc = Omit<PhraseHitRow, "id">;
 
 /** Field slots of a term's lists: the five fields, then BM25F's combined list. */
 const LIST_SLOTS = COMBINED_FIELD + 1;
@@ -69,12 +65,6 @@ export class PostingSearch {
     return PostingCache.key(this.generation.generation, this.generation.contentKey, term);
   }
 
-  /** Whether the posting cache holds the lists of every term in `terms` (then a turn fetches none). */
-  holdsAll(terms: readonly string[]): boolean {
-    if (this.cache.limitBytes === 0) return false;
-    return terms.every((term) => this.cache.has(this.cacheKey(term)));
-  }
-
   /**
    * The phrase hits and the exact lexical top K of `terms` (the query's analyzed, distinct terms in
    * first-occurrence order), dense ids of every candidate recorded in `docs`.
@@ -95,7 +85,9 @@ export class PostingSearch {
     });
     const maxWords = Math.min(this.generation.maxPhraseWords, tokens.length);
     const fetched = missing.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
-    const hits: { kind: number; ord: number; doc: number; id: string }[] = [];
+    const hits: PhraseHitDoc[] = [];
+    const profile = this.backend.turnProfile;
+    const fetchStarted = performance.now();
     const [mask] = await Promise.all([
       this.eligibility.mask(query).then((eligible) => eligible.bytes),
       missing.length > 0 || maxWords > 0
@@ -108,34 +100,47 @@ export class PostingSearch {
           )
         : null,
     ]);
-    const eligibleHits: PhraseHitRow[] = [];
-    for (const hit of hits) {
-      if (mask[hit.doc] !== 1) continue;
-      docs.set(hit.id, hit.doc);
-      eligibleHits.push(hit);
-    }
+    profile?.add(missing.length > 0 ? "fetch" : "phrases", performance.now() - fetchStarted);
+    const eligibleHits = hits.filter((hit) => mask[hit.doc] === 1);
     missing.forEach((position, index) => {
       const postings = termPostings(fetched[index]!);
       byTerm[position] = postings;
       if (this.cache.limitBytes > 0) this.cache.set(this.cacheKey(terms[position]!), postings);
     });
-    const phrases = phraseHits(tokens, eligibleHits);
     const termLists = byTerm as TermPostings[];
+    const rankStarted = performance.now();
     const ranked = this.rank(termLists, topK, mask);
-    if (ranked.length === 0) return { ...phrases, matches: [] };
+    profile?.add("rank", performance.now() - rankStarted);
+    if (ranked.length === 0 && eligibleHits.length === 0)
+      return { exact: new Map(), alias: new Map(), matches: [] };
+    // The ids of the top K and of the phrase hits, in one statement.
+    const named = new Set<number>();
+    for (const item of ranked) named.add(item.doc);
+    for (const hit of eligibleHits) named.add(hit.doc);
+    const idsStarted = performance.now();
     const ids = await this.backend.read({
       name: this.statementName("ids"),
       text: this.idsText,
-      values: [int4Array(ranked.map((item) => item.doc))],
+      values: [int4Array([...named])],
     });
+    profile?.add("ids", performance.now() - idsStarted);
     const idOf = new Map<number, string>();
     for (const row of ids.rows) idOf.set(Number(row.doc), JSON.parse(String(row.id)) as string);
-    const matches: KnowledgeLexicalMatch[] = ranked.map(({ doc, score }) => {
+    const nameOf = (doc: number): string => {
       const id = idOf.get(doc);
       if (id === undefined) throw new BinaryArrayError(`postings: entry ${doc} is missing`);
       docs.set(id, doc);
-      return { id, score, fieldScores: this.fieldScores(termLists, doc) };
-    });
+      return id;
+    };
+    const phrases = phraseHits(
+      tokens,
+      eligibleHits.map((hit): PhraseHitRow => ({ ...hit, id: nameOf(hit.doc) })),
+    );
+    const matches: KnowledgeLexicalMatch[] = ranked.map(({ doc, score }) => ({
+      id: nameOf(doc),
+      score,
+      fieldScores: this.fieldScores(termLists, doc),
+    }));
     return { ...phrases, matches };
   }
 
@@ -149,7 +154,7 @@ export class PostingSearch {
     tokens: readonly string[],
     maxWords: number,
     fetched: (FetchedList | null)[][],
-    hits: { kind: number; ord: number; doc: number; id: string }[],
+    hits: PhraseHitDoc[],
   ): Promise<void> {
     if (terms.length === 0) {
       // Every list is in the cache: the phrase hits by a prepared statement (no COPY to plan).
@@ -158,10 +163,8 @@ export class PostingSearch {
         text: this.phrasesText,
         values: [tokens, maxWords],
       });
-      for (const row of result.rows) {
-        const id = JSON.parse(String(row.id)) as string;
-        hits.push({ kind: Number(row.kind), ord: Number(row.ord), doc: Number(row.doc), id });
-      }
+      for (const row of result.rows)
+        hits.push({ kind: Number(row.kind), ord: Number(row.ord), doc: Number(row.doc) });
       return;
     }
     const values = {
@@ -169,21 +172,15 @@ export class PostingSearch {
       tokens: sqlTextArray(tokens),
       maxWords: String(maxWords),
     };
+    const profile = this.backend.turnProfile;
     const onTuple = (fields: (Uint8Array | null)[]) => {
-      const kind = int4Of(fields[0]!);
-      const ord = int4Of(fields[3]!);
-      if (kind !== 3) {
-        hits.push({ kind, ord, doc: int4Of(fields[1]!), id: JSON.parse(textOf(fields[2]!)) as string });
-        return;
+      const started = profile ? performance.now() : 0;
+      this.decodeTuple(fields, fetched, hits);
+      if (profile) {
+        let bytes = 0;
+        for (const field of fields) bytes += field?.byteLength ?? 0;
+        profile.add("decode", performance.now() - started, bytes);
       }
-      const slot = fetched[ord - 1];
-      const field = int4Of(fields[4]!);
-      if (!slot || !(field >= 0 && field < LIST_SLOTS))
-        throw new BinaryArrayError("postings: a row names no term or field of the query");
-      slot[field] =
-        fields[5] && fields[6]
-          ? this.checkedList(packedInt32s(fields[5]), packedFloat64s(fields[6]))
-          : this.checkedList(decodeBinaryArray(fields[7]!), decodeBinaryArray(fields[8]!));
     };
     if (this.packed) {
       try {
@@ -197,6 +194,28 @@ export class PostingSearch {
       }
     }
     await this.backend.readCopy(termPostingsQuery(this.tables, values, false), onTuple);
+  }
+
+  /** One row of round one: a phrase hit (into `hits`), or a term's list in one field (into `fetched`). */
+  private decodeTuple(
+    fields: (Uint8Array | null)[],
+    fetched: (FetchedList | null)[][],
+    hits: PhraseHitDoc[],
+  ): void {
+    const kind = int4Of(fields[0]!);
+    const ord = int4Of(fields[3]!);
+    if (kind !== 3) {
+      hits.push({ kind, ord, doc: int4Of(fields[1]!) });
+      return;
+    }
+    const slot = fetched[ord - 1];
+    const field = int4Of(fields[4]!);
+    if (!slot || !(field >= 0 && field < LIST_SLOTS))
+      throw new BinaryArrayError("postings: a row names no term or field of the query");
+    slot[field] =
+      fields[5] && fields[6]
+        ? this.checkedList(packedInt32s(fields[5]), packedFloat64s(fields[6]))
+        : this.checkedList(decodeBinaryArray(fields[7]!), decodeBinaryArray(fields[8]!));
   }
 
   /** A fetched list, checked: documents ascending within the generation, one contribution each. */

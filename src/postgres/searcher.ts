@@ -1,7 +1,7 @@
 /**
- * A turn's searches against one generation: the candidates (the pruned path when the generation's impact blocks
- * prove the top K, otherwise the postings of the query's terms fetched, or read from the posting cache, and
- * scored in the app: `postingSearch.ts`), then the selected entries with their relations' targets.
+ * A turn's searches against one generation: the candidates (the postings of the query's terms fetched, or read
+ * from the posting cache, and scored in the app: `postingSearch.ts`), then the selected entries with their
+ * relations' targets. Turns read neither the impact blocks nor the forward rows of a layout-2 generation.
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
 import { MAX_QUERY_TOKENS } from "../knowledge/defaults.js";
@@ -15,7 +15,6 @@ import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { GenerationEligibility } from "./eligibility.js";
 import { PostingSearch } from "./postingSearch.js";
-import { PRUNE_MAX_TERMS, PrunedSearch } from "./prunedSearch.js";
 import type { GenerationRow } from "./serving.js";
 import { type GenerationTables, int4Array, scopesStatement, selectionEntriesStatement } from "./sql.js";
 
@@ -27,7 +26,6 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
   private readonly entriesText: string;
   private readonly analyzer: ReturnType<typeof getAnalyzer>;
   private readonly bm25f: boolean;
-  private readonly pruned: PrunedSearch;
   private readonly scored: PostingSearch;
   private readonly eligibility: GenerationEligibility;
 
@@ -40,7 +38,6 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     this.entriesText = selectionEntriesStatement(tables);
     const statementName = (kind: string) => this.statementName(kind);
     this.eligibility = new GenerationEligibility(backend, generation, scopesStatement(tables), statementName);
-    this.pruned = new PrunedSearch(backend, generation, tables, this.bm25f, statementName, this.eligibility);
     this.scored = new PostingSearch(
       backend,
       generation,
@@ -76,23 +73,10 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     candidateDocs.set(query, docs);
     if (terms.length === 0 && (query.phraseTokens.length === 0 || this.generation.maxPhraseWords === 0))
       return { exact: new Map(), alias: new Map(), matches: [] };
-    // Few terms: the impact blocks may prove the top K reading a few hundred postings per term, unless the
-    // posting cache already holds every list the turn needs.
-    if (
-      this.backend.prunedFirst &&
-      this.generation.layout >= 2 &&
-      terms.length > 0 &&
-      terms.length <= PRUNE_MAX_TERMS &&
-      !this.scored.holdsAll(terms)
-    ) {
-      const pruned = await this.pruned.prunedCandidates(query, terms, topK, docs);
-      if (pruned) {
-        this.backend.turnPaths.pruned++;
-        return pruned;
-      }
-    }
-    this.backend.turnPaths.scored++;
-    return this.scored.candidates(query, terms, topK, docs);
+    const started = performance.now();
+    const scored = await this.scored.candidates(query, terms, topK, docs);
+    this.backend.turnProfile?.add("scored", performance.now() - started);
+    return scored;
   }
 
   async selectionEntries(
@@ -106,11 +90,13 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
       if (doc === undefined) throw new Error(`${JSON.stringify(id)} is not a candidate of this query`);
       docs.push(doc);
     }
+    const started = performance.now();
     const result = await this.backend.read({
       name: `lexground:${this.backend.schema}:g${this.generation.generation}:entries`,
       text: this.entriesText,
       values: [int4Array(docs)],
     });
+    this.backend.turnProfile?.add("entries", performance.now() - started);
     const byDoc = new Map<number, NormalizedKnowledgeEntry>();
     const relationDocs = new Map<string, number[]>();
     for (const row of result.rows) {

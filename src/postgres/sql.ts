@@ -115,7 +115,7 @@ export type GenerationTables = {
   scopes: string;
   /**
    * Layout 2: per term, its postings in impact order, in blocks (see {@link IMPACT_BLOCK_ENDS}). Its arrays, and the
-   * forward table's, are `bytea` of little-endian int32 or float64 values (see {@link decodeInt32s}): loaded as a
+   * forward table's, are `bytea` of little-endian int32 or float64 values: loaded as a
    * copy of bytes, not element by element, and read whole by the app, never by SQL.
    */
   impacts: string;
@@ -257,15 +257,18 @@ export function dropGenerationStatement(tables: GenerationTables): string {
  * integer: the longest phrase key's word count): the database builds the n-grams (tokens are letters and digits,
  * so a joined n-gram is its own key encoding), numbered size × (tokens + 1) + start, which is the in-memory phrase
  * lookup's generation order. The n-grams are materialized so that each key is built once, not once per row its
- * lookup compares; each is looked up alone (lateral, see `entryIdLateral`).
+ * lookup compares; each is looked up alone (lateral, see `entryIdLateral`). One series over every (size, start)
+ * pair, not a series of starts per size: with constant tokens (a COPY's, or a custom plan's parameters) the planner
+ * then knows how many n-grams there are, where a series per size is always guessed at 1,000 rows.
  */
 function phraseHitsCte(tables: GenerationTables, tokens: string, maxWords: string): string {
   const t = tokens;
   return `phrase_grams as materialized (
-    select s.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
-      array_to_string((${t})[g.start : g.start + s.size - 1], ' ') as key
-    from generate_series(1, least(${maxWords}, cardinality(${t}))) as s(size)
-    cross join lateral generate_series(1, cardinality(${t}) - s.size + 1) as g(start)),
+    select g.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
+      array_to_string((${t})[g.start : g.start + g.size - 1], ' ') as key
+    from (select i / cardinality(${t}) + 1 as size, i % cardinality(${t}) + 1 as start
+      from generate_series(0, least(${maxWords}, cardinality(${t})) * cardinality(${t}) - 1) as i) g
+    where g.start + g.size - 1 <= cardinality(${t})),
   phrase_hits as (
     select k.ord, p.exact, p.alias from phrase_grams k
     cross join lateral (select p.exact, p.alias from ${tables.phrases} p where p.key = k.key offset 0) p),
@@ -273,17 +276,6 @@ function phraseHitsCte(tables: GenerationTables, tokens: string, maxWords: strin
     select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
     union all
     select 2 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.alias) as d(doc))`;
-}
-
-/**
- * The entry id (`e.id`) of each row of `alias` (its dense id in `doc`), looked up one by one in the entries'
- * primary key. As a plain join the planner, which cannot know how few phrase hits a query has (it guesses
- * thousands of n-grams and hits), hashes the whole entries table, and the phrase table likewise: a scan of both
- * per turn, 0.5 s at 100,000 entries on a loaded machine and ten times that at a million. `offset 0` keeps such
- * subqueries from being flattened into joins.
- */
-function entryIdLateral(tables: GenerationTables, alias: string): string {
-  return `cross join lateral (select e.id from ${tables.entries} e where e.doc = ${alias}.doc offset 0) e`;
 }
 
 /**
@@ -299,28 +291,10 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
 }
 
 /**
- * Round one of a pruned turn: the query's phrase hits (kind 1 exact, 2 alias: doc, id, ord: the n-gram's number, see
- * `phraseHitsCte`, eligibility left to the caller) and, per query term found, its best postings
- * (kind 3: ord is the term's position in $1, then term_id, document_frequency, docs and impacts of block 0,
- * next_impact). Parameters: $1 the distinct analyzed terms (encoded), $2 the query's tokens, $3 the longest
- * phrase key's word count.
- */
-export function prunedHeadsStatement(tables: GenerationTables): string {
-  return `with
-  ${phraseHitsCte(tables, "$2::text[]", "$3::integer")}
-  select h.kind, h.doc, e.id, h.ord, null::integer as term_id, null::integer as document_frequency,
-    null::bytea as docs, null::bytea as impacts, null::double precision as next_impact
-  from hit_docs h ${entryIdLateral(tables, "h")}
-  union all
-  select 3, null, null, q.ord, i.term_id, i.document_frequency, i.docs, i.impacts, i.next_impact
-  from unnest($1::text[]) with ordinality as q(term, ord) join ${tables.impacts} i on i.term = q.term and i.block = 0`;
-}
-
-/**
  * A turn's round one, as the query of a binary COPY (see `copyOut.ts`; COPY takes no parameters, so the values
  * come as SQL expressions: `terms`, a `text[]` of the terms whose postings the app does not hold, encoded;
  * `tokens`, a `text[]` of the query's tokens; `maxWords`, the longest phrase key's word count). Rows: the phrase
- * hits (kind 1 exact, 2 alias: doc, id, ord: the n-gram's number, see `phraseHitsCte`; eligibility left to the
+ * hits (kind 1 exact, 2 alias: doc, a null id, ord: the n-gram's number, see `phraseHitsCte`; eligibility left to the
  * caller), then every posting list of those terms (kind 3: ord is the term's position in `terms`, field, and its
  * documents and contributions: `docs_bytes` and `contribution_bytes`, little-endian int32 and float64 values, or,
  * where a generation has no packed lists (`packed` false: published before they existed; or the row is null:
@@ -339,9 +313,9 @@ export function termPostingsQuery(
     : "null::bytea, null::bytea, array_send(p.docs), array_send(p.contributions)";
   return `with
   ${phraseHitsCte(tables, values.tokens, values.maxWords)}
-  select h.kind::int4, h.doc::int4, e.id, h.ord::int4, null::int4,
+  select h.kind::int4, h.doc::int4, null::text, h.ord::int4, null::int4,
     null::bytea, null::bytea, null::bytea, null::bytea
-  from hit_docs h ${entryIdLateral(tables, "h")}
+  from hit_docs h
   union all
   select 3, null::int4, null::text, q.ord::int4, p.field::int4, ${lists}
   from unnest(${values.terms}) with ordinality as q(term, ord)
@@ -349,50 +323,26 @@ export function termPostingsQuery(
 }
 
 /**
- * A turn's phrase hits alone (kind, doc, id, ord as in {@link termPostingsQuery}), prepared: what a turn whose
+ * A turn's phrase hits alone (kind, doc, ord as in {@link termPostingsQuery}), prepared: what a turn whose
  * lists are all in the posting cache reads. Parameters: $1 the query's tokens, $2 the longest phrase key's word
  * count.
  */
 export function phraseHitsStatement(tables: GenerationTables): string {
   return `with
   ${phraseHitsCte(tables, "$1::text[]", "$2::integer")}
-  select h.kind, h.doc, e.id, h.ord from hit_docs h ${entryIdLateral(tables, "h")}`;
+  select h.kind, h.doc, h.ord from hit_docs h`;
 }
 
-/** The entry ids (doc, id) of dense ids $1. */
+/**
+ * The entry ids (doc, id) of dense ids $1: a turn's top K and its phrase hits, in one statement after the ranking
+ * (by the entries' primary key; as a join inside the phrase statement, the planner, which cannot know how few
+ * hits a query has, guessed ten per n-gram and costed long queries above `jit_above_cost`).
+ */
 export function entryIdsStatement(tables: GenerationTables): string {
   return `select doc, id from ${tables.entries} where doc = any($1::int4[])`;
 }
 
-/** Deeper impact blocks: $1 terms (encoded) and $2 their block numbers, pairwise. Rows: term, block, docs, impacts, next_impact. */
-export function impactBlocksStatement(tables: GenerationTables): string {
-  return `select q.term, q.block, i.docs, i.impacts, i.next_impact
-  from unnest($1::text[], $2::smallint[]) as q(term, block)
-  join ${tables.impacts} i on i.term = q.term and i.block = q.block`;
-}
-
-/** The forward rows (doc, id, keys, contributions) of documents $1 (dense ids). */
-export function forwardStatement(tables: GenerationTables): string {
-  return `select doc, id, keys, contributions from ${tables.forward} where doc = any($1::int4[])`;
-}
-
-/** The scope lists (kind, key, docs) of a generation, read once per generation by the pruned path. */
+/** The scope lists (kind, key, docs) of a generation, read once per generation by turns (eligibility). */
 export function scopesStatement(tables: GenerationTables): string {
   return `select kind, key, docs from ${tables.scopes}`;
-}
-
-/** The int32 values of a little-endian `bytea` (see {@link GenerationTables.impacts}). */
-export function decodeInt32s(bytes: Uint8Array): Int32Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const values = new Int32Array(bytes.byteLength >>> 2);
-  for (let index = 0; index < values.length; index++) values[index] = view.getInt32(index * 4, true);
-  return values;
-}
-
-/** The float64 values of a little-endian `bytea`. */
-export function decodeFloat64s(bytes: Uint8Array): Float64Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const values = new Float64Array(bytes.byteLength >>> 3);
-  for (let index = 0; index < values.length; index++) values[index] = view.getFloat64(index * 8, true);
-  return values;
 }
