@@ -240,7 +240,7 @@ async function main(): Promise<void> {
   );
   const reports: Record<string, unknown> = {};
   if (flag("memory")) {
-    const engine = new KnowledgeGroundingEngine({
+    let engine: KnowledgeGroundingEngine | null = new KnowledgeGroundingEngine({
       enabled: true,
       sources: generated!.sources,
       blockedDomains: queries.blockedDomains,
@@ -248,7 +248,13 @@ async function main(): Promise<void> {
     });
     await engine.ready();
     reports.memory = await measure("memory", engineTurnRunner(engine), queries, null, serverPids);
+    // Only the measured implementation's index alive (as the harness does): every full collection would walk it.
+    engine = null;
+    generated = null;
   }
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  gc?.();
   const reader = createPostgresBackend({
     connectionString: url,
     schema,

@@ -15,6 +15,7 @@ import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
+import { KEPT_IDS, RecentMap } from "./generationCache.js";
 import {
   type FetchedList,
   listUpperBound,
@@ -45,6 +46,8 @@ export class PostingSearch {
   private readonly phrasesText: string;
   /** Whether the postings table has packed lists (false once a turn found the columns missing). */
   private packed = true;
+  /** Entry ids by dense id, kept for the next turns. */
+  private readonly ids = new RecentMap<number, string>(KEPT_IDS);
   /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
   private ranks: Int32Array | null = null;
 
@@ -117,15 +120,28 @@ export class PostingSearch {
     const named = new Set<number>();
     for (const item of ranked) named.add(item.doc);
     for (const hit of eligibleHits) named.add(hit.doc);
-    const idsStarted = performance.now();
-    const ids = await this.backend.read({
-      name: this.statementName("ids"),
-      text: this.idsText,
-      values: [int4Array([...named])],
-    });
-    profile?.add("ids", performance.now() - idsStarted);
+    // This turn's ids (kept ids first): the kept ones may be forgotten while this turn's are added.
     const idOf = new Map<number, string>();
-    for (const row of ids.rows) idOf.set(Number(row.doc), JSON.parse(String(row.id)) as string);
+    const unnamed: number[] = [];
+    for (const doc of named) {
+      const kept = this.ids.get(doc);
+      if (kept === undefined) unnamed.push(doc);
+      else idOf.set(doc, kept);
+    }
+    if (unnamed.length > 0) {
+      const idsStarted = performance.now();
+      const ids = await this.backend.read({
+        name: this.statementName("ids"),
+        text: this.idsText,
+        values: [int4Array(unnamed)],
+      });
+      profile?.add("ids", performance.now() - idsStarted);
+      for (const row of ids.rows) {
+        const id = JSON.parse(String(row.id)) as string;
+        idOf.set(Number(row.doc), id);
+        this.ids.set(Number(row.doc), id);
+      }
+    }
     const nameOf = (doc: number): string => {
       const id = idOf.get(doc);
       if (id === undefined) throw new BinaryArrayError(`postings: entry ${doc} is missing`);

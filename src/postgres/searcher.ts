@@ -14,6 +14,7 @@ import type {
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { GenerationEligibility } from "./eligibility.js";
+import { KEPT_ENTRIES, RecentMap } from "./generationCache.js";
 import { PostingSearch } from "./postingSearch.js";
 import type { GenerationRow } from "./serving.js";
 import { type GenerationTables, int4Array, scopesStatement, selectionEntriesStatement } from "./sql.js";
@@ -28,6 +29,14 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
   private readonly bm25f: boolean;
   private readonly scored: PostingSearch;
   private readonly eligibility: GenerationEligibility;
+  /**
+   * Selected entries kept for the next turns: the entry, and its relations' dense ids (null: none; undefined: not
+   * known, the entry was read as another's relation).
+   */
+  private readonly entries = new RecentMap<
+    number,
+    { entry: NormalizedKnowledgeEntry; relations: number[] | null | undefined }
+  >(KEPT_ENTRIES);
 
   constructor(
     private readonly backend: PostgresBackend,
@@ -91,19 +100,61 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
       docs.push(doc);
     }
     const started = performance.now();
+    const kept = this.keptSelection(docs);
+    if (kept) {
+      this.backend.turnProfile?.add("entries-kept", performance.now() - started);
+      return kept;
+    }
     const result = await this.backend.read({
       name: `lexground:${this.backend.schema}:g${this.generation.generation}:entries`,
       text: this.entriesText,
       values: [int4Array(docs)],
     });
     this.backend.turnProfile?.add("entries", performance.now() - started);
+    const primaries = new Set(docs);
     const byDoc = new Map<number, NormalizedKnowledgeEntry>();
     const relationDocs = new Map<string, number[]>();
     for (const row of result.rows) {
+      const doc = Number(row.doc);
       const entry = JSON.parse(String(row.entry)) as NormalizedKnowledgeEntry;
-      byDoc.set(Number(row.doc), entry);
-      if (Array.isArray(row.relations)) relationDocs.set(entry.id, row.relations.map(Number));
+      byDoc.set(doc, entry);
+      const relations = Array.isArray(row.relations) ? row.relations.map(Number) : null;
+      if (relations) relationDocs.set(entry.id, relations);
+      // A primary row tells its relations (null: none); a related row only its entry.
+      if (primaries.has(doc)) this.entries.set(doc, { entry, relations });
+      else if (this.entries.get(doc) === undefined) this.entries.set(doc, { entry, relations: undefined });
     }
+    return this.selection(byDoc, relationDocs);
+  }
+
+  /**
+   * The selection of `docs` from the kept entries, or null unless every one is kept with its relations and every
+   * relation's target is kept too (then it equals what the entries statement returns).
+   */
+  private keptSelection(docs: readonly number[]): KnowledgeSelectionEntries | null {
+    const byDoc = new Map<number, NormalizedKnowledgeEntry>();
+    const relationDocs = new Map<string, number[]>();
+    for (const doc of docs) {
+      const kept = this.entries.get(doc);
+      if (kept === undefined || kept.relations === undefined) return null;
+      byDoc.set(doc, kept.entry);
+      if (kept.relations) relationDocs.set(kept.entry.id, kept.relations);
+    }
+    for (const relations of relationDocs.values())
+      for (const doc of relations) {
+        if (byDoc.has(doc)) continue;
+        const kept = this.entries.get(doc);
+        if (kept === undefined) return null;
+        byDoc.set(doc, kept.entry);
+      }
+    return this.selection(byDoc, relationDocs);
+  }
+
+  /** The selection's lookups over entries by dense id and relations (dense ids) by entry id. */
+  private selection(
+    byDoc: Map<number, NormalizedKnowledgeEntry>,
+    relationDocs: Map<string, number[]>,
+  ): KnowledgeSelectionEntries {
     const byId = new Map<string, NormalizedKnowledgeEntry>();
     for (const entry of byDoc.values()) byId.set(entry.id, entry);
     return {

@@ -75,6 +75,41 @@ describePostgres("a fleet on one PostgreSQL index", () => {
     expect(primary.seen.length).toBe(writes);
     expect(primary.seen.some((text) => text.startsWith("insert into"))).toBe(true);
   });
+  it("a reader keeps its generation's ids and selected entries: a repeated turn reads only its phrase hits", async () => {
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: sources("1"),
+      backend: backend({ schema: "kept" }),
+      logger: null,
+    });
+    await writer.ready();
+    const read = instrumentedPool(newPool());
+    const reader = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [],
+      backend: backend({ schema: "kept", pool: newPool(), readPool: read.pool }),
+      timeoutMs: 5_000,
+      logger: null,
+    });
+    await reader.ready();
+    const first = await reader.ground(QUERY);
+    expect(first.metadata.selectedIds).toEqual(["payouts.instant", "payouts.schedule"]);
+    read.seen.length = 0;
+    const again = await reader.ground(QUERY);
+    expect(again.ephemeralContext).toEqual(first.ephemeralContext);
+    expect({ ...again.metadata, durationMs: 0 }).toEqual({ ...first.metadata, durationMs: 0 });
+    // The posting lists, the ids and the entries (with the relation's target) were kept: one statement.
+    const turnStatements = read.seen.filter((text) => !text.includes("schema_version"));
+    expect(turnStatements).toHaveLength(1);
+    expect(turnStatements[0]).toMatch(/phrase_grams/);
+    // A new generation is read afresh (its own searcher), never from the previous one's kept entries.
+    await writer.rebuild(sources("2", "Instant payouts renamed"));
+    const renamed = await eventually(
+      () => reader.ground(QUERY),
+      (outcome) => outcome.ephemeralContext?.content.includes("[KB:payouts.instant@2]") === true,
+    );
+    expect(renamed.ephemeralContext?.content).toContain("Instant payouts renamed");
+  });
 });
 
 describePostgres("faults: turns fail open, the status says degraded, recovery needs no restart", () => {
@@ -212,7 +247,9 @@ describePostgres("faults: turns fail open, the status says degraded, recovery ne
       timeoutMs: 10_000,
       logger: null,
     });
-    expect((await reader.ground(QUERY)).metadata.selectedIds[0]).toBe("payouts.instant");
+    // Serving generation 1, nothing of it kept yet (a repeated turn would read its entries from what it kept).
+    await reader.ready();
+    expect(reader.getStatus()).toMatchObject({ ready: true, entryCount: 2 });
     let resume!: () => void;
     const paused = new Promise<void>((resolve) => {
       resume = resolve;
