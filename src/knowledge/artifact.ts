@@ -31,11 +31,11 @@
  * `unsupported-format-version`.
  *
  * Files: `artifactHeader.ts` (constants, typed error, header checks, byte sources), `artifactWriter.ts` (writing),
- * `artifactEntries.ts` (entry records), `artifactLexical.ts` (the lexical index's sections), `artifactBlocks.ts`
- * (tables read per block), this file (loading).
+ * `artifactSections.ts` (reading sections), `artifactBlocks.ts` (tables read per block), `artifactLexical.ts` and
+ * `artifactPostings.ts` (the lexical index's sections and its postings filled per block), `artifactPhrases.ts` (the
+ * phrase keys, trie and lists), `artifactEntries.ts` (entry records), this file (loading and assembling).
  */
 import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import { type BlockedArray, eagerBlockedArray, lazyBlockedArray } from "./artifactBlocks.js";
 import { EntryRecords, isStringList, LazyEntryMap } from "./artifactEntries.js";
 import {
   type ByteSource,
@@ -44,21 +44,19 @@ import {
   type FileByteSource,
   type IndexArtifactExpectations,
   isLittleEndian,
-  KEYS_PER_BLOCK,
   KnowledgeArtifactError,
   type KnowledgeIndexArtifactHeader,
   memorySource,
   openFileSource,
   readHeaderFrom,
-  strictDecoder,
   unreadable,
   unsupportedPlatform,
 } from "./artifactHeader.js";
-import { type LazySection, readLexicalSections, type SectionReader } from "./artifactLexical.js";
-import { checksum32 } from "./checksum.js";
-import { PhraseListMap, RelationMap } from "./derivedMaps.js";
+import { readLexicalSections, type SectionReader } from "./artifactLexical.js";
+import { readPhrases } from "./artifactPhrases.js";
+import { sectionReader } from "./artifactSections.js";
+import { RelationMap } from "./derivedMaps.js";
 import { type CompiledSnapshot, createEligibilityCache, registerCompiledSnapshot } from "./knowledgeIndex.js";
-import { PhraseTrie } from "./phraseTrie.js";
 
 export {
   contentKeySources,
@@ -95,137 +93,6 @@ const fileCloser =
         }
       })
     : null;
-
-/**
- * Sections read for a load: eager ones checked against their checksums, lazy ones read from `source` on demand
- * (their reads are checked per block by the lexical index).
- */
-function sectionReader(
-  header: KnowledgeIndexArtifactHeader,
-  payloadStart: number,
-  source: ByteSource,
-  fetch: (name: string, offset: number, length: number) => Uint8Array,
-): SectionReader {
-  const bytes = (name: string): Uint8Array => {
-    const found = header.sections[name];
-    if (!found) throw corrupt(`section ${name} is missing`);
-    if (found.lazy) throw corrupt(`section ${name} is lazy where it should be read at load`);
-    const data = fetch(name, found.offset, found.length);
-    if (checksum32(data) !== found.checksum) throw corrupt(`section ${name} does not match its checksum`);
-    return data;
-  };
-  const typed = <T>(
-    name: string,
-    size: number,
-    make: (buffer: ArrayBufferLike, offset: number, length: number) => T,
-  ): T => {
-    const data = bytes(name);
-    if (data.byteLength % size !== 0) throw corrupt(`section ${name} has a partial element`);
-    return make(data.buffer, data.byteOffset, data.byteLength / size);
-  };
-  const lazy = (name: string): LazySection => {
-    const found = header.sections[name];
-    if (!found) throw corrupt(`section ${name} is missing`);
-    if (!found.lazy) throw corrupt(`section ${name} is read at load where it should be lazy`);
-    const start = payloadStart + found.offset;
-    return {
-      byteLength: found.length,
-      readInto(byteOffset, target) {
-        if (byteOffset < 0 || byteOffset + target.byteLength > found.length)
-          throw corrupt(`a read outside section ${name}`);
-        try {
-          source.readInto(start + byteOffset, target);
-        } catch (caught) {
-          throw new KnowledgeArtifactError(
-            "unreadable",
-            `index artifact section ${name} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
-          );
-        }
-      },
-    };
-  };
-  // Lazy in format 5 (its blocks read and checked on demand), eager in format 4 (checked whole here).
-  const blocked = <T extends Int32Array | Float64Array>(
-    name: string,
-    make: (length: number) => T,
-    size: number,
-    viewOf: (buffer: ArrayBufferLike, offset: number, length: number) => T,
-  ): BlockedArray<T> => {
-    const found = header.sections[name];
-    if (!found?.lazy) return eagerBlockedArray(typed(name, size, viewOf));
-    if (header.tableBlockElements === undefined)
-      throw corrupt(`section ${name} is lazy without a table block size`);
-    return lazyBlockedArray(
-      name,
-      lazy(name),
-      read.uint32(`${name}.checksums`),
-      header.tableBlockElements,
-      make,
-      corrupt,
-    );
-  };
-  const read: SectionReader = {
-    has: (name) => header.sections[name] !== undefined,
-    bytes,
-    json<T>(name: string): T {
-      try {
-        return JSON.parse(strictDecoder.decode(bytes(name))) as T;
-      } catch (caught) {
-        if (KnowledgeArtifactError.isInstance(caught)) throw caught;
-        throw corrupt(`section ${name} is not valid JSON`);
-      }
-    },
-    int32: (name) => typed(name, 4, (buffer, offset, length) => new Int32Array(buffer, offset, length)),
-    uint32: (name) => typed(name, 4, (buffer, offset, length) => new Uint32Array(buffer, offset, length)),
-    float64: (name) => typed(name, 8, (buffer, offset, length) => new Float64Array(buffer, offset, length)),
-    blockedInt32: (name) =>
-      blocked(
-        name,
-        (length) => new Int32Array(length),
-        4,
-        (buffer, offset, length) => new Int32Array(buffer, offset, length),
-      ),
-    blockedFloat64: (name) =>
-      blocked(
-        name,
-        (length) => new Float64Array(length),
-        8,
-        (buffer, offset, length) => new Float64Array(buffer, offset, length),
-      ),
-    lazy,
-    corrupt,
-  };
-  return read;
-}
-
-/**
- * The exact or alias lists of a loaded artifact: each key's list is checked (its bounds, and that it names existing
- * entries) when it is first read, instead of every list at load.
- */
-class CheckedPhraseListMap extends PhraseListMap {
-  constructor(
-    trie: PhraseTrie,
-    offsets: Int32Array,
-    docs: Int32Array,
-    ids: readonly string[],
-    private readonly name: "exact" | "alias",
-  ) {
-    super(trie, offsets, docs, ids);
-  }
-  override idsAt(index: number): Set<string> | undefined {
-    if (index >= 0 && index + 1 < this.offsets.length) {
-      const start = this.offsets[index]!;
-      const end = this.offsets[index + 1]!;
-      if (!(start >= 0 && end >= start && end <= this.docs.length))
-        throw corrupt(`the ${this.name} phrase lists are out of order`);
-      const count = this.ids.length;
-      for (let position = start; position < end; position++)
-        if (this.docs[position]! >>> 0 >= count)
-          throw corrupt(`an ${this.name} phrase names a missing entry`);
-    }
-    return super.idsAt(index);
-  }
-}
 
 /** Name → dense ids lists of the scope sections, checked to name existing entries. */
 function readLists(
@@ -280,77 +147,14 @@ function assembleLoaded(
     ids,
   );
 
-  const keyOffsetBlocks = read.blockedFloat64("phrases.keyOffsets");
-  const keyOffsets = keyOffsetBlocks.array;
-  // The ends, checked here; each block of keys' offsets when the block is first read.
-  keyOffsetBlocks.ensure(0, 1);
-  keyOffsetBlocks.ensure(header.phraseKeyCount, header.phraseKeyCount + 1);
-  const keySection = read.lazy("phrases.keys");
-  const keyChecksums = read.uint32("phrases.keys.checksums");
-  const keyCount = header.phraseKeyCount;
-  if (
-    keyOffsets.length !== keyCount + 1 ||
-    keyOffsets[0] !== 0 ||
-    keyOffsets[keyCount] !== keySection.byteLength ||
-    keyChecksums.length !== Math.ceil(keyCount / KEYS_PER_BLOCK)
-  )
-    throw corrupt("the phrase key table does not match its keys");
-  // Filled a block of keys at a time, each checked against its checksum (and its part of the key table checked to
-  // rise within the section) before any key of it is decoded.
-  const keyBytes = new Uint8Array(keySection.byteLength);
-  const keyBlockFilled = new Uint8Array(keyChecksums.length);
-  const decodeKey = (index: number): string => {
-    const block = Math.floor(index / KEYS_PER_BLOCK);
-    if (keyBlockFilled[block] === 0) {
-      const firstKey = block * KEYS_PER_BLOCK;
-      const endKey = Math.min(keyCount, firstKey + KEYS_PER_BLOCK);
-      keyOffsetBlocks.ensure(firstKey, endKey + 1);
-      const start = keyOffsets[firstKey]!;
-      const end = keyOffsets[endKey]!;
-      if (!(start >= 0 && end <= keyBytes.length)) throw corrupt("the phrase key table is out of order");
-      for (let key = firstKey; key < endKey; key++)
-        if (!(keyOffsets[key + 1]! >= keyOffsets[key]!))
-          throw corrupt("the phrase key table is out of order");
-      const target = keyBytes.subarray(start, end);
-      keySection.readInto(start, target);
-      if (checksum32(target) !== keyChecksums[block])
-        throw corrupt(`block ${block} of section phrases.keys does not match its checksum`);
-      keyBlockFilled[block] = 1;
-    }
-    try {
-      return strictDecoder.decode(keyBytes.subarray(keyOffsets[index]!, keyOffsets[index + 1]!));
-    } catch {
-      throw corrupt(`phrase key ${index} is not valid UTF-8`);
-    }
-  };
-  const trieTable = read.blockedInt32("phrases.table");
-  const trie = PhraseTrie.fromParts(
-    {
-      nodePrefixLength: read.int32("phrases.nodePrefixLength"),
-      nodeKey: read.int32("phrases.nodeKey"),
-      nodeSample: read.int32("phrases.nodeSample"),
-      table: trieTable.array,
-      edgeCount: header.phraseEdgeCount,
-    },
-    keyCount,
-    decodeKey,
-    corrupt,
-    trieTable,
-  );
-  const phraseLists = (name: "exact" | "alias") => {
-    const offsets = read.int32(`phrases.${name}Offsets`);
-    const docs = read.int32(`phrases.${name}Docs`);
-    if (offsets.length !== keyCount + 1 || offsets[0] !== 0 || offsets[keyCount] !== docs.length)
-      throw corrupt(`the ${name} phrase lists do not match the keys`);
-    return new CheckedPhraseListMap(trie, offsets, docs, ids, name);
-  };
+  const phrases = readPhrases(header, read, ids);
   const entriesById = new LazyEntryMap(records, lexical);
   const universalMask = read.bytes("scope.universal");
   if (universalMask.length !== count) throw corrupt("the scope mask does not match the entry count");
   const snapshot: KnowledgeIndexSnapshot = Object.freeze({
     entriesById,
-    exactIndex: phraseLists("exact"),
-    aliasIndex: phraseLists("alias"),
+    exactIndex: phrases.exactIndex,
+    aliasIndex: phrases.aliasIndex,
     relationIndex: new RelationMap(entriesById, header.relationCount),
     lexical,
     entryCount: count,
@@ -362,7 +166,7 @@ function assembleLoaded(
     universalMask: universalMask.slice(),
     activeByIntegration: readLists(read, "integration", count),
     byDomain: readLists(read, "domain", count),
-    phraseTrie: trie,
+    phraseTrie: phrases.trie,
     eligibilityCache: createEligibilityCache(count),
   };
   registerCompiledSnapshot(snapshot, compiled);

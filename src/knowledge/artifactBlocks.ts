@@ -33,7 +33,8 @@ export type BlockedArray<T extends BlockedElements> = {
   ensureAll(): void;
 };
 
-function bytesOf(array: BlockedElements | Uint32Array): Uint8Array {
+/** The bytes of a typed array, in place. */
+export function bytesOf(array: BlockedElements | Uint32Array | Uint8Array): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
 

@@ -11,10 +11,10 @@
  * first needs it (the turn fails open), never a wrong result.
  */
 import type { KnowledgeAnalyzerName, KnowledgeScoringMode } from "../types/knowledge.js";
-import { type BlockedArray, blockedSections, TABLE_BLOCK_ELEMENTS } from "./artifactBlocks.js";
+import { type BlockedArray, blockedSections, bytesOf, TABLE_BLOCK_ELEMENTS } from "./artifactBlocks.js";
+import { type LazyArray, type LazyList, LazyPostings } from "./artifactPostings.js";
 import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
-import type { PostingLoader } from "./indexParts.js";
 import { KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { FIELD_COUNT } from "./postings.js";
 import { RankedIdMap } from "./rankedIdMap.js";
@@ -69,10 +69,6 @@ export type WrittenSection = { name: string; bytes: Uint8Array; lazy?: boolean }
  * benchmark read five times its terms' postings); the eager block tables grow by 12 bytes per block.
  */
 const BLOCK_POSTINGS = 1024;
-
-function bytesOf(array: Int32Array | Uint32Array | Float64Array | Uint8Array): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
 
 /**
  * Block boundaries over the terms of one posting list: block `b` covers terms `[bounds[b], bounds[b + 1])`, at
@@ -219,88 +215,6 @@ export function writeLexicalSections(
 
 function isStringArray(value: unknown, length: number): value is string[] {
   return Array.isArray(value) && value.length === length && value.every((item) => typeof item === "string");
-}
-
-/** One lazy array of a posting list: where its bytes come from, its block checksums, and the array it fills. */
-type LazyArray = {
-  name: string;
-  section: LazySection;
-  checksums: Uint32Array;
-  bytes: Uint8Array;
-  per: number;
-};
-
-/**
- * One posting list read on demand: its offsets (a blocked table: the part a block of postings needs is read with
- * it) and blocks (checked at load), and which blocks are filled.
- */
-type LazyList = {
-  offsets: Int32Array;
-  offsetBlocks: BlockedArray<Int32Array>;
-  bounds: Int32Array;
-  filled: Uint8Array;
-  docs: Int32Array;
-  arrays: LazyArray[];
-};
-
-/** Fills the postings of a loaded index block by block (see the module comment). */
-class LazyPostings implements PostingLoader {
-  constructor(
-    private readonly lists: LazyList[],
-    private readonly documentCount: number,
-    private readonly corrupt: (message: string) => Error,
-  ) {}
-
-  ensureTerms(termIds: readonly number[]): void {
-    for (const list of this.lists) {
-      const blockCount = list.bounds.length - 1;
-      for (const term of termIds) {
-        // The last block whose first term is at most `term`.
-        let low = 0;
-        let high = blockCount - 1;
-        while (low < high) {
-          const middle = (low + high + 1) >>> 1;
-          if (list.bounds[middle]! <= term) low = middle;
-          else high = middle - 1;
-        }
-        if (blockCount > 0 && list.filled[low] === 0) this.fill(list, low);
-      }
-    }
-  }
-
-  ensureAll(): void {
-    for (const list of this.lists) {
-      list.offsetBlocks.ensureAll();
-      for (let block = 0; block + 1 < list.bounds.length; block++)
-        if (list.filled[block] === 0) this.fill(list, block);
-    }
-  }
-
-  private fill(list: LazyList, block: number): void {
-    const offsets = list.offsets;
-    const firstTerm = list.bounds[block]!;
-    const endTerm = list.bounds[block + 1]!;
-    list.offsetBlocks.ensure(firstTerm, endTerm + 1);
-    const start = offsets[firstTerm]!;
-    const end = offsets[endTerm]!;
-    // The block's terms' offsets rise within the postings (checked here rather than for every term at load).
-    if (!(start >= 0 && end <= list.docs.length))
-      throw this.corrupt("posting offsets are outside the postings");
-    for (let term = firstTerm; term < endTerm; term++)
-      if (!(offsets[term + 1]! >= offsets[term]!)) throw this.corrupt("posting offsets are not ascending");
-    for (const array of list.arrays) {
-      const target = array.bytes.subarray(start * array.per, end * array.per);
-      array.section.readInto(start * array.per, target);
-      if (checksum32(target) !== array.checksums[block])
-        throw this.corrupt(`block ${block} of section ${array.name} does not match its checksum`);
-    }
-    const docs = list.docs;
-    const documentCount = this.documentCount;
-    for (let position = start; position < end; position++)
-      if (docs[position]! >>> 0 >= documentCount)
-        throw this.corrupt("a posting refers to a missing document");
-    list.filled[block] = 1;
-  }
 }
 
 /**

@@ -3,7 +3,7 @@
  * places them, and the entry records, as pieces to write one after the other.
  */
 import type { KnowledgeIndexSnapshot, KnowledgeStatus } from "../types/knowledge.js";
-import { blockedSections, TABLE_BLOCK_ELEMENTS } from "./artifactBlocks.js";
+import { blockedSections, bytesOf, TABLE_BLOCK_ELEMENTS } from "./artifactBlocks.js";
 import { entryRecord } from "./artifactEntries.js";
 import {
   align8,
@@ -28,10 +28,6 @@ export type ArtifactWriteOptions = {
   /** Elements per checked block of the blocked tables (a power of two; default {@link TABLE_BLOCK_ELEMENTS}). */
   tableBlockElements?: number;
 };
-
-function bytesOf(array: Int32Array | Uint32Array | Float64Array | Uint8Array): Uint8Array {
-  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
-}
 
 /** Largest piece of encoded text held in one buffer (typed arrays stop at 4 GiB; smaller pieces grow cheaply). */
 const CHUNK_BYTES = 256 * 1024 * 1024;

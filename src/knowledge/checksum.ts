@@ -75,141 +75,140 @@ function leb128(value: number): number[] {
   return out;
 }
 
+/** The WebAssembly instructions the kernel uses (binary opcodes). */
+const OP = {
+  block: 0x02,
+  loop: 0x03,
+  end: 0x0b,
+  br: 0x0c,
+  brIf: 0x0d,
+  localGet: 0x20,
+  localSet: 0x21,
+  i32Load: 0x28,
+  i32Load8U: 0x2d,
+  i32Const: 0x41,
+  i32GeU: 0x4f,
+  i32Add: 0x6a,
+  i32And: 0x71,
+  i32Xor: 0x73,
+  i32Shl: 0x74,
+  i32ShrU: 0x76,
+  voidBlock: 0x40,
+  i32: 0x7f,
+} as const;
+
+/** The kernel's locals: its parameters `crc` and `length`, then `position` and `end`. */
+const CRC = 0;
+const LENGTH = 1;
+const POSITION = 2;
+const END = 3;
+
+const get = (local: number) => [OP.localGet, local];
+const set = (local: number) => [OP.localSet, local];
+const constant = (value: number) => [OP.i32Const, ...leb128(value)];
+/** `i32.load` of the word at the address on the stack plus `offset` (4-byte aligned). */
+const loadWord = (offset: number) => [OP.i32Load, 2, ...leb128(offset)];
+/** The byte offset of table entry `(crc >>> shift) & 0xff`, then that entry of table `table` loaded. */
+const tableEntry = (shift: number, table: number) => [
+  ...get(CRC),
+  ...(shift > 0 ? [...constant(shift), OP.i32ShrU] : []),
+  ...(shift < 24 ? [...constant(0xff), OP.i32And] : []),
+  ...constant(2),
+  OP.i32Shl,
+  ...loadWord(table * 1024),
+];
+/** `while (position < end) { body; position += step }` */
+const whileBelowEnd = (step: number, body: number[]) => [
+  OP.block,
+  OP.voidBlock,
+  OP.loop,
+  OP.voidBlock,
+  ...get(POSITION),
+  ...get(END),
+  OP.i32GeU,
+  OP.brIf,
+  1,
+  ...body,
+  ...get(POSITION),
+  ...constant(step),
+  OP.i32Add,
+  ...set(POSITION),
+  OP.br,
+  0,
+  OP.end,
+  OP.end,
+];
+
 /**
  * The module, in the WebAssembly binary format: one memory of two pages and one function `update(crc, length)`
  * that folds `length` bytes at {@link DATA_OFFSET} into the running (inverted) `crc`, four bytes at a time as
  * {@link crc32Portable} does, then byte by byte; it returns the new running value.
  */
 function kernelModuleBytes(): Uint8Array {
-  const localGet = (index: number) => [0x20, index];
-  const localSet = (index: number) => [0x21, index];
-  const constant = (value: number) => [0x41, ...leb128(value)];
-  /** `i32.load` of the table entry at the byte offset on the stack, from table `table`. */
-  const tableLoad = (table: number) => [0x28, 0x02, ...leb128(table * 1024)];
-  /** `((crc >>> shift) & 0xff) << 2`: a table entry's byte offset. */
-  const entry = (shift: number) => [
-    ...localGet(0),
-    ...(shift > 0 ? [...constant(shift), 0x76] : []),
-    ...constant(0xff),
-    0x71,
-    ...constant(2),
-    0x74,
-  ];
-  // Locals: 0 crc, 1 length (parameters), 2 position, 3 end.
   const body = [
-    0x01,
-    0x02,
-    0x7f,
-    // position = DATA_OFFSET; end = position + (length & ~3)
+    // Two more i32 locals: position, end.
+    1,
+    2,
+    OP.i32,
     ...constant(DATA_OFFSET),
-    ...localSet(2),
-    ...localGet(2),
-    ...localGet(1),
-    0x41,
-    0x7c, // i32.const -4
-    0x71,
-    0x6a,
-    ...localSet(3),
-    // block { loop { if position >= end break; crc ^= load32(position); crc = T3[..] ^ T2[..] ^ T1[..] ^ T0[..] } }
-    0x02,
-    0x40,
-    0x03,
-    0x40,
-    ...localGet(2),
-    ...localGet(3),
-    0x4f,
-    0x0d,
-    0x01,
-    ...localGet(0),
-    ...localGet(2),
-    0x28,
-    0x02,
-    0x00,
-    0x73,
-    ...localSet(0),
-    ...entry(0),
-    ...tableLoad(3),
-    ...entry(8),
-    ...tableLoad(2),
-    0x73,
-    ...entry(16),
-    ...tableLoad(1),
-    0x73,
-    ...localGet(0),
-    ...constant(24),
-    0x76,
-    ...constant(2),
-    0x74,
-    ...tableLoad(0),
-    0x73,
-    ...localSet(0),
-    ...localGet(2),
-    ...constant(4),
-    0x6a,
-    ...localSet(2),
-    0x0c,
-    0x00,
-    0x0b,
-    0x0b,
-    // end = DATA_OFFSET + length; the last bytes one at a time: crc = (crc >>> 8) ^ T0[(crc ^ byte) & 0xff]
+    ...set(POSITION),
+    // end = position + (length & ~3)
+    ...get(POSITION),
+    ...get(LENGTH),
+    ...[OP.i32Const, 0x7c], // -4 (signed LEB128)
+    OP.i32And,
+    OP.i32Add,
+    ...set(END),
+    // crc ^= word; crc = T3[crc & 0xff] ^ T2[(crc >>> 8) & 0xff] ^ T1[(crc >>> 16) & 0xff] ^ T0[crc >>> 24]
+    ...whileBelowEnd(4, [
+      ...get(CRC),
+      ...get(POSITION),
+      ...loadWord(0),
+      OP.i32Xor,
+      ...set(CRC),
+      ...tableEntry(0, 3),
+      ...tableEntry(8, 2),
+      OP.i32Xor,
+      ...tableEntry(16, 1),
+      OP.i32Xor,
+      ...tableEntry(24, 0),
+      OP.i32Xor,
+      ...set(CRC),
+    ]),
+    // The last bytes: end = DATA_OFFSET + length; crc = (crc >>> 8) ^ T0[(crc ^ byte) & 0xff]
     ...constant(DATA_OFFSET),
-    ...localGet(1),
-    0x6a,
-    ...localSet(3),
-    0x02,
-    0x40,
-    0x03,
-    0x40,
-    ...localGet(2),
-    ...localGet(3),
-    0x4f,
-    0x0d,
-    0x01,
-    ...localGet(0),
-    ...constant(8),
-    0x76,
-    ...localGet(0),
-    ...localGet(2),
-    0x2d,
-    0x00,
-    0x00,
-    0x73,
-    ...constant(0xff),
-    0x71,
-    ...constant(2),
-    0x74,
-    ...tableLoad(0),
-    0x73,
-    ...localSet(0),
-    ...localGet(2),
-    ...constant(1),
-    0x6a,
-    ...localSet(2),
-    0x0c,
-    0x00,
-    0x0b,
-    0x0b,
-    ...localGet(0),
-    0x0b,
+    ...get(LENGTH),
+    OP.i32Add,
+    ...set(END),
+    ...whileBelowEnd(1, [
+      ...get(CRC),
+      ...constant(8),
+      OP.i32ShrU,
+      ...get(CRC),
+      ...get(POSITION),
+      OP.i32Load8U,
+      0,
+      0,
+      OP.i32Xor,
+      ...set(CRC),
+      ...tableEntry(0, 0),
+      OP.i32Xor,
+      ...set(CRC),
+    ]),
+    ...get(CRC),
+    OP.end,
   ];
   const section = (id: number, content: number[]) => [id, ...leb128(content.length), ...content];
   const name = (text: string) => [text.length, ...Array.from(text, (character) => character.charCodeAt(0))];
+  // Magic and version; then the type (i32, i32) -> i32, one function of it, one memory of two pages, the exports
+  // and the code.
   return Uint8Array.from([
-    0x00,
-    0x61,
-    0x73,
-    0x6d,
-    0x01,
-    0x00,
-    0x00,
-    0x00,
-    // type 0: (i32, i32) -> i32
-    ...section(1, [0x01, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f]),
-    ...section(3, [0x01, 0x00]),
-    // one memory, two pages
-    ...section(5, [0x01, 0x00, 0x02]),
-    ...section(7, [0x02, ...name("memory"), 0x02, 0x00, ...name("update"), 0x00, 0x00]),
-    ...section(10, [0x01, ...leb128(body.length), ...body]),
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...section(1, [1, 0x60, 2, OP.i32, OP.i32, 1, OP.i32]),
+    ...section(3, [1, 0]),
+    ...section(5, [1, 0, 2]),
+    ...section(7, [2, ...name("memory"), 2, 0, ...name("update"), 0, 0]),
+    ...section(10, [1, ...leb128(body.length), ...body]),
   ]);
 }
 

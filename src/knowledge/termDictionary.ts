@@ -8,15 +8,23 @@
  * holding its length and first 16 characters (compared as four integers). Only the characters after the 16th live
  * in a separate byte pool. Terms with a character outside ASCII (rare after normalization) use a `Map`.
  *
- * The packing: character `k` of a term is byte `k % 4` of word `k / 4`; the hash folds every word in order with
- * FNV-1a's multiply, then the length, then Murmur3's finalizer (FNV-1a alone leaves the low bits, used for the
- * slot, poorly mixed).
+ * How a term is packed and hashed: `termPacking.ts`.
  */
 import { MAX_TOKEN_LENGTH } from "./defaults.js";
+import {
+  BITS_PER_CHARACTER,
+  BYTE_MASK,
+  CHARACTER_IN_WORD_MASK,
+  isAsciiTerm,
+  PACKED_HASH,
+  PACKED_WORDS,
+  packTerm,
+  WORD_INDEX_SHIFT,
+} from "./termPacking.js";
+
+export { finishHash, foldWord, PACKED_HASH, PACKED_HASH_START, PACKED_WORDS } from "./termPacking.js";
 
 const EMPTY = 0;
-const FNV_OFFSET = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
 /** Characters held inline in a term's record. */
 export const INLINE_CHARACTERS = 16;
 /** Int32s per term record: length (-1 for a non-ASCII term), four packed words, tail offset; padded to 32 bytes. */
@@ -27,12 +35,6 @@ const RECORD_LENGTH = 0;
 const RECORD_WORDS = 1;
 /** Record layout: where the characters after the 16th start in the byte pool. */
 const RECORD_TAIL = 5;
-/** Characters packed per 32-bit word, one byte each: character `k` is byte `k & 3` of word `k >> 2`. */
-const CHARACTER_IN_WORD_MASK = 3;
-const WORD_INDEX_SHIFT = 2;
-const BITS_PER_CHARACTER = 8;
-const BITS_PER_WORD = 32;
-const BYTE_MASK = 0xff;
 /** OR-ed into an ASCII letter's code, lowercases it (digits are unchanged). */
 const LOWERCASE_BIT = 32;
 
@@ -40,61 +42,6 @@ const LOWERCASE_BIT = 32;
 const INITIAL_SLOTS = 1 << 12;
 const INITIAL_RECORDS = 1 << 11;
 const INITIAL_POOL_BYTES = 1 << 12;
-
-/** First step of a packed hash. */
-export const PACKED_HASH_START = FNV_OFFSET;
-
-/** Folds one packed word into a running hash. */
-export function foldWord(hash: number, word: number): number {
-  return Math.imul(hash ^ word, FNV_PRIME);
-}
-
-/** The final hash of a packed term of `length` characters whose words were folded into `hash`. */
-export function finishHash(hash: number, length: number): number {
-  let value = Math.imul(hash ^ length, FNV_PRIME);
-  value ^= value >>> 16;
-  value = Math.imul(value, 0x85ebca6b);
-  value ^= value >>> 13;
-  value = Math.imul(value, 0xc2b2ae35);
-  return value ^ (value >>> 16);
-}
-
-function isAsciiTerm(term: string): boolean {
-  for (let index = 0; index < term.length; index++) if (term.charCodeAt(index) >= 128) return false;
-  return true;
-}
-
-/**
- * Packs the ASCII term `term` as the tokenizer packs a token (`termCounter.ts`) into `key`: its hash, then its first
- * four words (zero beyond the end); see {@link TermDictionary.packedKey}.
- */
-function packTerm(term: string, key: Int32Array): void {
-  let hash = FNV_OFFSET;
-  let word = 0;
-  let shift = 0;
-  let count = 0;
-  key.fill(0);
-  for (let index = 0; index < term.length; index++) {
-    word |= term.charCodeAt(index) << shift;
-    shift += BITS_PER_CHARACTER;
-    if (shift === BITS_PER_WORD) {
-      hash = foldWord(hash, word);
-      if (count < 4) key[PACKED_WORDS + count] = word;
-      count++;
-      word = 0;
-      shift = 0;
-    }
-  }
-  if (shift > 0) {
-    hash = foldWord(hash, word);
-    if (count < 4) key[PACKED_WORDS + count] = word;
-  }
-  key[PACKED_HASH] = finishHash(hash, term.length);
-}
-
-/** {@link TermDictionary.packedKey} layout: the hash, then the first of the four packed words. */
-export const PACKED_HASH = 0;
-export const PACKED_WORDS = 1;
 
 /** Term ↔ id dictionary of one lexical index; ids are dense, in first-seen order. */
 export class TermDictionary {

@@ -1,0 +1,117 @@
+/**
+ * How a load reads an artifact's sections (see `artifact.ts` for the layout): eager sections checked against their
+ * checksums, lazy ones read from the artifact's byte source on demand (checked per block by their readers), and the
+ * blocked tables (`artifactBlocks.ts`) lazy in format 5, eager in format 4.
+ */
+import { type BlockedArray, eagerBlockedArray, lazyBlockedArray } from "./artifactBlocks.js";
+import {
+  type ByteSource,
+  corrupt,
+  KnowledgeArtifactError,
+  type KnowledgeIndexArtifactHeader,
+  strictDecoder,
+} from "./artifactHeader.js";
+import type { LazySection, SectionReader } from "./artifactLexical.js";
+import { checksum32 } from "./checksum.js";
+
+/**
+ * Sections read for a load: eager ones checked against their checksums, lazy ones read from `source` on demand
+ * (their reads are checked per block by the lexical index).
+ */
+export function sectionReader(
+  header: KnowledgeIndexArtifactHeader,
+  payloadStart: number,
+  source: ByteSource,
+  fetch: (name: string, offset: number, length: number) => Uint8Array,
+): SectionReader {
+  const bytes = (name: string): Uint8Array => {
+    const found = header.sections[name];
+    if (!found) throw corrupt(`section ${name} is missing`);
+    if (found.lazy) throw corrupt(`section ${name} is lazy where it should be read at load`);
+    const data = fetch(name, found.offset, found.length);
+    if (checksum32(data) !== found.checksum) throw corrupt(`section ${name} does not match its checksum`);
+    return data;
+  };
+  const typed = <T>(
+    name: string,
+    size: number,
+    make: (buffer: ArrayBufferLike, offset: number, length: number) => T,
+  ): T => {
+    const data = bytes(name);
+    if (data.byteLength % size !== 0) throw corrupt(`section ${name} has a partial element`);
+    return make(data.buffer, data.byteOffset, data.byteLength / size);
+  };
+  const lazy = (name: string): LazySection => {
+    const found = header.sections[name];
+    if (!found) throw corrupt(`section ${name} is missing`);
+    if (!found.lazy) throw corrupt(`section ${name} is read at load where it should be lazy`);
+    const start = payloadStart + found.offset;
+    return {
+      byteLength: found.length,
+      readInto(byteOffset, target) {
+        if (byteOffset < 0 || byteOffset + target.byteLength > found.length)
+          throw corrupt(`a read outside section ${name}`);
+        try {
+          source.readInto(start + byteOffset, target);
+        } catch (caught) {
+          throw new KnowledgeArtifactError(
+            "unreadable",
+            `index artifact section ${name} cannot be read: ${caught instanceof Error ? caught.message : String(caught)}`,
+          );
+        }
+      },
+    };
+  };
+  // Lazy in format 5 (its blocks read and checked on demand), eager in format 4 (checked whole here).
+  const blocked = <T extends Int32Array | Float64Array>(
+    name: string,
+    make: (length: number) => T,
+    size: number,
+    viewOf: (buffer: ArrayBufferLike, offset: number, length: number) => T,
+  ): BlockedArray<T> => {
+    const found = header.sections[name];
+    if (!found?.lazy) return eagerBlockedArray(typed(name, size, viewOf));
+    if (header.tableBlockElements === undefined)
+      throw corrupt(`section ${name} is lazy without a table block size`);
+    return lazyBlockedArray(
+      name,
+      lazy(name),
+      read.uint32(`${name}.checksums`),
+      header.tableBlockElements,
+      make,
+      corrupt,
+    );
+  };
+  const read: SectionReader = {
+    has: (name) => header.sections[name] !== undefined,
+    bytes,
+    json<T>(name: string): T {
+      try {
+        return JSON.parse(strictDecoder.decode(bytes(name))) as T;
+      } catch (caught) {
+        if (KnowledgeArtifactError.isInstance(caught)) throw caught;
+        throw corrupt(`section ${name} is not valid JSON`);
+      }
+    },
+    int32: (name) => typed(name, 4, (buffer, offset, length) => new Int32Array(buffer, offset, length)),
+    uint32: (name) => typed(name, 4, (buffer, offset, length) => new Uint32Array(buffer, offset, length)),
+    float64: (name) => typed(name, 8, (buffer, offset, length) => new Float64Array(buffer, offset, length)),
+    blockedInt32: (name) =>
+      blocked(
+        name,
+        (length) => new Int32Array(length),
+        4,
+        (buffer, offset, length) => new Int32Array(buffer, offset, length),
+      ),
+    blockedFloat64: (name) =>
+      blocked(
+        name,
+        (length) => new Float64Array(length),
+        8,
+        (buffer, offset, length) => new Float64Array(buffer, offset, length),
+      ),
+    lazy,
+    corrupt,
+  };
+  return read;
+}
