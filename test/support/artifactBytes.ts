@@ -1,0 +1,131 @@
+/**
+ * Crafting index artifact bytes for tests: a header or a section changed with every checksum over it made to match
+ * (crafted files, which only the consistency checks can refuse), the format-4 layout of a format-5 artifact, and
+ * the typed-error assertion.
+ */
+import { expect } from "vitest";
+import { KnowledgeArtifactError, readIndexArtifactHeader } from "../../src/knowledge/artifact.js";
+import { checksum32 } from "../../src/knowledge/checksum.js";
+
+/** The artifact with its header JSON changed by `change` (and a matching header checksum): a crafted file. */
+export function withHeader(bytes: Uint8Array, change: (header: Record<string, unknown>) => void): Uint8Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLength = view.getUint32(12, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(24, 24 + headerLength)));
+  const payload = bytes.subarray(Math.ceil((24 + headerLength) / 8) * 8);
+  change(header);
+  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+  const payloadStart = Math.ceil((24 + headerBytes.length) / 8) * 8;
+  const output = new Uint8Array(payloadStart + payload.length);
+  output.set(bytes.subarray(0, 12));
+  const outputView = new DataView(output.buffer);
+  outputView.setUint32(12, headerBytes.length, true);
+  outputView.setUint32(16, checksum32(headerBytes), true);
+  output.set(headerBytes, 24);
+  output.set(payload, payloadStart);
+  return output;
+}
+
+export function expectArtifactError(run: () => unknown, code: string): void {
+  try {
+    run();
+    expect.unreachable(`expected a KnowledgeArtifactError with code ${code}`);
+  } catch (caught) {
+    expect(caught).toBeInstanceOf(KnowledgeArtifactError);
+    expect((caught as KnowledgeArtifactError).code).toBe(code);
+  }
+}
+
+/** The artifact with the bytes of section `name` changed by `change` (and a matching section checksum): a crafted file. */
+/** The blocked tables of format 5 (`artifactBlocks.ts`) and their element sizes. */
+export function blockedElementBytes(name: string): number | undefined {
+  if (name === "phrases.keyOffsets") return 8;
+  if (/^(lexical\.dictionary\.(table|records)|lexical\.offsets\.\d|phrases\.table)$/.test(name)) return 4;
+  return undefined;
+}
+
+/**
+ * The artifact with section `name`'s bytes changed by `change`, and every checksum over them made to match (the
+ * section's, or for a blocked table its blocks' in `<name>.checksums` and that section's): a crafted file.
+ */
+export function withSection(
+  bytes: Uint8Array,
+  name: string,
+  change: (section: Uint8Array) => void,
+): Uint8Array {
+  const header = readIndexArtifactHeader(bytes);
+  const section = header.sections[name]!;
+  const changed = bytes.slice();
+  const payloadStart = bytes.length - header.payloadLength;
+  const start = payloadStart + section.offset;
+  const content = changed.subarray(start, start + section.length);
+  change(content);
+  const elementBytes = blockedElementBytes(name);
+  const blockChecksums = header.sections[`${name}.checksums`];
+  let checksumsContent: Uint8Array | null = null;
+  if (section.lazy && elementBytes !== undefined && blockChecksums && header.tableBlockElements) {
+    const blockBytes = header.tableBlockElements * elementBytes;
+    const checksumsStart = payloadStart + blockChecksums.offset;
+    checksumsContent = changed.subarray(checksumsStart, checksumsStart + blockChecksums.length);
+    const view = new DataView(
+      checksumsContent.buffer,
+      checksumsContent.byteOffset,
+      checksumsContent.byteLength,
+    );
+    for (let block = 0; block * 4 < checksumsContent.length; block++)
+      view.setUint32(
+        block * 4,
+        checksum32(content.subarray(block * blockBytes, (block + 1) * blockBytes)),
+        true,
+      );
+  }
+  return withHeader(changed, (crafted) => {
+    const table = crafted.sections as Record<string, { checksum: number; lazy?: boolean }>;
+    if (checksumsContent) table[`${name}.checksums`]!.checksum = checksum32(checksumsContent);
+    else table[name]!.checksum = checksum32(content);
+  });
+}
+
+/**
+ * The format-4 layout of a format-5 artifact: the blocked tables become eager sections checked whole (their block
+ * checksums stay in the file, named by no section), no table block size, format 4.
+ */
+export function asFormat4(bytes: Uint8Array): Uint8Array {
+  const header = readIndexArtifactHeader(bytes);
+  const payloadStart = bytes.length - header.payloadLength;
+  const crafted = withHeader(bytes, (changed) => {
+    const table = changed.sections as Record<
+      string,
+      { offset: number; length: number; checksum: number; lazy?: boolean }
+    >;
+    for (const name of Object.keys(table)) {
+      if (blockedElementBytes(name) === undefined || !table[name]!.lazy) continue;
+      const section = table[name]!;
+      delete table[`${name}.checksums`];
+      table[name] = {
+        offset: section.offset,
+        length: section.length,
+        checksum: checksum32(
+          bytes.subarray(payloadStart + section.offset, payloadStart + section.offset + section.length),
+        ),
+      };
+    }
+    delete changed.tableBlockElements;
+    changed.formatVersion = 4;
+  });
+  new DataView(crafted.buffer, crafted.byteOffset).setUint32(8, 4, true);
+  return crafted;
+}
+
+/** Whether `position` is alignment padding after a section or the header (bytes no checksum covers). */
+export function isPadding(bytes: Uint8Array, position: number): boolean {
+  const header = readIndexArtifactHeader(bytes);
+  const headerEnd = 24 + new DataView(bytes.buffer, bytes.byteOffset).getUint32(12, true);
+  const payloadStart = bytes.length - header.payloadLength;
+  if (position < payloadStart) return position >= headerEnd;
+  const offset = position - payloadStart;
+  const covering = Object.values(header.sections).some(
+    (section) => offset >= section.offset && offset < section.offset + section.length,
+  );
+  return !covering && offset < header.entryRecords.offset;
+}
