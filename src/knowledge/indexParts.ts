@@ -94,6 +94,11 @@ export type FinishedLexicalState = {
   changes: IndexChanges | null;
   /** Loaded from an artifact: fills the postings of a term when a search first reads it (null: all present). */
   postingLoader: PostingLoader | null;
+  /**
+   * Per entry of `postings`: the upper bounds of its long lists computed while finalizing (`listBounds.ts`), which
+   * seed the search's bound cache; absent (computed on demand) for other states. Only for these `postings`.
+   */
+  upperBounds?: Map<number, number>[] | null;
 };
 
 /** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */

@@ -469,6 +469,8 @@ export class KnowledgeLexicalIndex implements KnowledgeLexicalSearcher {
     this.base = state.base;
     this.changes = state.changes;
     this.postingLoader = state.postingLoader;
+    // Bounds computed while finalizing belong to these postings; a changed index scores without them.
+    this.upperBounds = state.upperBounds && state.changes === null ? state.upperBounds : null;
     this.finalized = true;
   }
 

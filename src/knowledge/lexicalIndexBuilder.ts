@@ -20,6 +20,7 @@ import {
   type ScatterHelper,
 } from "./fieldPostings.js";
 import type { FinishedLexicalState } from "./indexParts.js";
+import { longListBoundSteps } from "./listBounds.js";
 import {
   createFieldBuilder,
   emptyFrequencyPostings,
@@ -99,6 +100,8 @@ export class LexicalIndexBuilder {
   /** Finalize progress: the statistics are computed, and the field whose postings are being finalized. */
   private statisticsReady = false;
   private pendingField: Generator<void, FinishedField, void> | null = null;
+  /** Finalize progress: the upper bounds of the long lists, computed after the postings. */
+  private pendingBounds: Generator<void, Map<number, number>[], void> | null = null;
   /** Per field: the arrays its finished postings are written into, allocated when finalizing starts. */
   private fieldArrays: (FieldArrays | null)[] = [];
 
@@ -326,6 +329,10 @@ export class LexicalIndexBuilder {
       this.postings.push(postings);
       return null;
     }
+    // The pruning's bounds of the long lists, in slices (see listBounds.ts).
+    this.pendingBounds ??= longListBoundSteps(this.postings, termCount);
+    const boundStep = this.pendingBounds.next();
+    if (!boundStep.done) return null;
     const ranks = rankIds(this.ids);
     // Ids added in code-unit order (a snapshot build) are found by binary search; a compaction filled the map.
     const denseIds =
@@ -352,8 +359,10 @@ export class LexicalIndexBuilder {
       },
       changes: null,
       postingLoader: null,
+      upperBounds: boundStep.value,
     };
     this.builders = null;
+    this.pendingBounds = null;
     this.scatterHelper = null;
     this.counter?.release();
     this.counter = null;

@@ -7,6 +7,7 @@
  */
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import { bm25fFieldScores, lowerBound, seek, sumFieldScores } from "./fieldScores.js";
+import { listUpperBound } from "./listBounds.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
 import { TopDocuments } from "./topDocuments.js";
 
@@ -398,15 +399,7 @@ function queryLists(index: ScoredIndex, termIds: readonly number[]): QueryLists 
       if (start === end) continue;
       let bound = cache?.get(term);
       if (bound === undefined) {
-        bound = 0;
-        for (let position = start; position < end; position++) {
-          const contribution = contributions[position]!;
-          if (contribution > bound) bound = contribution;
-          else if (!(contribution >= 0)) {
-            bound = Number.POSITIVE_INFINITY;
-            break;
-          }
-        }
+        bound = listUpperBound(contributions, start, end);
         cache?.set(term, bound);
       }
       postings.push(fieldPostings);

@@ -11,6 +11,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { KNOWLEDGE_FIELD_NAMES } from "../../src/knowledge/defaults.js";
 import { KnowledgeLexicalIndex } from "../../src/knowledge/lexicalIndex.js";
+import { longListBoundSteps } from "../../src/knowledge/listBounds.js";
 import { FIELD_COUNT } from "../../src/knowledge/postings.js";
 import { type ScoredIndex, scoreQuery, scoreQueryExhaustive } from "../../src/knowledge/scoring.js";
 import type { KnowledgeFieldWeights } from "../../src/types/knowledge.js";
@@ -128,6 +129,11 @@ describe("pruned top-K scoring", () => {
           marks: new Uint8Array(documentCount),
           touched: new Int32Array(documentCount),
         };
+        // Every list's bound computed ahead, as a build does for its long lists (here from one posting on).
+        const steps = longListBoundSteps(parts.postings, parts.termCount, 1);
+        let step = steps.next();
+        while (!step.done) step = steps.next();
+        const precomputed: ScoredIndex = { ...scored, upperBounds: step.value };
         for (const query of testCase.queries) {
           const termIds: number[] = [];
           for (const word of query.words) {
@@ -143,6 +149,7 @@ describe("pruned top-K scoring", () => {
             for (const nonEssentialShare of [0.1, 0.4, 1]) {
               const windows = { ...testCase.windows, layout, nonEssentialShare };
               expect(scoreQuery(scored, termIds, query.topK, mask, windows)).toEqual(expected);
+              expect(scoreQuery(precomputed, termIds, query.topK, mask, windows)).toEqual(expected);
             }
           }
           expect(scoreQuery(scored, termIds, query.topK, mask)).toEqual(expected);
