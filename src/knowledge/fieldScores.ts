@@ -1,37 +1,12 @@
 /**
- * Per-field breakdowns of one selected document's score, summed in the order the exhaustive scorer accumulates
- * them (so every part is bit-identical to it), and the searches in a sorted posting list that scoring uses.
+ * The BM25F per-field breakdown of one selected document's score, summed in the order the exhaustive scorer
+ * accumulates it (so every part is bit-identical to it), and the searches in a sorted posting list that scoring
+ * uses. (The pruned scorer reads its breakdowns from the postings it found while summing exact scores.)
  */
 import type { KnowledgeFieldName } from "../types/knowledge.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { FIELD_COUNT } from "./postings.js";
 import type { ScoredIndex } from "./scoring.js";
-
-/**
- * One document's per-field breakdown in sum mode: per field, its contributions added in query-term order (the
- * order the exhaustive scorer accumulates them in), so every part is bit-identical to it.
- */
-export function sumFieldScores(
-  index: ScoredIndex,
-  termIds: readonly number[],
-  doc: number,
-): Partial<Record<KnowledgeFieldName, number>> {
-  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    const postings = index.postings[field]!;
-    if (!postings.active) continue;
-    let part = 0;
-    let matched = false;
-    for (const term of termIds) {
-      const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
-      if (position < 0) continue;
-      part += postings.contributions[position]!;
-      matched = true;
-    }
-    if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
-  }
-  return fieldScores;
-}
 
 /**
  * One document's BM25F score split by field: each matched term's posting shares, added in query-term order (the

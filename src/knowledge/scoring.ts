@@ -5,8 +5,9 @@
  * accumulates every posting into entry-sized accumulators and is the reference the pruning is tested against.
  * Both return the same matches: same documents, bit-identical scores and per-field breakdowns, same order.
  */
-import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
-import { bm25fFieldScores, lowerBound, seek, sumFieldScores } from "./fieldScores.js";
+import type { KnowledgeFieldName, KnowledgeLexicalMatch } from "../types/knowledge.js";
+import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { findPosting, lowerBound, seek } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
 import { TopDocuments } from "./topDocuments.js";
@@ -51,6 +52,8 @@ export type ScoringWindows = {
   layout?: "dense" | "sparse";
   /** Largest share of the threshold the skipped lists' bounds may sum to (default {@link NON_ESSENTIAL_SHARE}). */
   nonEssentialShare?: number;
+  /** True: probe skipped lists even where reading the window whole would cost less (tests of the probing). */
+  alwaysProbe?: boolean;
 };
 const DEFAULT_WINDOWS: ScoringWindows = {
   first: FIRST_WINDOW_DOCUMENTS,
@@ -102,9 +105,13 @@ const windowTouched = new Int32Array(WINDOW_DOCUMENTS);
  * largest contribution; once K documents are held, the lists with the smallest bounds whose bounds sum below the
  * K-th score (the threshold) are "non-essential": a document in those lists alone cannot reach the threshold, so
  * they are not read, only probed (binary search) for documents found in the other lists whose partial score plus
- * the bounds still left could reach it. A document that does reach it is then scored in the exhaustive order. Ties
- * at the K-th place are kept exactly: only documents certainly below the threshold are skipped. Everything the
- * result carries (ids, scores, field breakdowns) comes from the selected documents alone.
+ * the bounds still left could reach it. A document that does reach it enters the top K with that sum, which adds
+ * the same contributions in another order (approximate in its last bits; see `topDocuments.ts`); once every
+ * window is read, the documents ranked are summed exactly, each list searched once in the exhaustive order, and
+ * the positions found give their per-field breakdowns (most documents that enter the top K are pushed out later,
+ * so this sums far fewer documents than summing each on entry). Ties at the K-th place are kept exactly: only
+ * documents certainly below the threshold are skipped. Everything the result carries (ids, scores, field
+ * breakdowns) comes from the selected documents alone.
  */
 export function scoreQuery(
   index: ScoredIndex,
@@ -113,11 +120,17 @@ export function scoreQuery(
   mask: Uint8Array | null,
   windows: ScoringWindows = DEFAULT_WINDOWS,
 ): KnowledgeLexicalMatch[] {
-  const ranked = scoreLists(queryLists(index, termIds), index.ids.length, index.ranks, topK, mask, windows);
+  const lists = queryLists(index, termIds);
+  // Each selected document's posting position in every list, found while its exact score is summed: its
+  // per-field breakdown reads them instead of searching every list again.
+  const positions = new Map<number, Int32Array>();
+  const ranked = scoreLists(lists, index.ids.length, index.ranks, topK, mask, windows, positions);
   return ranked.map(({ doc, score }) => ({
     id: index.ids[doc]!,
     score,
-    fieldScores: index.bm25f ? bm25fFieldScores(index, termIds, doc) : sumFieldScores(index, termIds, doc),
+    fieldScores: index.bm25f
+      ? bm25fBreakdown(index.bm25fShares!, positions.get(doc)!)
+      : sumBreakdown(lists, positions.get(doc)!),
   }));
 }
 
@@ -136,10 +149,14 @@ export type QueryLists = {
   upper: Float64Array;
 };
 
+/** A query's lists over an in-memory index, each with its field (0 for BM25F's one list per term). */
+type IndexQueryLists = QueryLists & { fields: Int32Array };
+
 /**
  * {@link scoreQuery}'s loop over lists given by the caller (the PostgreSQL backend scores the postings it fetched
  * with it): the best `topK` documents of `lists` (dense ids below `documentCount`), score descending, ties by
- * `ranks`, each score summed in the list order.
+ * `ranks`, each score summed in the list order. `positions`: filled with each ranked document's position in
+ * every list (-1 where absent).
  */
 export function scoreLists(
   lists: QueryLists,
@@ -148,6 +165,7 @@ export function scoreLists(
   topK: number,
   mask: Uint8Array | null,
   windows: ScoringWindows = DEFAULT_WINDOWS,
+  positions?: Map<number, Int32Array>,
 ): { doc: number; score: number }[] {
   const firstWindow = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.first));
   const laterWindows = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.later));
@@ -177,7 +195,7 @@ export function scoreLists(
 
   // The best documents so far.
   const top = new TopDocuments(capacity, ranks);
-  const offer = (score: number, doc: number): void => top.offer(score, doc);
+  const offer = (score: number, doc: number, exact: boolean): void => top.offer(score, doc, exact);
   const threshold = (): number => top.threshold();
 
   // The score of `doc` summed over every list in the exhaustive order, from the window's slice of each list.
@@ -192,10 +210,17 @@ export function scoreLists(
       ? postings[list]!.contributions[position]!
       : 0;
   };
-  // The score of `doc` summed over every list in the exhaustive order (an absent posting adds nothing: x + 0 = x).
-  const exhaustiveScore = (doc: number): number => {
+  // The exact score of `doc`: summed over every list in the exhaustive order (an absent posting adds nothing), each
+  // list searched whole (this runs once the windows are done, for the few documents ranked at the end).
+  const exactScore = (doc: number): number => {
+    const found = positions ? new Int32Array(listCount) : null;
     let score = 0;
-    for (let list = 0; list < listCount; list++) score += probe(list, doc);
+    for (let list = 0; list < listCount; list++) {
+      const position = findPosting(postings[list]!.docs, starts[list]!, ends[list]!, doc);
+      if (found) found[list] = position;
+      if (position >= 0) score += postings[list]!.contributions[position]!;
+    }
+    positions?.set(doc, found!);
     return score;
   };
 
@@ -308,7 +333,7 @@ export function scoreLists(
         const list = order[position]!;
         skippedPostings += windowLast[list]! - windowFirst[list]!;
       }
-      if (candidates * 2 * PROBE_COST > skippedPostings) {
+      if (candidates * 2 * PROBE_COST > skippedPostings && windows.alwaysProbe !== true) {
         for (let index = 0; index < touchedCount; index++) {
           totals[touched[index]!] = 0;
           marks[touched[index]!] = 0;
@@ -325,7 +350,7 @@ export function scoreLists(
     if (nonEssential === 0) {
       for (let index = 0; index < touchedCount; index++) {
         const local = touched[index]!;
-        offer(totals[local]!, windowStart + local);
+        offer(totals[local]!, windowStart + local, true);
         totals[local] = 0;
         marks[local] = 0;
       }
@@ -364,8 +389,9 @@ export function scoreLists(
           }
         }
         if (!reaches) continue;
-        // Without a posting in a non-essential list, the partial score was summed in the exhaustive order.
-        offer(hits === 0 ? partial : exhaustiveScore(doc), doc);
+        // Without a posting in a non-essential list, the partial score was summed in the exhaustive order; else
+        // the sum is approximate (another order), and the document's exact score is summed once it is ranked.
+        offer(running, doc, hits === 0);
       }
       cooldown = 2;
     }
@@ -378,12 +404,13 @@ export function scoreLists(
     windowStart = windowEnd;
   }
 
-  return top.ranked();
+  return top.ranked(exactScore, positions !== undefined);
 }
 
 /** The non-empty posting lists of a query in the exhaustive order (field, then term), with their upper bounds. */
-function queryLists(index: ScoredIndex, termIds: readonly number[]): QueryLists {
+function queryLists(index: ScoredIndex, termIds: readonly number[]): IndexQueryLists {
   const postings: FieldPostings[] = [];
+  const listFields: number[] = [];
   const starts: number[] = [];
   const ends: number[] = [];
   const upper: number[] = [];
@@ -403,6 +430,7 @@ function queryLists(index: ScoredIndex, termIds: readonly number[]): QueryLists 
         cache?.set(term, bound);
       }
       postings.push(fieldPostings);
+      listFields.push(field);
       starts.push(start);
       ends.push(end);
       upper.push(bound);
@@ -413,5 +441,60 @@ function queryLists(index: ScoredIndex, termIds: readonly number[]): QueryLists 
     starts: Int32Array.from(starts),
     ends: Int32Array.from(ends),
     upper: Float64Array.from(upper),
+    fields: Int32Array.from(listFields),
   };
+}
+
+/**
+ * One document's per-field breakdown in sum mode from its position in each list: per field, its contributions in
+ * query-term order (the lists' order), as the exhaustive scorer accumulates them, so every part is bit-identical.
+ */
+function sumBreakdown(
+  lists: IndexQueryLists,
+  found: Int32Array,
+): Partial<Record<KnowledgeFieldName, number>> {
+  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+  const listCount = found.length;
+  let list = 0;
+  while (list < listCount) {
+    const field = lists.fields[list]!;
+    let part = 0;
+    let matched = false;
+    for (; list < listCount && lists.fields[list] === field; list++) {
+      const position = found[list]!;
+      if (position < 0) continue;
+      part += lists.postings[list]!.contributions[position]!;
+      matched = true;
+    }
+    if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
+  }
+  return fieldScores;
+}
+
+/**
+ * One document's BM25F score split by field from its position in each term's list: each matched term's shares
+ * added in query-term order (the order the totals were summed in), as `bm25fFieldScores` does.
+ */
+function bm25fBreakdown(
+  shares: Float64Array,
+  found: Int32Array,
+): Partial<Record<KnowledgeFieldName, number>> {
+  const parts = new Float64Array(FIELD_COUNT);
+  let fieldBits = 0;
+  for (let list = 0; list < found.length; list++) {
+    const position = found[list]!;
+    if (position < 0) continue;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const share = shares[position * FIELD_COUNT + field]!;
+      if (share > 0) {
+        parts[field]! += share;
+        fieldBits |= 1 << field;
+      }
+    }
+  }
+  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
+  for (let field = 0; field < FIELD_COUNT; field++) {
+    if (fieldBits & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = parts[field]!;
+  }
+  return fieldScores;
 }

@@ -37,7 +37,18 @@ const documentArbitrary = fc.record({
   copyOf: fc.option(fc.nat(), { freq: 3 }),
 });
 
-const caseArbitrary = fc.record({
+/** Long queries (many lists, so a document's probed sum differs from the exhaustive order's in its last bits). */
+const longQueries = fc.array(
+  fc.record({
+    words: fc.array(fc.oneof(skewedWord, uniformWord, uniformWord), { minLength: 15, maxLength: 40 }),
+    topK: fc.integer({ min: 1, max: 8 }),
+    eligible: fc.constant(null),
+    maskSeed: fc.nat(),
+  }),
+  { minLength: 1, maxLength: 4 },
+);
+
+const caseFields = {
   documents: fc.array(documentArbitrary, { minLength: 1, maxLength: 300 }),
   weights: fc.tuple(...Array.from({ length: FIELD_COUNT }, () => fc.constantFrom(0, 0.5, 1, 3, 5))),
   k1: fc.constantFrom(0, 0.6, 1.2, 1.5, 3),
@@ -60,7 +71,8 @@ const caseArbitrary = fc.record({
     first: fc.integer({ min: 1, max: 16 }),
     later: fc.integer({ min: 1, max: 40 }),
   }),
-});
+};
+const caseArbitrary = fc.record(caseFields);
 
 type Case = typeof caseArbitrary extends fc.Arbitrary<infer T> ? T : never;
 
@@ -109,55 +121,70 @@ function maskOf(documentCount: number, share: number, seed: number): Uint8Array 
 describe("pruned top-K scoring", () => {
   it("returns exactly the exhaustive scorer's matches: ids, order, scores and field breakdowns (property)", () => {
     const seed = propertySeed("pruning");
-    fc.assert(
-      fc.property(caseArbitrary, (testCase) => {
-        const lexical = buildIndex(testCase);
-        const parts = lexical.exportParts();
-        const documentCount = parts.ids.length;
-        const upperBounds = parts.postings.map(() => new Map<number, number>());
-        const scored: ScoredIndex = {
-          ids: parts.ids,
-          ranks: parts.ranks,
-          postings: parts.postings,
-          bm25f: parts.scoring === "bm25f",
-          bm25fShares: parts.bm25fShares,
-          upperBounds,
-        };
-        const scratch = {
-          totals: new Float64Array(documentCount),
-          fieldTotals: Array.from({ length: FIELD_COUNT }, () => new Float64Array(documentCount)),
-          marks: new Uint8Array(documentCount),
-          touched: new Int32Array(documentCount),
-        };
-        // Every list's bound computed ahead, as a build does for its long lists (here from one posting on).
-        const steps = longListBoundSteps(parts.postings, parts.termCount, 1);
-        let step = steps.next();
-        while (!step.done) step = steps.next();
-        const precomputed: ScoredIndex = { ...scored, upperBounds: step.value };
-        for (const query of testCase.queries) {
-          const termIds: number[] = [];
-          for (const word of query.words) {
-            const termId = parts.dictionary!.get(word);
-            if (termId >= 0 && !termIds.includes(termId)) termIds.push(termId);
-          }
-          const mask = query.eligible === null ? null : maskOf(documentCount, query.eligible, query.maskSeed);
-          const expected = scoreQueryExhaustive(scored, termIds, query.topK, mask, scratch);
-          // With the bounds cached by earlier queries, and the default windows (no pruning inside the first one).
-          // Both ways of reading a window (branch-free with the mask copied into the marks, or tracking touched
-          // documents), and several shares of the threshold that the skipped lists' bounds may sum to.
-          for (const layout of ["dense", "sparse"] as const) {
-            for (const nonEssentialShare of [0.1, 0.4, 1]) {
-              const windows = { ...testCase.windows, layout, nonEssentialShare };
-              expect(scoreQuery(scored, termIds, query.topK, mask, windows)).toEqual(expected);
-              expect(scoreQuery(precomputed, termIds, query.topK, mask, windows)).toEqual(expected);
-            }
-          }
-          expect(scoreQuery(scored, termIds, query.topK, mask)).toEqual(expected);
-          // The index's own search path (default windows, its own bound cache) agrees too.
-          if (mask === null) expect(lexical.searchWithMask(query.words, query.topK, null)).toEqual(expected);
-        }
-      }),
-      { seed, numRuns: propertyRuns(120) },
-    );
+    fc.assert(fc.property(caseArbitrary, checkCase), { seed, numRuns: propertyRuns(120) });
+  });
+
+  it("returns the exhaustive scores bit for bit for long queries, whose probed sums round differently (property)", () => {
+    const seed = propertySeed("pruning-long");
+    const longCase = fc.record({
+      ...caseFields,
+      documents: fc.array(documentArbitrary, { minLength: 100, maxLength: 300 }),
+      weights: fc.tuple(...Array.from({ length: FIELD_COUNT }, () => fc.constantFrom(0.5, 1, 3, 5))),
+      scoring: fc.constant("sum" as const),
+      queries: longQueries,
+    });
+    fc.assert(fc.property(longCase, checkCase), { seed, numRuns: propertyRuns(60) });
   });
 });
+
+/** Every search of one case against the exhaustive scorer (see the module comment). */
+function checkCase(testCase: Case): void {
+  const lexical = buildIndex(testCase);
+  const parts = lexical.exportParts();
+  const documentCount = parts.ids.length;
+  const upperBounds = parts.postings.map(() => new Map<number, number>());
+  const scored: ScoredIndex = {
+    ids: parts.ids,
+    ranks: parts.ranks,
+    postings: parts.postings,
+    bm25f: parts.scoring === "bm25f",
+    bm25fShares: parts.bm25fShares,
+    upperBounds,
+  };
+  const scratch = {
+    totals: new Float64Array(documentCount),
+    fieldTotals: Array.from({ length: FIELD_COUNT }, () => new Float64Array(documentCount)),
+    marks: new Uint8Array(documentCount),
+    touched: new Int32Array(documentCount),
+  };
+  // Every list's bound computed ahead, as a build does for its long lists (here from one posting on).
+  const steps = longListBoundSteps(parts.postings, parts.termCount, 1);
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  const precomputed: ScoredIndex = { ...scored, upperBounds: step.value };
+  for (const query of testCase.queries) {
+    const termIds: number[] = [];
+    for (const word of query.words) {
+      const termId = parts.dictionary!.get(word);
+      if (termId >= 0 && !termIds.includes(termId)) termIds.push(termId);
+    }
+    const mask = query.eligible === null ? null : maskOf(documentCount, query.eligible, query.maskSeed);
+    const expected = scoreQueryExhaustive(scored, termIds, query.topK, mask, scratch);
+    // With the bounds cached by earlier queries, and the default windows (no pruning inside the first one).
+    // Both ways of reading a window (branch-free with the mask copied into the marks, or tracking touched
+    // documents), and several shares of the threshold that the skipped lists' bounds may sum to.
+    for (const layout of ["dense", "sparse"] as const) {
+      for (const nonEssentialShare of [0.1, 0.4, 1]) {
+        // Probing wherever lists are skipped, too (by default a window is read whole when that costs less).
+        for (const alwaysProbe of [false, true]) {
+          const windows = { ...testCase.windows, layout, nonEssentialShare, alwaysProbe };
+          expect(scoreQuery(scored, termIds, query.topK, mask, windows)).toEqual(expected);
+          expect(scoreQuery(precomputed, termIds, query.topK, mask, windows)).toEqual(expected);
+        }
+      }
+    }
+    expect(scoreQuery(scored, termIds, query.topK, mask)).toEqual(expected);
+    // The index's own search path (default windows, its own bound cache) agrees too.
+    if (mask === null) expect(lexical.searchWithMask(query.words, query.topK, null)).toEqual(expected);
+  }
+}
