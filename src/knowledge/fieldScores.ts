@@ -75,15 +75,3 @@ export function seek(docs: Int32Array, position: number, end: number, doc: numbe
   }
   return low;
 }
-
-/** The first position in the ascending `docs[start, end)` whose document is at least `doc` (`end` if none). */
-export function lowerBound(docs: Int32Array, start: number, end: number, doc: number): number {
-  let low = start;
-  let high = end;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (docs[middle]! < doc) low = middle + 1;
-    else high = middle;
-  }
-  return low;
-}
