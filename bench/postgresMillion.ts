@@ -6,11 +6,9 @@
  * `node` holding no registry and no index, as a replica of the fleet), with its heap while it serves.
  *
  * `flock /tmp/lexground-big.lock node --expose-gc --max-old-space-size=14336 --import tsx bench/postgresMillion.ts
- *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]
- *   [--no-impact-blocks]`
+ *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]`
  * Without `--url` a throwaway cluster is started (bench/postgres.ts's settings); `--keep` leaves it running (its
  * URL and folder are printed) so that `--skip-publish --url …` measures turns again on the same generation.
- * `--no-impact-blocks` publishes without the pruning tables (the backend option `impactBlocks: false`).
  * The queries go to `--queries-file` (default /tmp/lexground-pg-million-<size>.json). Progress on stderr, a
  * Markdown table on stdout.
  */
@@ -18,7 +16,7 @@ import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, performance } from "node:perf_hooks";
 import { promisify } from "node:util";
 import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
@@ -124,13 +122,22 @@ async function main(): Promise<void> {
         connectionString: url,
         schema: "bench",
         statementTimeoutMs: 0,
-        impactBlocks: !flag("no-impact-blocks"),
       });
       const serverPhases: number[] = [];
+      // The main thread's garbage collection pauses per phase (the app CPU includes them).
+      const gcPhases: number[] = [];
+      let gcTotal = 0;
+      let gcBefore = 0;
+      const gcObserver = new PerformanceObserver((list) => {
+        for (const entry of list.getEntries()) gcTotal += entry.duration;
+      });
+      gcObserver.observe({ entryTypes: ["gc"] });
       let serverBefore = serverCpuMs(cluster);
       backend.onPublicationPhase = (phase) => {
         const now = serverCpuMs(cluster);
         serverPhases.push(now !== null && serverBefore !== null ? now - serverBefore : Number.NaN);
+        gcPhases.push(gcTotal - gcBefore);
+        gcBefore = gcTotal;
         serverBefore = now;
         log(`phase ${phase.name}: ${seconds(phase.wallMs)} (app CPU ${seconds(phase.appCpuMs)})`);
       };
@@ -171,7 +178,8 @@ async function main(): Promise<void> {
           .map((row) => `${String(row.name).split("_").at(-1)} ${megabytes(Number(row.bytes))}`)
           .join(", "),
       ]);
-      phaseRows.push(...phaseTable(backend.publicationPhases, serverPhases));
+      gcObserver.disconnect();
+      phaseRows.push(...phaseTable(backend.publicationPhases, serverPhases, gcPhases));
       rows.push(["peak RSS of this process so far", megabytes(process.resourceUsage().maxRSS * 1024)]);
       if (flag("memory-build")) {
         gc!();
@@ -252,19 +260,28 @@ async function main(): Promise<void> {
   }
 }
 
-/** Phases by name (repeated names summed), in first-seen order: wall, app CPU, server CPU (ms). */
-function phaseTable(phases: readonly PublicationPhase[], serverMs: readonly number[]): string[] {
-  const byName = new Map<string, [number, number, number]>();
+/**
+ * Phases by name (repeated names summed), in first-seen order: wall, app CPU, the main thread's collection pauses
+ * (observed as they end, so a pause is counted in the phase it ended in), server CPU (ms).
+ */
+function phaseTable(
+  phases: readonly PublicationPhase[],
+  serverMs: readonly number[],
+  gcMs: readonly number[],
+): string[] {
+  const byName = new Map<string, [number, number, number, number]>();
   phases.forEach((phase, index) => {
-    const sums = byName.get(phase.name) ?? [0, 0, 0];
+    const sums = byName.get(phase.name) ?? [0, 0, 0, 0];
     sums[0] += phase.wallMs;
     sums[1] += phase.appCpuMs;
-    sums[2] += serverMs[index] ?? Number.NaN;
+    sums[2] += gcMs[index] ?? Number.NaN;
+    sums[3] += serverMs[index] ?? Number.NaN;
     byName.set(phase.name, sums);
   });
   const cell = (milliseconds: number) => (Number.isNaN(milliseconds) ? "–" : seconds(milliseconds));
   return [...byName].map(
-    ([name, [wall, app, server]]) => `| ${name} | ${cell(wall)} | ${cell(app)} | ${cell(server)} |`,
+    ([name, [wall, app, gc, server]]) =>
+      `| ${name} | ${cell(wall)} | ${cell(app)} | ${cell(gc)} | ${cell(server)} |`,
   );
 }
 
@@ -284,8 +301,8 @@ function printTables(
   for (const [step, value] of rows) console.log(`| ${step} | ${value} |`);
   if (phaseRows.length > 0) {
     console.log("");
-    console.log("| publication phase | wall | app CPU | server CPU |");
-    console.log("|---|--:|--:|--:|");
+    console.log("| publication phase | wall | app CPU | app GC pauses | server CPU |");
+    console.log("|---|--:|--:|--:|--:|");
     for (const row of phaseRows) console.log(row);
   }
 }

@@ -148,9 +148,7 @@ export class PostgresBackend extends PostgresBackendState implements KnowledgeIn
         const latest = await servingRow(this.schema, client);
         if (latest && latest.contentKey === options.contentKey && !latest.derived)
           return { generation: latest.generation, entryCount: latest.entryCount, reused: true };
-        const generation = await writeGeneration(this.schema, client, data, options.contentKey, phases, {
-          impactBlocks: this.impactBlocks,
-        });
+        const generation = await writeGeneration(this.schema, client, data, options.contentKey, phases);
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;
         return { generation, entryCount: data.documentCount, reused: false };
@@ -221,8 +219,6 @@ export class PostgresBackend extends PostgresBackendState implements KnowledgeIn
               client,
               computeGenerationData(entries, options.indexOptions),
               options.contentKey,
-              undefined,
-              { impactBlocks: this.impactBlocks },
             );
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;

@@ -43,8 +43,6 @@ export abstract class PostgresBackendState {
   protected readonly generationCheckMs: number;
   protected readonly keepGenerations: number;
   protected readonly batchBytes: number;
-  /** Whether publications write the pruning tables (see `PostgresBackendOptions.impactBlocks`). */
-  protected readonly impactBlocks: boolean;
   /** The compaction after incremental updates (see {@link update}). */
   protected readonly compactions: CompactionSchedule;
   private writePool: Promise<PostgresPool> | null = null;
@@ -86,9 +84,6 @@ export abstract class PostgresBackendState {
     this.keepGenerations = readOption(options, "keepGenerations", 1);
     this.batchBytes = readOption(options, "batchBytes", 1024);
     this.postingCache = new PostingCache(readOption(options, "postingCacheBytes", 0));
-    if (options.impactBlocks !== undefined && typeof options.impactBlocks !== "boolean")
-      throw new PostgresBackendOptionsError("createPostgresBackend: impactBlocks must be a boolean");
-    this.impactBlocks = options.impactBlocks ?? true;
     this.compactions = new CompactionSchedule(readOption(options, "compactionDelayMs", 0), (request) =>
       this.compact(request),
     );

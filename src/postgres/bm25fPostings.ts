@@ -1,9 +1,8 @@
-/** True BM25F: a generation's combined posting lists with their per-field shares, and its forward rows. */
+/** True BM25F: a generation's combined posting lists with their per-field shares. */
 import { bm25fFieldFrequency, bm25fTermScore, bm25Idf, bm25LengthRatio } from "../knowledge/bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import { COMBINED_FIELD, FIELD_COUNT, type FieldPairs, groupByTerm, scoredField } from "./fieldPairs.js";
-import type { ForwardRow, PostgresIndexParameters, PostingRow } from "./indexData.js";
-import { FORWARD_KEY_STRIDE } from "./sql.js";
+import type { PostgresIndexParameters, PostingRow } from "./indexData.js";
 
 // The BM25F operations of the in-memory index (`bm25fPostings`), through `bm25.ts`'s functions as it calls them.
 
@@ -141,68 +140,5 @@ export function* bm25fRows(parameters: PostgresIndexParameters, pairs: FieldPair
         contributions: Float64Array.from(shareValues[field]!),
       };
     }
-  }
-}
-
-/** BM25F, document by document: per term the combined score (the impact), then its positive field shares. */
-export function* bm25fDocuments(
-  parameters: PostgresIndexParameters,
-  pairs: FieldPairs,
-): Generator<ForwardRow> {
-  const { terms, fieldTerms, fieldFrequencies, fieldEnds, lengths, averageLengths } = pairs;
-  const documentCount = fieldEnds[0]!.length;
-  const { scored, documentFrequencies } = bm25fSetup(parameters, pairs);
-  const idfs = Float64Array.from(documentFrequencies, (frequency) =>
-    frequency > 0 ? bm25fIdf(documentCount, frequency) : 0,
-  );
-  const slot = new Int32Array(terms.length).fill(-1);
-  for (let doc = 0; doc < documentCount; doc++) {
-    const order: number[] = [];
-    const parts: Float64Array[] = [];
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      if (!scored[field]) continue;
-      const weight = parameters.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
-      const begin = doc > 0 ? fieldEnds[field]![doc - 1]! : 0;
-      for (let index = begin; index < fieldEnds[field]![doc]!; index++) {
-        const term = fieldTerms[field]!.data[index]!;
-        if (slot[term] === -1) {
-          slot[term] = order.length;
-          order.push(term);
-          parts.push(new Float64Array(FIELD_COUNT));
-        }
-        parts[slot[term]!]![field] = bm25fPart(
-          parameters,
-          weight,
-          fieldFrequencies[field]!.data[index]!,
-          lengths[field]![doc]!,
-          averageLengths[field]!,
-        );
-      }
-    }
-    const keys: number[] = [];
-    const contributions: number[] = [];
-    const impacts = new Float64Array(order.length);
-    order.forEach((term, index) => {
-      slot[term] = -1;
-      const docParts = parts[index]!;
-      const score = bm25fScore(parameters, idfs[term]!, docParts);
-      impacts[index] = score;
-      keys.push(term * FORWARD_KEY_STRIDE + COMBINED_FIELD);
-      contributions.push(score);
-      for (let field = 0; field < FIELD_COUNT; field++) {
-        const share = bm25fShare(score, docParts[field]!, docParts);
-        if (share > 0) {
-          keys.push(term * FORWARD_KEY_STRIDE + field);
-          contributions.push(share);
-        }
-      }
-    });
-    yield {
-      doc,
-      keys: Int32Array.from(keys),
-      contributions: Float64Array.from(contributions),
-      impactTerms: Int32Array.from(order),
-      impacts,
-    };
   }
 }

@@ -224,7 +224,7 @@ export class CopyEncoder {
     this.offset = offset;
   }
 
-  /** A `bytea` of little-endian int32 values (see `decodeInt32s`). */
+  /** A `bytea` of little-endian int32 values (see `packedInt32s`). */
   int4Bytes(values: ArrayLike<number>): void {
     const count = values.length;
     this.reserve(4 + count * 4);
@@ -242,7 +242,7 @@ export class CopyEncoder {
     this.offset = offset;
   }
 
-  /** A `bytea` of little-endian float64 values (see `decodeFloat64s`). */
+  /** A `bytea` of little-endian float64 values (see `packedFloat64s`). */
   float8Bytes(values: ArrayLike<number>): void {
     const count = values.length;
     this.reserve(4 + count * 8);

@@ -25,10 +25,10 @@ import type {
   KnowledgeScoringMode,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { bm25fDocuments, bm25fRows } from "./bm25fPostings.js";
+import { bm25fRows } from "./bm25fPostings.js";
 import { EntryListsCollector } from "./entryLists.js";
 import { FIELD_COUNT, type FieldPairs } from "./fieldPairs.js";
-import { sumDocuments, sumRows } from "./sumPostings.js";
+import { sumRows } from "./sumPostings.js";
 
 /** The resolved parameters of a generation (stored with it; readers use the analyzer and scoring mode). */
 export type PostgresIndexParameters = {
@@ -63,34 +63,6 @@ export type PostingRow = {
   contributions: Float64Array;
 };
 
-/**
- * One document's postings: `keys[i]` is term id × `FORWARD_KEY_STRIDE` + field (0 to 4, or
- * `COMBINED_FIELD` for BM25F's term score), `contributions[i]` the value its posting list holds for the
- * document. Keys come field by field (sum), or term by term (BM25F: the combined score, then the shares).
- */
-export type ForwardRow = {
-  doc: number;
-  keys: Int32Array;
-  contributions: Float64Array;
-  /** Term ids of the document, each once, with its impact: the sum of its keys' contributions (the score it adds). */
-  impactTerms: Int32Array;
-  impacts: Float64Array;
-};
-
-/** One stored impact block of a term (see `IMPACT_BLOCK_ENDS`). */
-export type ImpactRow = {
-  term: string;
-  termId: number;
-  block: number;
-  /** Documents with the term in a scored field. */
-  documentFrequency: number;
-  /** The block's documents in impact order: impact descending, then dense id ascending. */
-  docs: Int32Array;
-  impacts: Float64Array;
-  /** The impact of the first posting after the block, 0 when the term has no more. */
-  nextImpact: number;
-};
-
 /** One entry as stored. */
 export type EntryRow = {
   doc: number;
@@ -107,12 +79,6 @@ export type GenerationData = {
   entries: EntryRow[];
   /** Posting lists of every scored field (computed lazily, field by field). */
   postings: () => Generator<PostingRow>;
-  /** The same postings document by document, for the forward table (computed lazily, in dense-id order). */
-  documents: () => Generator<ForwardRow>;
-  /** The terms by term id (forward keys and impact rows name terms by these ids). */
-  terms: readonly string[];
-  /** Per term id, its (document, field) pairs: at least the documents whose forward rows name it. */
-  termBounds: () => Int32Array;
   /** Phrase key → dense ids naming it exactly (id, title) and as an alias; keys in first-seen order. */
   phrases: Map<string, { exact: number[]; alias: number[] }>;
   /** Words of the longest phrase key (phrase lookup never builds longer n-grams). */
@@ -237,22 +203,10 @@ export function computeGenerationData(
   const pairs: FieldPairs = { terms, fieldTerms, fieldFrequencies, fieldEnds, lengths, averageLengths };
   const postings = (): Generator<PostingRow> =>
     parameters.scoring === "bm25f" ? bm25fRows(parameters, pairs) : sumRows(parameters, pairs);
-  const documents = (): Generator<ForwardRow> =>
-    parameters.scoring === "bm25f" ? bm25fDocuments(parameters, pairs) : sumDocuments(parameters, pairs);
   return {
     parameters,
     entries: rows,
     postings,
-    documents,
-    terms,
-    termBounds: () => {
-      const bounds = new Int32Array(terms.length);
-      for (const buffer of fieldTerms) {
-        const data = buffer.data;
-        for (let index = 0; index < buffer.length; index++) bounds[data[index]!]!++;
-      }
-      return bounds;
-    },
     phrases: lists.phrases,
     maxPhraseWords: lists.maxPhraseWords,
     restricted: lists.restricted,

@@ -41,13 +41,6 @@ export type PostgresBackendOptions = {
    * serving generation. 0 disables it. Default 64 MiB.
    */
   postingCacheBytes?: number;
-  /**
-   * Whether publications also write the impact blocks and forward rows (generation layout 2), with which a turn of
-   * few terms may prove its top K from a few hundred postings per term (the pruned path) instead of fetching its
-   * terms' posting lists. Without them (layout 1) every turn is scored in the app from the posting lists, with
-   * the same answers, and a publication writes about a third less. Default true.
-   */
-  impactBlocks?: boolean;
 };
 
 export const DEFAULTS = {

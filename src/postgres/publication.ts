@@ -4,7 +4,6 @@
  */
 import { type CopyEncoder, copyIn, NO_READ_TIMEOUT } from "./copy.js";
 import type { PostgresPoolClient } from "./driver.js";
-import { ImpactCollector } from "./impactBlocks.js";
 import type { GenerationData } from "./indexData.js";
 import { PublicationPhases } from "./publicationPhases.js";
 import {
@@ -27,10 +26,7 @@ export async function writeGeneration(
   data: GenerationData,
   contentKey: string,
   phases: PublicationPhases = new PublicationPhases(),
-  options: { impactBlocks: boolean } = { impactBlocks: true },
 ): Promise<number> {
-  // Layout 1 without the impact blocks and forward rows, or when the impacts cannot bound scores (a negative or
-  // non-finite one): turns take the full path.
   return publishGeneration(
     schema,
     client,
@@ -45,8 +41,10 @@ export async function writeGeneration(
       }),
       layout: GENERATION_LAYOUT,
     },
-    async (tables) =>
-      (await loadGeneration(client, tables, data, phases, options.impactBlocks)) ? GENERATION_LAYOUT : 1,
+    async (tables) => {
+      await loadGeneration(client, tables, data, phases);
+      return GENERATION_LAYOUT;
+    },
     phases,
   );
 }
@@ -155,17 +153,14 @@ export async function retireOldGenerations(
 
 /**
  * Loads a generation's tables with binary COPY, in the transaction that created them (`freeze`: the rows are
- * written as already visible, so no later pass rewrites them). With `impactBlocks`, the forward rows feed the
- * impact blocks, which are loaded last. Resolves with whether turns may prune: the pruning tables were written
- * and every impact is finite and non-negative (what the bounds rely on).
+ * written as already visible, so no later pass rewrites them).
  */
 async function loadGeneration(
   client: PostgresPoolClient,
   tables: GenerationTables,
   data: GenerationData,
   phases: PublicationPhases,
-  impactBlocks: boolean,
-): Promise<boolean> {
+): Promise<void> {
   const copy = (table: string, columns: string[], produce: (encoder: CopyEncoder) => Promise<void>) =>
     phases.run(`copy ${table.slice(table.lastIndexOf("_") + 1)}`, () =>
       copyIn(client, table, columns, produce, { freeze: true }),
@@ -217,33 +212,4 @@ async function loadGeneration(
     for (const [key, docs] of data.byIntegration) await scope(SCOPE_INTEGRATION, key, docs);
     for (const [key, docs] of data.byDomain) await scope(SCOPE_DOMAIN, key, docs);
   });
-  if (!impactBlocks) return false;
-  const impacts = new ImpactCollector(data.terms, data.termBounds());
-  await copy(tables.forward, ["doc", "id", "keys", "contributions"], async (encoder) => {
-    for (const row of data.documents()) {
-      impacts.add(row);
-      await encoder.row(4);
-      encoder.int4(row.doc);
-      encoder.text(JSON.stringify(data.entries[row.doc]!.entry.id));
-      encoder.int4Bytes(row.keys);
-      encoder.float8Bytes(row.contributions);
-    }
-  });
-  await copy(
-    tables.impacts,
-    ["term", "block", "term_id", "document_frequency", "docs", "impacts", "next_impact"],
-    async (encoder) => {
-      for (const row of impacts.rows()) {
-        await encoder.row(7);
-        encoder.text(encodeKey(row.term));
-        encoder.int2(row.block);
-        encoder.int4(row.termId);
-        encoder.int4(row.documentFrequency);
-        encoder.int4Bytes(row.docs);
-        encoder.float8Bytes(row.impacts);
-        encoder.float8(row.nextImpact);
-      }
-    },
-  );
-  return impacts.bounded;
 }

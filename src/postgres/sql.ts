@@ -9,11 +9,11 @@ export const SCHEMA_VERSION = 2;
 
 /**
  * The table layout of the generations this code publishes (stored in `generations.layout`). Layout 1: entries,
- * postings, phrases, scopes. Layout 2 adds the impact-ordered heads of each term's postings (`impacts`) and each
- * document's postings (`forward`), which the pruned turn reads; a layout-1 generation (published by an older
- * lexground) is still served, by the full path.
+ * postings, phrases, scopes. Layout 2, written by older lexground, added each term's impact-ordered best postings
+ * (`impacts`) and each document's postings (`forward`) for a pruned turn that no longer exists: its generations
+ * are served like layout 1 (those tables unread) and dropped with them.
  */
-export const GENERATION_LAYOUT = 2;
+export const GENERATION_LAYOUT = 1;
 
 /** A quoted SQL identifier (`"name"`, inner quotes doubled). */
 export function quoteIdentifier(name: string): string {
@@ -114,24 +114,12 @@ export type GenerationTables = {
   phrases: string;
   scopes: string;
   /**
-   * Layout 2: per term, its postings in impact order, in blocks (see {@link IMPACT_BLOCK_ENDS}). Its arrays, and the
-   * forward table's, are `bytea` of little-endian int32 or float64 values: loaded as a
-   * copy of bytes, not element by element, and read whole by the app, never by SQL.
+   * Layout 2 only (generations published by older lexground): each term's postings in impact order, and each
+   * document's postings (`forward`). Never read; named so that such a generation's tables are dropped with it.
    */
   impacts: string;
-  /** Layout 2: per document, its postings (term id × 8 + field, contribution). */
   forward: string;
 };
-
-/**
- * Where the impact blocks of a term end (positions in its impact order): block 0 holds its best 256 postings,
- * block 1 the next 768, block 2 the next 3,072. Deeper postings are never read by the pruned turn (a query that
- * needs them takes the full path), so they are not stored there.
- */
-export const IMPACT_BLOCK_ENDS: readonly number[] = [256, 1024, 4096];
-
-/** Forward keys are `term id × FORWARD_KEY_STRIDE + field` (fields 0 to 4, and 5 for BM25F's combined score). */
-export const FORWARD_KEY_STRIDE = 8;
 
 /** The quoted, schema-qualified table names of generation `generation` (an integer, so the names are safe). */
 export function generationTables(schema: string, generation: number): GenerationTables {
@@ -184,25 +172,6 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
     `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
     `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
     `alter table ${tables.scopes} alter column docs set storage external`,
-    `create table ${tables.impacts} (
-      term text not null,
-      block smallint not null,
-      term_id integer not null,
-      document_frequency integer not null,
-      docs bytea not null,
-      impacts bytea not null,
-      next_impact double precision not null
-    )`,
-    `alter table ${tables.impacts} alter column docs set storage external,
-      alter column impacts set storage external`,
-    `create table ${tables.forward} (
-      doc integer not null,
-      id text not null,
-      keys bytea not null,
-      contributions bytea not null
-    )`,
-    `alter table ${tables.forward} alter column keys set storage external,
-      alter column contributions set storage external`,
   ];
 }
 
@@ -228,21 +197,11 @@ export function indexGenerationStatements(
       "index scopes",
       `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
     ],
-    [
-      "index impacts",
-      `alter table ${tables.impacts} add constraint g${generation}_impacts_key primary key (term, block)`,
-    ],
-    [
-      "index forward",
-      `alter table ${tables.forward} add constraint g${generation}_forward_key primary key (doc)`,
-    ],
     // Statistics of the key columns only: sampling the large array columns costs seconds and no plan uses them.
     ["analyze", `analyze ${tables.entries} (doc)`],
     ["analyze", `analyze ${tables.postings} (term, field)`],
     ["analyze", `analyze ${tables.phrases} (key)`],
     ["analyze", `analyze ${tables.scopes} (kind, key)`],
-    ["analyze", `analyze ${tables.impacts} (term, block)`],
-    ["analyze", `analyze ${tables.forward} (doc)`],
   ].map(([phase, text]) => ({ phase: phase!, text: text! }));
 }
 

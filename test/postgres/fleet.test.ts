@@ -299,7 +299,7 @@ describePostgres("faults: turns fail open, the status says degraded, recovery ne
       text: "select table_name from information_schema.tables where table_schema = 'failed_build' and table_name ~ '^g[0-9]+_' order by 1",
     });
     expect(tables.rows.map((row) => row.table_name)).toEqual(
-      ["entries", "forward", "impacts", "phrases", "postings", "scopes"].map((name) => `g${serving}_${name}`),
+      ["entries", "phrases", "postings", "scopes"].map((name) => `g${serving}_${name}`),
     );
     const states = await inspect.query({
       text: "select generation, state, error from failed_build.generations order by generation",
