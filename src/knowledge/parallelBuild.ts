@@ -16,63 +16,25 @@
  * hands its parts back to the main thread, which indexes them itself.
  */
 import type { KnowledgeAnalyzerName, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import { availableCores, isNode, workerThreads } from "./buildThreads.js";
+import type { BuildWorkerTask, PartPhrases } from "./buildWorker.js";
 import {
-  availableCores,
-  isNode,
-  type NodePort,
-  type NodeWorker,
-  startBuildWorker,
-  type WorkerThreads,
-  workerThreads,
-} from "./buildThreads.js";
-import type {
-  BuildWorkerReply,
-  BuildWorkerScatterTask,
-  BuildWorkerTask,
-  PartPhrases,
-} from "./buildWorker.js";
-import {
-  PARALLEL_SCATTER_MIN_POSTINGS,
-  type ScatteredRange,
-  type ScatterHelper,
-  type ScatterInput,
-} from "./fieldPostings.js";
+  DEFAULT_PART_ENTRIES,
+  type Helper,
+  type ParallelBuildStats,
+  ParallelBuildWorkers,
+  SMOOTHING,
+  STALL_MILLISECONDS,
+} from "./parallelWorkers.js";
+
+export type { ParallelBuildStats } from "./parallelWorkers.js";
 
 /** With automatic threads, registries smaller than this are indexed by one thread (starting a worker costs more). */
 export const PARALLEL_MIN_ENTRIES = 16_384;
 /** With automatic threads, at most this many workers (the main thread's own share bounds what more would add). */
 const MAX_AUTOMATIC_WORKERS = 3;
-/** Entries per part, before the parts of a round are sized by the measured speeds. */
-const DEFAULT_PART_ENTRIES = 1024;
-/** A worker silent this long while the main thread waits for it is given up (its parts go to the main thread). */
-const STALL_MILLISECONDS = 60_000;
 /** Counts buffers kept per worker for its next parts (parts in flight are about two rounds). */
 const SPARE_BUFFERS = 4;
-/** Weight of the latest measurement in a smoothed speed. */
-const SMOOTHING = 0.3;
-
-type Counted = Extract<BuildWorkerReply, { kind: "counted" }>;
-
-/** A worker thread and what the main thread knows of it. */
-type Helper = {
-  worker: NodeWorker;
-  port: NodePort;
-  ready: boolean;
-  failed: boolean;
-  /** The worker's term ids → the index's (filled part by part, in order). */
-  termIds: Int32Array;
-  mappedTerms: number;
-  /** Smoothed milliseconds per entry the worker takes, or 0 before the first part. */
-  millisecondsPerEntry: number;
-  replies: Map<number, Counted>;
-  /** Parts sent and not answered. */
-  outstanding: number;
-  /** Buffers of merged counts, sent back with the next parts for the worker to fill again (see `recycle`). */
-  spareBuffers: ArrayBuffer[];
-  /** Scattered ranges of postings that arrived, by request (see {@link ParallelIndexing.scatterHelper}). */
-  scattered: Map<number, ScatteredRange>;
-  lastHeard: number;
-};
 
 /** A range of entries, indexed by the main thread (`helper` -1) or counted by a worker. */
 export type BuildSegment = {
@@ -98,18 +60,6 @@ export type ParallelBuildOptions = {
   threads: number | undefined;
   /** Entries per part, and wait for the workers to start before the first part (tests: many parts at any size). */
   partEntries?: number;
-};
-
-/** What the last parallel build of this thread did (for benchmarks and tests). */
-export type ParallelBuildStats = {
-  /** Worker threads that started. */
-  workers: number;
-  /** Entries counted by workers (the rest the main thread indexed itself). */
-  countedEntries: number;
-  /** Milliseconds the main thread waited for a worker. */
-  waitedMilliseconds: number;
-  /** Ranges of postings a worker scattered when finalizing. */
-  scatteredRanges: number;
 };
 
 let lastStats: ParallelBuildStats | null = null;
@@ -147,76 +97,25 @@ export function parallelIndexing(
   return parallel;
 }
 
-/** The state of a parallel build: its workers, the planned segments and the measured speeds. */
-export class ParallelIndexing {
+/**
+ * The plan of a parallel build: the segments of entries planned in rounds from the measured speeds, and merging
+ * the workers' counts in entry order (the workers themselves: {@link ParallelBuildWorkers}).
+ */
+export class ParallelIndexing extends ParallelBuildWorkers {
   private readonly entries: readonly NormalizedKnowledgeEntry[];
-  private readonly partEntries: number;
-  private readonly helpers: Helper[] = [];
-  private threads: WorkerThreads | null = null;
-  /** Incremented by every worker reply. */
-  private readonly signal = new Int32Array(new SharedArrayBuffer(4));
   /** Planned segments not yet passed by the main thread, in entry order. */
   private readonly segments: BuildSegment[] = [];
   private plannedEnd = 0;
   /** Where the last planned round starts: reaching it plans the next one. */
   private lastRoundStart = 0;
   private nextPart = 0;
-  /** Entries of each part sent and not answered. */
-  private readonly partLengths = new Map<number, number>();
   /** Smoothed milliseconds per entry: the main thread indexing an entry itself, and merging a counted one. */
   private indexing = 0;
   private merging = 0;
-  private closed = false;
-  /** @internal */
-  readonly stats: ParallelBuildStats = {
-    workers: 0,
-    countedEntries: 0,
-    waitedMilliseconds: 0,
-    scatteredRanges: 0,
-  };
 
   constructor(entries: readonly NormalizedKnowledgeEntry[], partEntries: number) {
+    super(partEntries);
     this.entries = entries;
-    this.partEntries = Math.max(1, Math.floor(partEntries));
-  }
-
-  /** Workers that started. */
-  get helperCount(): number {
-    return this.helpers.length;
-  }
-
-  /** Starts one worker (ignored when it cannot start). @internal */
-  startHelper(threads: WorkerThreads, analyzer: KnowledgeAnalyzerName): void {
-    try {
-      const { worker, port } = startBuildWorker(threads, analyzer, this.signal);
-      const helper: Helper = {
-        worker,
-        port,
-        ready: false,
-        failed: false,
-        termIds: new Int32Array(1024),
-        mappedTerms: 0,
-        millisecondsPerEntry: 0,
-        replies: new Map(),
-        outstanding: 0,
-        spareBuffers: [],
-        scattered: new Map(),
-        lastHeard: performance.now(),
-      };
-      // Errors reach the main thread as events; the build notices a failed worker by its silence or its reply.
-      worker.on("error", () => {
-        helper.failed = true;
-      });
-      worker.on("messageerror", () => {
-        helper.failed = true;
-      });
-      worker.unref();
-      this.threads = threads;
-      this.helpers.push(helper);
-      this.stats.workers++;
-    } catch {
-      // No worker: the main thread does its share.
-    }
   }
 
   /** The segment holding entry `position` (the next one the main thread indexes); plans rounds ahead as needed. */
@@ -271,75 +170,6 @@ export class ParallelIndexing {
     }
   }
 
-  /** Blocks until every worker started (or failed, or a stall's time passed). @internal */
-  waitForWorkers(): void {
-    const started = performance.now();
-    while (this.helpers.some((helper) => !helper.ready && !helper.failed)) {
-      if (performance.now() - started > STALL_MILLISECONDS) return;
-      const observed = Atomics.load(this.signal, 0);
-      if (this.receive()) continue;
-      Atomics.wait(this.signal, 0, observed, 100);
-    }
-  }
-
-  /**
-   * The finalize side of the build: a worker scatters the upper range of a large field's terms while the main
-   * thread scatters the rest (see `fieldPostings`). A worker that fails or stalls answers null: the main thread
-   * then scatters that range itself.
-   */
-  scatterHelper(): ScatterHelper {
-    const requests = new Map<number, number>();
-    let nextRequest = 0;
-    return {
-      // Tests (small parts) split every field, so that the split is exercised at any size.
-      minimumPostings: this.partEntries === DEFAULT_PART_ENTRIES ? PARALLEL_SCATTER_MIN_POSTINGS : 1,
-      start: (input: ScatterInput, fromTerm: number): number | null => {
-        this.receive();
-        const index = this.helpers.findIndex((helper) => helper.ready && !helper.failed);
-        if (index < 0 || this.closed) return null;
-        const request = nextRequest++;
-        const task: BuildWorkerScatterTask = { kind: "scatter", request, input, fromTerm };
-        try {
-          this.helpers[index]!.port.postMessage(task);
-        } catch {
-          this.giveUp(index);
-          return null;
-        }
-        this.helpers[index]!.lastHeard = performance.now();
-        requests.set(request, index);
-        return request;
-      },
-      result: (request: number, milliseconds: number): ScatteredRange | null | undefined => {
-        const index = requests.get(request);
-        if (index === undefined) return null;
-        const helper = this.helpers[index]!;
-        const started = performance.now();
-        for (;;) {
-          this.receive();
-          const range = helper.scattered.get(request);
-          if (range) {
-            helper.scattered.delete(request);
-            requests.delete(request);
-            this.stats.scatteredRanges++;
-            return range;
-          }
-          if (helper.failed || performance.now() - helper.lastHeard > STALL_MILLISECONDS) {
-            this.giveUp(index);
-            requests.delete(request);
-            return null;
-          }
-          const remaining = milliseconds - (performance.now() - started);
-          if (remaining <= 0) return undefined;
-          const observed = Atomics.load(this.signal, 0);
-          if (this.receive()) continue;
-          const waitStarted = performance.now();
-          Atomics.wait(this.signal, 0, observed, remaining);
-          this.stats.waitedMilliseconds += performance.now() - waitStarted;
-        }
-      },
-    };
-  }
-
   /** Records the main thread's speed indexing `count` entries itself (`merged`: merging counted ones). */
   record(count: number, milliseconds: number, merged: boolean): void {
     if (count <= 0) return;
@@ -351,49 +181,9 @@ export class ParallelIndexing {
   }
 
   /** Stops the workers (idempotent). */
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const helper of this.helpers) {
-      helper.failed = true;
-      try {
-        helper.port.close();
-        void helper.worker.terminate().catch(() => undefined);
-      } catch {
-        // Already gone.
-      }
-    }
+  override close(): void {
+    super.close();
     this.segments.length = 0;
-  }
-
-  /** Reads every reply that arrived; true when there was any. */
-  private receive(): boolean {
-    const threads = this.threads;
-    if (!threads) return false;
-    let any = false;
-    for (const helper of this.helpers) {
-      if (helper.failed) continue;
-      for (;;) {
-        const received = threads.receiveMessageOnPort(helper.port);
-        if (!received) break;
-        any = true;
-        const reply = received.message;
-        helper.lastHeard = performance.now();
-        if (reply.kind === "ready") helper.ready = true;
-        else if (reply.kind === "failed") helper.failed = true;
-        else if (reply.kind === "scattered") helper.scattered.set(reply.request, reply.range);
-        else {
-          helper.outstanding--;
-          helper.replies.set(reply.part, reply);
-          const perEntry = reply.milliseconds / Math.max(1, this.partLength(reply.part));
-          helper.millisecondsPerEntry =
-            helper.millisecondsPerEntry === 0
-              ? perEntry
-              : helper.millisecondsPerEntry + SMOOTHING * (perEntry - helper.millisecondsPerEntry);
-        }
-      }
-    }
-    return any;
   }
 
   /**
@@ -410,42 +200,12 @@ export class ParallelIndexing {
     segment.phrases = null;
   }
 
-  private partLength(part: number): number {
-    const length = this.partLengths.get(part) ?? this.partEntries;
-    this.partLengths.delete(part);
-    return length;
-  }
-
-  /** Appends the index's ids of a worker's new terms (in the worker's id order) to its map. */
-  private mapTerms(helper: Helper, ids: readonly number[]): void {
-    let termIds = helper.termIds;
-    if (helper.mappedTerms + ids.length > termIds.length) {
-      let length = termIds.length * 2;
-      while (length < helper.mappedTerms + ids.length) length *= 2;
-      const grown = new Int32Array(length);
-      grown.set(termIds);
-      termIds = grown;
-      helper.termIds = termIds;
-    }
-    termIds.set(ids, helper.mappedTerms);
-    helper.mappedTerms += ids.length;
-  }
-
-  /** A worker is given up: its planned parts that have not been merged become the main thread's. */
-  private giveUp(index: number): void {
-    const helper = this.helpers[index]!;
-    helper.failed = true;
-    helper.replies.clear();
+  protected override handBack(index: number): void {
     for (const segment of this.segments)
       if (segment.helper === index && !segment.counts) {
         segment.helper = -1;
         segment.part = -1;
       }
-    try {
-      void helper.worker.terminate().catch(() => undefined);
-    } catch {
-      // Already gone.
-    }
   }
 
   /**
