@@ -69,6 +69,15 @@ export function bm25fTermScore(idf: number, pseudoFrequency: number, k1: number)
   return (idf * (pseudoFrequency * (k1 + 1))) / (pseudoFrequency + k1);
 }
 
+/**
+ * A field's share of a BM25F term score, for the per-field breakdown: the score split in proportion to the fields'
+ * parts of the pseudo-frequency (each a {@link bm25fFieldFrequency}), `score · fieldFrequency / pseudoFrequency`;
+ * 0 when the pseudo-frequency is 0.
+ */
+export function bm25fFieldShare(score: number, fieldFrequency: number, pseudoFrequency: number): number {
+  return pseudoFrequency > 0 ? (score * fieldFrequency) / pseudoFrequency : 0;
+}
+
 /** Throws a `RangeError` naming the first parameter outside its range (see the module comment). */
 export function assertIndexParameters(weights: KnowledgeFieldWeights, k1: number, b: number): void {
   for (const field of KNOWLEDGE_FIELD_NAMES) {

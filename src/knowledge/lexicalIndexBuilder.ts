@@ -10,15 +10,10 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import type { TokenAnalyzer } from "./analyzer.js";
+import { bm25fPostings } from "./bm25fPostings.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { buildDocument, type DocumentWithRawTexts, entryFieldTexts, RAW_FIELD_TEXTS } from "./document.js";
-import {
-  allocateFieldArrays,
-  bm25fPostings,
-  type FieldArrays,
-  fieldPostings,
-  type ScatterHelper,
-} from "./fieldPostings.js";
+import { allocateFieldArrays, type FieldArrays, fieldPostings, type ScatterHelper } from "./fieldPostings.js";
 import type { FinishedLexicalState } from "./indexParts.js";
 import { longListBoundSteps } from "./listBounds.js";
 import {

@@ -8,6 +8,7 @@
 import type { KnowledgeFieldWeights, KnowledgeLexicalMatch } from "../types/knowledge.js";
 import {
   bm25fFieldFrequency,
+  bm25fFieldShare,
   bm25fTermScore,
   bm25Idf,
   bm25LengthNormalization,
@@ -132,7 +133,7 @@ export function scoreQueryLive(
         totals[doc]! += score;
         for (let field = 0; field < FIELD_COUNT; field++) {
           if (!(fields & (1 << field))) continue;
-          const share = pseudoFrequency > 0 ? (score * termParts[field]![doc]!) / pseudoFrequency : 0;
+          const share = bm25fFieldShare(score, termParts[field]![doc]!, pseudoFrequency);
           if (share > 0) {
             fieldTotals[field]![doc]! += share;
             marks[doc]! |= 1 << field;
