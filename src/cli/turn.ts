@@ -4,6 +4,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { assembleKnowledgeContext, DEFAULT_MAX_CONTEXT_TOKENS, retrieve } from "../index.js";
+import { DEFAULT_ANALYZER } from "../knowledge/defaults.js";
 import type {
   KnowledgeCandidateCut,
   KnowledgeCitation,
@@ -100,7 +101,7 @@ export function runTurn(prepared: PreparedKnowledgeBase, query: string, scope: T
   const assembleStart = performance.now();
   const assembled = assembleKnowledgeContext(selection, prepared.context, {
     query,
-    analyzer: resolved.analyzer ?? "none",
+    analyzer: resolved.analyzer ?? DEFAULT_ANALYZER,
   });
   const assembleMs = performance.now() - assembleStart;
 

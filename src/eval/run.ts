@@ -20,6 +20,7 @@ import { performance } from "node:perf_hooks";
 import { resolveGroundingConfiguration } from "../knowledge/config.js";
 import { validateGroundingConfig } from "../knowledge/configValidation.js";
 import { assembleKnowledgeContext, renderEntry } from "../knowledge/context.js";
+import { DEFAULT_ANALYZER, DEFAULT_CONFIDENCE_RULE } from "../knowledge/defaults.js";
 import { hasErrorMarker } from "../knowledge/errors.js";
 import { buildIndexSnapshot } from "../knowledge/knowledgeIndex.js";
 import { tokenize } from "../knowledge/normalize.js";
@@ -170,7 +171,10 @@ export function evaluateConfigurations(
       relationLimit: 0,
     };
     const blocked = settings.blockedDomains ?? [];
-    const passageQuery = (query: EvalQuery) => ({ query: query.text, analyzer: resolved.analyzer ?? "none" });
+    const passageQuery = (query: EvalQuery) => ({
+      query: query.text,
+      analyzer: resolved.analyzer ?? DEFAULT_ANALYZER,
+    });
     const request = (query: EvalQuery) => ({
       query: query.text,
       recentTurns: [],
@@ -345,7 +349,7 @@ function evaluateQuery(
     seed: classifyConfidence(candidates, "seed"),
     calibrated: classifyConfidence(candidates, "calibrated"),
   };
-  const confidence = confidenceByRule[resolved.confidenceRule ?? "seed"];
+  const confidence = confidenceByRule[resolved.confidenceRule ?? DEFAULT_CONFIDENCE_RULE];
   const top = candidates[0];
   const second = candidates[1];
   let relevant = 0;

@@ -13,7 +13,7 @@ import { BUILD_WORKER_MARKER } from "./buildWorkerMarker.js";
 import { tokenizeList } from "./document.js";
 import { type ScatteredRange, type ScatterInput, scatterRange } from "./fieldPostings.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
-import { IntBuffer } from "./postings.js";
+import { FIELD_COUNT, IntBuffer } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 import { TermCounter } from "./termCounter.js";
 import { TermDictionary } from "./termDictionary.js";
@@ -85,6 +85,9 @@ export type BuildWorkerPort = {
  */
 export type PartPhrases = { keys: string[]; counts: Int32Array };
 
+/** Where an entry's aliases are among its fields' text counts (field order: title, aliases, keywords, …). */
+const ALIASES_FIELD = 1;
+
 /** The phrase keys of a task's entries (see {@link PartPhrases}). */
 export function partPhrases(task: BuildWorkerTask): PartPhrases {
   const { ids, texts, textCounts } = task;
@@ -93,21 +96,21 @@ export function partPhrases(task: BuildWorkerTask): PartPhrases {
   let text = 0;
   for (let entry = 0; entry < ids.length; entry++) {
     // Fields in order: title (one text), aliases, keywords, summary, body (see entryFieldTexts).
-    const base = entry * 5;
+    const base = entry * FIELD_COUNT;
     const title = texts[text]!;
     const exact = normalizePhrases([ids[entry]!, title]);
     for (const key of exact) keys.push(key);
     counts[2 * entry] = exact.length;
     let aliasKeys = 0;
     const aliasStart = text + textCounts[base]!;
-    for (let alias = 0; alias < textCounts[base + 1]!; alias++) {
+    for (let alias = 0; alias < textCounts[base + ALIASES_FIELD]!; alias++) {
       const key = phraseKey(texts[aliasStart + alias]);
       if (key === "") continue;
       keys.push(key);
       aliasKeys++;
     }
     counts[2 * entry + 1] = aliasKeys;
-    for (let field = 0; field < 5; field++) text += textCounts[base + field]!;
+    for (let field = 0; field < FIELD_COUNT; field++) text += textCounts[base + field]!;
   }
   return { keys, counts };
 }

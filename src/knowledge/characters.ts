@@ -38,5 +38,13 @@ export function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
+/** `.`, `!` or `?`: a sentence end (when whitespace follows). */
+export function isSentenceEnd(code: number): boolean {
+  return code === 46 || code === 33 || code === 63;
+}
+
+/** The space character, `" "`: what separates the words of a phrase key. */
+export const ASCII_SPACE = 32;
+
 /** OR-ing this into an ASCII letter's code lowercases it (and leaves digits unchanged). */
 export const ASCII_LOWERCASE_BIT = 32;

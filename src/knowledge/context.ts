@@ -19,6 +19,7 @@ import type {
 } from "../types/knowledge.js";
 import { formatKnowledgeCitation } from "./citation.js";
 import {
+  DEFAULT_ANALYZER,
   DEFAULT_LONG_BODY_TOKENS,
   DEFAULT_MAX_CONTEXT_TOKENS,
   DEFAULT_MAX_PASSAGES,
@@ -211,7 +212,7 @@ function resolvePassageSettings(
   passageQuery: KnowledgePassageQuery | undefined,
 ): PassageSettings | null {
   if (contextConfig?.passages !== "auto") return null;
-  const analyzer = passageQuery?.analyzer ?? "none";
+  const analyzer = passageQuery?.analyzer ?? DEFAULT_ANALYZER;
   return {
     passageChars: Math.max(1, Math.floor(contextConfig.passageTokens ?? DEFAULT_PASSAGE_TOKENS) * 4),
     maxPassages: Math.max(1, Math.floor(contextConfig.maxPassages ?? DEFAULT_MAX_PASSAGES)),

@@ -17,7 +17,7 @@ import type {
   KnowledgeTelemetryTracer,
 } from "../types/knowledge.js";
 import { assembleKnowledgeContext } from "./context.js";
-import { DEFAULT_RECENT_TURNS } from "./defaults.js";
+import { DEFAULT_ANALYZER, DEFAULT_RECENT_TURNS } from "./defaults.js";
 import { INDEX_NOT_READY, KnowledgeGroundingTimeoutError } from "./engineErrors.js";
 import { readTurnField } from "./engineState.js";
 import { KnowledgeEngineUpdates } from "./engineUpdates.js";
@@ -261,7 +261,7 @@ export class KnowledgeGroundingEngine extends KnowledgeEngineUpdates {
   ): KnowledgeGroundingOutcome {
     const assembled = assembleKnowledgeContext(selection, this.contextConfig, {
       query: request.query,
-      analyzer: this.resolved.analyzer ?? "none",
+      analyzer: this.resolved.analyzer ?? DEFAULT_ANALYZER,
     });
     const durationMs = this.now() - started;
     const selectedEntryIds = selection.primary.map((entry) => entry.id);

@@ -29,6 +29,9 @@ import { scoreQuery } from "./scoring.js";
 
 export { MAX_RESERVED_POSTINGS } from "./lexicalIndexBuilder.js";
 
+/** Entry ids a compaction files between two yields (a power of two). */
+const IDS_PER_STEP = 1 << 14;
+
 /** Parameters of the lexical index. Everything is optional; defaults are NeuroLink's. */
 export type KnowledgeLexicalIndexOptions = {
   /** BM25 term-frequency saturation. Default 1.5. */
@@ -186,7 +189,7 @@ export class KnowledgeLexicalIndex extends KnowledgeLexicalIndexState implements
     for (const id of ids) {
       index.denseIds.set(id, index.ids.length);
       index.ids.push(id);
-      if ((index.ids.length & 0x3fff) === 0) yield;
+      if ((index.ids.length & (IDS_PER_STEP - 1)) === 0) yield;
     }
     while (!index.finalizeStep()) yield;
     return { index, newDenseIds };

@@ -13,7 +13,7 @@ import type {
 } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { assertIndexParameters } from "./bm25.js";
-import { DEFAULT_BM25_B, DEFAULT_BM25_K1 } from "./defaults.js";
+import { DEFAULT_ANALYZER, DEFAULT_BM25_B, DEFAULT_BM25_K1, DEFAULT_SCORING_MODE } from "./defaults.js";
 import { resolveFieldWeights } from "./document.js";
 import type { ScatterHelper } from "./fieldPostings.js";
 import { addedDenseIdOf, type IndexBase, type IndexChanges } from "./indexChanges.js";
@@ -81,8 +81,8 @@ export abstract class KnowledgeLexicalIndexState {
     this.fieldWeights = sibling ? sibling.fieldWeights : Object.freeze(resolveFieldWeights(fieldWeights));
     this.k1 = sibling ? sibling.k1 : (options.k1 ?? DEFAULT_BM25_K1);
     this.b = sibling ? sibling.b : (options.b ?? DEFAULT_BM25_B);
-    this.analyzerName = sibling ? sibling.analyzerName : (options.analyzer ?? "none");
-    this.scoring = sibling ? sibling.scoring : (options.scoring ?? "sum");
+    this.analyzerName = sibling ? sibling.analyzerName : (options.analyzer ?? DEFAULT_ANALYZER);
+    this.scoring = sibling ? sibling.scoring : (options.scoring ?? DEFAULT_SCORING_MODE);
     this.analyzer = sibling ? sibling.analyzer : getAnalyzer(this.analyzerName);
     if (sibling) {
       this.dictionary = sibling.dictionary;

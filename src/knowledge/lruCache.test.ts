@@ -41,3 +41,38 @@ describe("LruCache", () => {
     expect(evicted).toEqual(["a"]);
   });
 });
+
+describe("LruCache bounded by weight", () => {
+  it("keeps the total weight within the limit, least recently used dropped first", () => {
+    const evicted: string[] = [];
+    const cache = new LruCache<string, string>(
+      10,
+      (key) => evicted.push(key),
+      (value) => value.length,
+    );
+    cache.set("a", "xxxx");
+    cache.set("b", "xxxx");
+    expect(cache.weight).toBe(8);
+    cache.get("a");
+    cache.set("c", "xxx");
+    expect([...cache.keys()]).toEqual(["a", "c"]);
+    expect(evicted).toEqual(["b"]);
+    expect(cache.weight).toBe(7);
+  });
+
+  it("re-setting a key replaces its weight; an entry heavier than the limit is not kept", () => {
+    const cache = new LruCache<string, string>(10, undefined, (value) => value.length);
+    cache.set("a", "xxxxxx");
+    cache.set("a", "xx");
+    expect(cache.weight).toBe(2);
+    cache.set("b", "xxxxxxxx");
+    expect([...cache.keys()]).toEqual(["a", "b"]);
+    expect(cache.weight).toBe(10);
+    cache.set("c", "x".repeat(11));
+    expect(cache.size).toBe(0);
+    expect(cache.weight).toBe(0);
+    cache.set("d", "xxx");
+    expect(cache.delete("d")).toBe(true);
+    expect(cache.weight).toBe(0);
+  });
+});

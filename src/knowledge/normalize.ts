@@ -4,6 +4,7 @@
  * decomposed, Indic vowel signs are removed) that NeuroLink has too.
  */
 import {
+  ASCII_SPACE,
   isAsciiAlphanumeric,
   isAsciiLower,
   isAsciiLowerOrDigit,
@@ -118,7 +119,7 @@ export function forEachSegment(
   let hasNonAscii = false;
   const length = text.length;
   for (let index = 0; index <= length; index++) {
-    const code = index < length ? text.charCodeAt(index) : 32;
+    const code = index < length ? text.charCodeAt(index) : ASCII_SPACE;
     if (isNonAscii(code)) {
       hasNonAscii = true;
       continue;
@@ -236,6 +237,6 @@ export function normalizePhrases(list: readonly (string | null | undefined)[]): 
 export function phraseWordCount(key: string): number {
   if (key === "") return 0;
   let count = 1;
-  for (let index = 0; index < key.length; index++) if (key.charCodeAt(index) === 32) count++;
+  for (let index = 0; index < key.length; index++) if (key.charCodeAt(index) === ASCII_SPACE) count++;
   return count;
 }

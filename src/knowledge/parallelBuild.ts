@@ -26,6 +26,7 @@ import {
   SMOOTHING,
   STALL_MILLISECONDS,
 } from "./parallelWorkers.js";
+import { FIELD_COUNT } from "./postings.js";
 
 export type { ParallelBuildStats } from "./parallelWorkers.js";
 
@@ -295,7 +296,7 @@ export class ParallelIndexing extends ParallelBuildWorkers {
   private task(part: number, start: number, end: number): BuildWorkerTask {
     const ids: string[] = [];
     const texts: string[] = [];
-    const textCounts = new Int32Array((end - start) * 5);
+    const textCounts = new Int32Array((end - start) * FIELD_COUNT);
     let index = 0;
     const pushAll = (list: readonly string[]): void => {
       textCounts[index++] = list.length;

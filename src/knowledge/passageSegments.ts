@@ -2,6 +2,7 @@
  * Cutting an entry body into passages: Markdown sections (a heading starts one), or paragraphs packed up to a
  * size, with oversized blocks cut at line, sentence or word boundaries (see `passages.ts` for their use).
  */
+import { isHighSurrogate, isSentenceEnd } from "./characters.js";
 import { MAX_PASSAGE_SCAN_CHARS, MAX_PASSAGES_CONSIDERED } from "./defaults.js";
 
 /** One passage: a `[start, end)` range of the body text, and the heading line of its section. */
@@ -82,11 +83,11 @@ function pieceEnd(text: string, from: number, limit: number): number {
   if (newline > floor) return newline;
   for (let index = limit - 1; index > floor; index--) {
     const code = text.charCodeAt(index - 1);
-    if ((code === 46 || code === 33 || code === 63) && WHITESPACE.test(text[index]!)) return index;
+    if (isSentenceEnd(code) && WHITESPACE.test(text[index]!)) return index;
   }
   for (let index = limit - 1; index > floor; index--) if (WHITESPACE.test(text[index]!)) return index;
   const code = text.charCodeAt(limit - 1);
-  return code >= 0xd800 && code <= 0xdbff && limit - 1 > from ? limit - 1 : limit;
+  return isHighSurrogate(code) && limit - 1 > from ? limit - 1 : limit;
 }
 
 function skipWhitespace(text: string, from: number, end: number): number {

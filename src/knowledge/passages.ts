@@ -11,12 +11,14 @@
  */
 import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 import { getAnalyzer } from "./analyzer.js";
+import { bm25Idf, bm25LengthNormalization } from "./bm25.js";
 import {
   MAX_PASSAGE_SCAN_CHARS,
   PASSAGE_BM25_B,
   PASSAGE_BM25_K1,
   PASSAGE_CACHE_MAX_CHARS,
 } from "./defaults.js";
+import { LruCache } from "./lruCache.js";
 import { tokenize } from "./normalize.js";
 import { type BodyPassage, segmentPassages, WHITESPACE } from "./passageSegments.js";
 
@@ -112,12 +114,13 @@ export function scorePassages(index: PassageIndex, queryTerms: Iterable<string>)
     const list = index.postings.get(term);
     if (!list) continue;
     const documentFrequency = list.length / 2;
-    const idf = Math.log(1 + (count - documentFrequency + 0.5) / (documentFrequency + 0.5));
+    const idf = bm25Idf(count, documentFrequency);
     for (let position = 0; position < list.length; position += 2) {
       const passage = list[position]!;
       const frequency = list[position + 1]!;
-      const norm =
-        PASSAGE_BM25_K1 * (1 - PASSAGE_BM25_B + (PASSAGE_BM25_B * index.lengths[passage]!) / average);
+      const norm = bm25LengthNormalization(PASSAGE_BM25_K1, PASSAGE_BM25_B, index.lengths[passage]!, average);
+      // Not bm25TermScore: this order (idf · tf · (k1 + 1) first) is the one passage choices were made with, and
+      // a different rounding could reorder passages that score alike.
       const gain = (idf * frequency * (PASSAGE_BM25_K1 + 1)) / (frequency + norm);
       scores.set(passage, (scores.get(passage) ?? 0) + gain);
     }
@@ -222,10 +225,17 @@ export function passageQueryTerms(queryTokens: readonly string[], analyzer: Know
   return [...new Set(analyze ? analyze(queryTokens) : queryTokens)];
 }
 
-// A bounded LRU of passage indexes by owner (a frozen entry) and settings.
+// Passage indexes by owner (a frozen entry) and settings, bounded by the characters they were cut from.
 type CacheSlot = { source: string; index: PassageIndex; chars: number };
-const passageCache = new Map<object, Map<string, CacheSlot>>();
-let cachedChars = 0;
+const passageCache = new LruCache<object, ReadonlyMap<string, CacheSlot>>(
+  PASSAGE_CACHE_MAX_CHARS,
+  undefined,
+  (slots) => {
+    let chars = 0;
+    for (const slot of slots.values()) chars += slot.chars;
+    return chars;
+  },
+);
 
 /**
  * The passage index of a body for an owner object (a frozen entry), from the cache when present. Only the first
@@ -244,38 +254,20 @@ export function passageIndexFor(
   const cacheable = Object.isFrozen(owner);
   const key = `${analyzer}:${passageChars}`;
   if (cacheable) {
-    const slots = passageCache.get(owner);
-    const hit = slots?.get(key);
-    if (slots && hit && hit.source === body) {
-      passageCache.delete(owner);
-      passageCache.set(owner, slots);
-      return hit.index;
-    }
+    const hit = passageCache.get(owner)?.get(key);
+    if (hit && hit.source === body) return hit.index;
   }
   const scanned = body.length > MAX_PASSAGE_SCAN_CHARS ? body.slice(0, MAX_PASSAGE_SCAN_CHARS) : body;
   const index = buildPassageIndex(prepare(scanned), passageChars, analyzer, scanned.length === body.length);
   if (!cacheable) return index;
-  let slots = passageCache.get(owner);
-  if (slots) {
-    const previous = slots.get(key);
-    if (previous) cachedChars -= previous.chars;
-    passageCache.delete(owner);
-  } else {
-    slots = new Map();
-  }
+  // A new map (the cache weighs an owner's slots when they are set).
+  const slots = new Map(passageCache.peek(owner));
   slots.set(key, { source: body, index, chars: scanned.length });
   passageCache.set(owner, slots);
-  cachedChars += scanned.length;
-  while (cachedChars > PASSAGE_CACHE_MAX_CHARS && passageCache.size > 1) {
-    const oldest = passageCache.keys().next().value!;
-    for (const slot of passageCache.get(oldest)!.values()) cachedChars -= slot.chars;
-    passageCache.delete(oldest);
-  }
   return index;
 }
 
 /** Empties the passage cache (tests and memory-sensitive hosts). */
 export function clearPassageCache(): void {
   passageCache.clear();
-  cachedChars = 0;
 }

@@ -4,6 +4,7 @@
  * `commitChange` does, once the change went live.
  */
 import type {
+  KnowledgeIssueCode,
   KnowledgeUpsertOptions,
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
@@ -23,9 +24,10 @@ export type PlannedChange = {
   upserted: { entry: NormalizedKnowledgeEntry; source: number | { id: string; version: string } }[];
 };
 
+/** An issue of a planned change, in the shape validation reports. */
 function issue(
   level: "error" | "warning",
-  code: string,
+  code: KnowledgeIssueCode,
   message: string,
   path: string,
   entryId?: string,

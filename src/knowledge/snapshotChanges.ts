@@ -111,7 +111,7 @@ export function* updatableSnapshotSteps(
   for (let doc = 0; doc < count; doc++) {
     lexical.addEntry(snapshot.entriesById.get(loaded.idAt(doc))!);
     if (doc + 1 === RESERVE_AFTER_DOCUMENTS) lexical.reserveFor(count);
-    if ((doc & 63) === 63) yield;
+    if ((doc & (REINDEXED_PER_STEP - 1)) === REINDEXED_PER_STEP - 1) yield;
   }
   while (!lexical.finalizeStep()) yield;
   for (let doc = 0; doc < count; doc++)
@@ -268,6 +268,8 @@ export function hasSnapshotChanges(snapshot: KnowledgeIndexSnapshot): boolean {
 
 /** Dense ids remapped between two yields of a compaction. */
 const DOCS_PER_STEP = 1 << 14;
+/** Entries re-indexed between two yields when a loaded index is made updatable (a power of two). */
+const REINDEXED_PER_STEP = 64;
 
 /**
  * `docs` sorted in place. A renumbered scope list is its base documents, in order, followed by the few added

@@ -631,9 +631,10 @@ export type KnowledgeValidationIssue = {
  * The codes of the validation issues lexground raises. Errors (they block the source set): `bad-sources`,
  * `unreadable-input` (a getter or proxy threw), `missing-source-id`, `missing-entry-id`, `duplicate-entry-id`,
  * `missing-title`, `missing-summary`, `missing-domain`, `missing-integrations`, `bad-integrations`, `bad-kind`,
- * `bad-status`, `bad-field-type`, `limit-exceeded`, and `bad-config` (the engine configuration). Warnings:
+ * `bad-status`, `bad-field-type`, `limit-exceeded`, and `bad-config` (the engine configuration); of an update,
+ * `source-version-changed` (a source's version cannot change) and `update-failed`. Warnings:
  * `ambiguous-entry-id`, `unknown-field`, `empty-alias`, `duplicate-alias`, `broken-relation`, `broken-parent`,
- * `encoded-in-citation`.
+ * `encoded-in-citation`, and of a removal `unknown-entry-id`.
  */
 export type KnowledgeIssueCode =
   | "bad-sources"
@@ -657,7 +658,10 @@ export type KnowledgeIssueCode =
   | "duplicate-alias"
   | "broken-relation"
   | "broken-parent"
-  | "encoded-in-citation";
+  | "encoded-in-citation"
+  | "source-version-changed"
+  | "update-failed"
+  | "unknown-entry-id";
 
 /** Result of validation: `ok` is false when any issue has level `error`. */
 export type KnowledgeValidationResult = {
