@@ -12,7 +12,7 @@ import type {
 import { MAX_ENTRIES } from "./defaults.js";
 import { copyList, describeType, isUnreadable, readProperty, shapeOf } from "./hostValues.js";
 import type { KnowledgeRegistry } from "./knowledgeRegistry.js";
-import { normalizeSources } from "./resolve.js";
+import { type NormalizedSourceGroup, normalizeSources } from "./resolve.js";
 
 /** A validated change, ready to apply. */
 export type PlannedChange = {
@@ -79,10 +79,53 @@ export function planUpsert(
       issue("error", "bad-field-type", "options.sourceId must be a non-empty string", "options.sourceId"),
     );
 
-  // The change as sources: one per target source, each with the registry's version when the source exists.
-  type Target = { id: unknown; version: unknown; entries: unknown[]; paths: string[] };
-  const targets: Target[] = [];
-  const targetFor = (id: unknown, version: unknown): Target => {
+  const targets = changeTargets(
+    registry,
+    items,
+    sourcesForm,
+    typeof optionSource === "string" ? optionSource : undefined,
+    removing,
+    issues,
+  );
+  const normalized = normalizeSources(
+    targets.map((target) => ({ id: target.id, version: target.version, entries: target.entries })),
+    { manifestVersion: fallbackVersion },
+  );
+  // Paths of the change's own validation point into the caller's input.
+  for (const found of normalized.validation.issues) {
+    if (found.code === "broken-relation" || found.code === "broken-parent") continue; // checked below
+    const match = found.path?.match(/^sources\[(\d+)\]\.entries\[(\d+)\](.*)$/);
+    const target = match ? targets[Number(match[1])] : undefined;
+    const path = match && target ? `${target.paths[Number(match[2])]}${match[3]}` : found.path;
+    issues.push({ ...found, ...(path === undefined ? {} : { path }) });
+  }
+  const upserted = admittedEntries(registry, normalized.groups, targets, removing, issues);
+  const added = upserted.filter(({ entry }) => !registry.sourceOf.has(entry.id)).length;
+  if (registry.sourceOf.size - removing.size + added > MAX_ENTRIES)
+    issues.push(issue("error", "limit-exceeded", `the update would exceed ${MAX_ENTRIES} entries`, "update"));
+  relationIssues(registry, upserted, removing, issues);
+  const ok = !issues.some((found) => found.level === "error");
+  return { ok, issues, removed: [], upserted: ok ? upserted : [] };
+}
+
+/** The change as sources, with the place in the caller's input of each entry (for issue paths). */
+type ChangeTarget = { id: unknown; version: unknown; entries: unknown[]; paths: string[] };
+
+/**
+ * The change as sources: one per target source, each with the registry's version when the source exists. Given
+ * sources keep their own (a changed version is an issue); given entries go to the source where their id lives,
+ * else to `optionSource` or the first source.
+ */
+function changeTargets(
+  registry: KnowledgeRegistry,
+  items: unknown[],
+  sourcesForm: boolean,
+  optionSource: string | undefined,
+  removing: ReadonlySet<string>,
+  issues: KnowledgeValidationIssue[],
+): ChangeTarget[] {
+  const targets: ChangeTarget[] = [];
+  const targetFor = (id: unknown, version: unknown): ChangeTarget => {
     let target = targets.find((candidate) => candidate.id === id && typeof id === "string");
     if (!target) {
       target = { id, version, entries: [], paths: [] };
@@ -140,22 +183,22 @@ export function planUpsert(
       target.paths.push(`entries[${entryIndex}]`);
     });
   }
+  return targets;
+}
 
-  const normalized = normalizeSources(
-    targets.map((target) => ({ id: target.id, version: target.version, entries: target.entries })),
-    { manifestVersion: fallbackVersion },
-  );
-  // Paths of the change's own validation point into the caller's input.
-  for (const found of normalized.validation.issues) {
-    if (found.code === "broken-relation" || found.code === "broken-parent") continue; // checked below
-    const match = found.path?.match(/^sources\[(\d+)\]\.entries\[(\d+)\](.*)$/);
-    const target = match ? targets[Number(match[1])] : undefined;
-    const path = match && target ? `${target.paths[Number(match[2])]}${match[3]}` : found.path;
-    issues.push({ ...found, ...(path === undefined ? {} : { path }) });
-  }
+/**
+ * The validated entries of the change that the registry admits, with their target source: an id that lives in
+ * another source, or that differs from an existing id only in Unicode normalization, is an error instead.
+ */
+function admittedEntries(
+  registry: KnowledgeRegistry,
+  groups: readonly NormalizedSourceGroup[],
+  targets: readonly ChangeTarget[],
+  removing: ReadonlySet<string>,
+  issues: KnowledgeValidationIssue[],
+): PlannedChange["upserted"] {
   const upserted: PlannedChange["upserted"] = [];
-  const finalIds = new Set<string>();
-  normalized.groups.forEach((group, groupIndex) => {
+  groups.forEach((group, groupIndex) => {
     const sourceIndex = registry.sources.findIndex((source) => source.id === group.id);
     group.entries.forEach((entry) => {
       const home = removing.has(entry.id) ? undefined : registry.sourceOf.get(entry.id);
@@ -192,17 +235,23 @@ export function planUpsert(
         );
         return;
       }
-      finalIds.add(entry.id);
       upserted.push({
         entry,
         source: sourceIndex >= 0 ? sourceIndex : { id: group.id, version: group.version },
       });
     });
   });
-  const added = upserted.filter(({ entry }) => !registry.sourceOf.has(entry.id)).length;
-  if (registry.sourceOf.size - removing.size + added > MAX_ENTRIES)
-    issues.push(issue("error", "limit-exceeded", `the update would exceed ${MAX_ENTRIES} entries`, "update"));
-  // Relations of the changed entries, against the registry after the change.
+  return upserted;
+}
+
+/** Warnings for the relations of the changed entries that name no entry of the registry after the change. */
+function relationIssues(
+  registry: KnowledgeRegistry,
+  upserted: PlannedChange["upserted"],
+  removing: ReadonlySet<string>,
+  issues: KnowledgeValidationIssue[],
+): void {
+  const finalIds = new Set(upserted.map(({ entry }) => entry.id));
   const exists = (id: string): boolean =>
     finalIds.has(id) || (registry.sourceOf.has(id) && !removing.has(id));
   for (const { entry } of upserted) {
@@ -229,8 +278,6 @@ export function planUpsert(
         ),
       );
   }
-  const ok = !issues.some((found) => found.level === "error");
-  return { ok, issues, removed: [], upserted: ok ? upserted : [] };
 }
 
 /** Plans a removal: `ids` must be an array of strings; ids that are not in the registry are reported as warnings. */
