@@ -55,12 +55,10 @@ export {
   NeuroLink,
   parseTimeout,
 } from "./neurolink.js";
+export { PROVIDER_ALIASES, PROVIDER_NAMES, PROVIDER_PACKAGES } from "./providerCatalog.js";
 export {
   isLanguageModelObject,
   type ModelRequest,
-  PROVIDER_ALIASES,
-  PROVIDER_NAMES,
-  PROVIDER_PACKAGES,
   ProviderResolver,
   type ResolvedModel,
   splitProviderModel,
