@@ -4,6 +4,7 @@
  * generation and its content key, so a new generation never reads an older one's postings (its entries'
  * dense ids and contributions differ); the older generation's terms simply age out.
  */
+import { LruCache } from "../knowledge/lruCache.js";
 
 /** One posting list of a term in one field (or BM25F's combined list): documents ascending, contributions. */
 export type FetchedList = {
@@ -41,15 +42,16 @@ export function termPostings(lists: (FetchedList | null)[]): TermPostings {
   return { lists, bytes };
 }
 
-/** The postings cache of one backend (shared by its generations and turns). */
+/** The postings cache of one backend (shared by its generations and turns), bounded by bytes (`LruCache`). */
 export class PostingCache {
-  private readonly entries = new Map<string, TermPostings>();
-  private heldBytes = 0;
+  private readonly entries: LruCache<string, TermPostings>;
   /** Lookups that found their term, and that did not (for benchmarks and tests). */
   readonly counts = { hits: 0, misses: 0 };
 
   /** @param limitBytes Most bytes held; 0 disables the cache. */
-  constructor(readonly limitBytes: number) {}
+  constructor(readonly limitBytes: number) {
+    this.entries = new LruCache(limitBytes, undefined, (postings) => postings.bytes);
+  }
 
   /** The key of `term` in generation `generation` published with `contentKey` (length-prefixed: unambiguous). */
   static key(generation: number, contentKey: string, term: string): string {
@@ -59,42 +61,26 @@ export class PostingCache {
   /** The postings of `key`, marking them most recently used; undefined when not held. */
   get(key: string): TermPostings | undefined {
     const found = this.entries.get(key);
-    if (found === undefined) {
-      this.counts.misses++;
-      return undefined;
-    }
-    this.counts.hits++;
-    this.entries.delete(key);
-    this.entries.set(key, found);
+    if (found === undefined) this.counts.misses++;
+    else this.counts.hits++;
     return found;
   }
 
   /** Whether `key` is held (its recency unchanged, not counted as a lookup). */
   has(key: string): boolean {
-    return this.entries.has(key);
+    return this.entries.peek(key) !== undefined;
   }
 
   /** Keeps `postings` under `key`, then forgets the least recently used terms beyond the limit. */
   set(key: string, postings: TermPostings): void {
+    // Larger than the whole cache: not kept, and nothing else is dropped for it.
     if (postings.bytes > this.limitBytes) return;
-    const previous = this.entries.get(key);
-    if (previous) {
-      this.heldBytes -= previous.bytes;
-      this.entries.delete(key);
-    }
     this.entries.set(key, postings);
-    this.heldBytes += postings.bytes;
-    while (this.heldBytes > this.limitBytes) {
-      const oldest = this.entries.entries().next().value;
-      if (oldest === undefined) break;
-      this.entries.delete(oldest[0]);
-      this.heldBytes -= oldest[1].bytes;
-    }
   }
 
   /** Bytes held. */
   get bytes(): number {
-    return this.heldBytes;
+    return this.entries.weight;
   }
 
   /** Terms held. */

@@ -6,6 +6,7 @@
  * already fetched for this generation come from the backend's posting cache.
  */
 import { findPosting } from "../knowledge/fieldScores.js";
+import { LruCache } from "../knowledge/lruCache.js";
 import { type ScoringList, scoreLists } from "../knowledge/scoring.js";
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
@@ -15,7 +16,7 @@ import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
-import { KEPT_IDS, RecentMap } from "./generationCache.js";
+import { KEPT_IDS } from "./generationCache.js";
 import {
   type FetchedList,
   listUpperBound,
@@ -47,7 +48,7 @@ export class PostingSearch {
   /** Whether the postings table has packed lists (false once a turn found the columns missing). */
   private packed = true;
   /** Entry ids by dense id, kept for the next turns. */
-  private readonly ids = new RecentMap<number, string>(KEPT_IDS);
+  private readonly ids = new LruCache<number, string>(KEPT_IDS);
   /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
   private ranks: Int32Array | null = null;
 

@@ -5,6 +5,7 @@
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
 import { MAX_QUERY_TOKENS } from "../knowledge/defaults.js";
+import { LruCache } from "../knowledge/lruCache.js";
 import type {
   KnowledgeCandidateEvidence,
   KnowledgeCandidateQuery,
@@ -14,7 +15,7 @@ import type {
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { GenerationEligibility } from "./eligibility.js";
-import { KEPT_ENTRIES, RecentMap } from "./generationCache.js";
+import { KEPT_ENTRIES } from "./generationCache.js";
 import { PostingSearch } from "./postingSearch.js";
 import type { GenerationRow } from "./serving.js";
 import { type GenerationTables, int4Array, scopesStatement, selectionEntriesStatement } from "./sql.js";
@@ -33,7 +34,7 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
    * Selected entries kept for the next turns: the entry, and its relations' dense ids (null: none; undefined: not
    * known, the entry was read as another's relation).
    */
-  private readonly entries = new RecentMap<
+  private readonly entries = new LruCache<
     number,
     { entry: NormalizedKnowledgeEntry; relations: number[] | null | undefined }
   >(KEPT_ENTRIES);
