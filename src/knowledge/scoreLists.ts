@@ -1,0 +1,339 @@
+/**
+ * The pruned scorer's loop ({@link scoreLists}): a query's posting lists read window by window of document ids, so
+ * the accumulators stay in the CPU cache, skipping exactly what cannot reach the top K (MaxScore over per-list
+ * upper bounds; see `scoreQuery` in `scoring.ts`, which calls it for the in-memory index, as the PostgreSQL backend
+ * does for the postings it fetched).
+ */
+import { findPosting, seek } from "./fieldScores.js";
+import { TopDocuments } from "./topDocuments.js";
+
+/** Document ids per scoring window after the first: 128 KiB of totals, which stay in the CPU's L2 cache. */
+const WINDOW_DOCUMENTS = 1 << 14;
+/** The first window is smaller, so that the top K, and with it the pruning threshold, are known early. */
+const FIRST_WINDOW_DOCUMENTS = 1 << 12;
+/** Sizes of the scoring windows, in document ids (at most {@link WINDOW_DOCUMENTS}); tests make them tiny. */
+export type ScoringWindows = {
+  first: number;
+  later: number;
+  /** False: read every list (tests, measurements). */
+  pruning?: boolean;
+  /** How windows are read (tests force each; by default chosen from the query's postings per document). */
+  layout?: "dense" | "sparse";
+  /** Largest share of the threshold the skipped lists' bounds may sum to (default {@link NON_ESSENTIAL_SHARE}). */
+  nonEssentialShare?: number;
+  /** True: probe skipped lists even where reading the window whole would cost less (tests of the probing). */
+  alwaysProbe?: boolean;
+};
+export const DEFAULT_WINDOWS: ScoringWindows = {
+  first: FIRST_WINDOW_DOCUMENTS,
+  later: WINDOW_DOCUMENTS,
+  pruning: true,
+};
+
+/**
+ * How far a bound must fall below the threshold before a document is skipped. Bounds and scores are sums of the
+ * same non-negative numbers in different orders; their rounding differs by a relative 1e-12 at most for the
+ * longest query (5,120 lists), far below this factor, so a skipped document's score is certainly below the
+ * threshold (the pruning never relies on exact floating-point ties).
+ */
+const BOUND_SLACK = 1 + 2 ** -20;
+
+/**
+ * What one probe of a skipped list costs, in postings read (measured: a galloping probe with its unpredictable
+ * branches ~45 ns, reading a posting into the window's totals ~4 ns).
+ */
+const PROBE_COST = 12;
+
+/**
+ * The skipped (non-essential) lists' bounds may sum to at most this share of the threshold, not all of it: a
+ * document is then probed only when the lists it was read from bring it within that share of the threshold. With
+ * the benchmark's long queries (hundreds of lists, flat scores), skipping lists up to the whole threshold left
+ * nearly every document to probe; at 0.4 the probes fell 4x and the postings read by a quarter (measured at
+ * 100k entries, 300 queries: CPU -30%). Any share is exact: it only decides which lists are read.
+ */
+const NON_ESSENTIAL_SHARE = 0.4;
+
+/**
+ * From this many postings per document (summed over the query's lists), windows are read without a branch per
+ * posting (see `scanWindowDense`); below, the touched documents are tracked per posting.
+ */
+const DENSE_POSTINGS_PER_DOCUMENT = 2;
+
+/** Window accumulators shared by every search (searches are synchronous and never interleave). */
+const windowTotals = new Float64Array(WINDOW_DOCUMENTS);
+const windowMarks = new Uint8Array(WINDOW_DOCUMENTS);
+const windowTouched = new Int32Array(WINDOW_DOCUMENTS);
+
+/** One posting list as the scoring loop reads it: `docs` ascending, each with its contribution. */
+export type ScoringList = { docs: Int32Array; contributions: Float64Array };
+
+/**
+ * A query's posting lists in the exhaustive order (field, then query term): list `n` is
+ * `postings[n]` from `starts[n]` to `ends[n]`, and none of its contributions exceeds `upper[n]` (`Infinity` when
+ * one is negative or not a number, which turns pruning off).
+ */
+export type QueryLists = {
+  postings: ScoringList[];
+  starts: Int32Array;
+  ends: Int32Array;
+  upper: Float64Array;
+};
+
+/**
+ * {@link scoreQuery}'s loop over lists given by the caller (the PostgreSQL backend scores the postings it fetched
+ * with it): the best `topK` documents of `lists` (dense ids below `documentCount`), score descending, ties by
+ * `ranks`, each score summed in the list order. `positions`: filled with each ranked document's position in
+ * every list (-1 where absent).
+ */
+export function scoreLists(
+  lists: QueryLists,
+  documentCount: number,
+  ranks: Int32Array,
+  topK: number,
+  mask: Uint8Array | null,
+  windows: ScoringWindows = DEFAULT_WINDOWS,
+  positions?: Map<number, Int32Array>,
+): { doc: number; score: number }[] {
+  const firstWindow = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.first));
+  const laterWindows = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.later));
+  const listCount = lists.postings.length;
+  const capacity = Math.min(Math.ceil(topK), documentCount);
+  if (listCount === 0 || !(capacity > 0)) return [];
+  const { postings, starts, ends, upper } = lists;
+  let postingCount = 0;
+  for (let list = 0; list < listCount; list++) postingCount += ends[list]! - starts[list]!;
+  const dense =
+    windows.layout === undefined
+      ? postingCount >= documentCount * DENSE_POSTINGS_PER_DOCUMENT
+      : windows.layout === "dense";
+  const nonEssentialShare = windows.nonEssentialShare ?? NON_ESSENTIAL_SHARE;
+  // The lists by ascending bound, and prefix sums of those bounds: the first `count` lists of `order` can add at
+  // most `prefix[count]` to any document.
+  const order = Int32Array.from({ length: listCount }, (_, list) => list).sort(
+    (left, right) => upper[left]! - upper[right]! || left - right,
+  );
+  const prefix = new Float64Array(listCount + 1);
+  for (let position = 0; position < listCount; position++)
+    prefix[position + 1] = prefix[position]! + upper[order[position]!]!;
+  const essential = new Uint8Array(listCount);
+  // Per list: a position at or before its first posting in the current window. A skipped list is not searched for
+  // the window's end (at a million entries that cost ~30 cache misses per list and window); its cursor only moves
+  // when a probe or a later read needs it.
+  const cursors = starts.slice();
+  /** Per list read in the current window: where its window's postings start (to read the window again). */
+  const windowFirst = new Int32Array(listCount);
+
+  // The best documents so far.
+  const top = new TopDocuments(capacity, ranks);
+  const offer = (score: number, doc: number, exact: boolean): void => top.offer(score, doc, exact);
+  const threshold = (): number => top.threshold();
+
+  // Documents are probed in ascending order, so a skipped list's cursor only moves forward.
+  /** The contribution of `doc` in skipped `list` (0 when absent), moving the list's cursor up to `doc`. */
+  const probe = (list: number, doc: number): number => {
+    const docs = postings[list]!.docs;
+    const end = ends[list]!;
+    const position = seek(docs, cursors[list]!, end, doc);
+    cursors[list] = position;
+    return position < end && docs[position] === doc ? postings[list]!.contributions[position]! : 0;
+  };
+  // The exact score of `doc`: summed over every list in the exhaustive order (an absent posting adds nothing), each
+  // list searched whole (this runs once the windows are done, for the few documents ranked at the end).
+  const exactScore = (doc: number): number => {
+    const found = positions ? new Int32Array(listCount) : null;
+    let score = 0;
+    for (let list = 0; list < listCount; list++) {
+      const position = findPosting(postings[list]!.docs, starts[list]!, ends[list]!, doc);
+      if (found) found[list] = position;
+      if (position >= 0) score += postings[list]!.contributions[position]!;
+    }
+    positions?.set(doc, found!);
+    return score;
+  };
+
+  const totals = windowTotals;
+  const marks = windowMarks;
+  const touched = windowTouched;
+  let remaining = false;
+  /**
+   * Reads the window's postings of the essential lists (every list when none is skipped) into the window's
+   * totals, in the exhaustive order, and moves their cursors to the window's end. Returns the number of documents
+   * touched; `remaining` tells whether any list may go on past the window.
+   */
+  const scanWindow = (windowStart: number, windowEnd: number): number =>
+    dense ? scanWindowDense(windowStart, windowEnd) : scanWindowSparse(windowStart, windowEnd);
+  const scanWindowSparse = (windowStart: number, windowEnd: number): number => {
+    let touchedCount = 0;
+    remaining = false;
+    for (let list = 0; list < listCount; list++) {
+      const end = ends[list]!;
+      if (essential[list] === 0) {
+        if (cursors[list]! < end) remaining = true;
+        continue;
+      }
+      const docs = postings[list]!.docs;
+      let position = seek(docs, cursors[list]!, end, windowStart);
+      windowFirst[list] = position;
+      const contributions = postings[list]!.contributions;
+      for (; position < end; position++) {
+        const doc = docs[position]!;
+        if (doc >= windowEnd) break;
+        if (mask !== null && mask[doc] === 0) continue;
+        const local = doc - windowStart;
+        if (marks[local] === 0) {
+          marks[local] = 1;
+          touched[touchedCount++] = local;
+        }
+        totals[local]! += contributions[position]!;
+      }
+      cursors[list] = position;
+      if (position < end) remaining = true;
+    }
+    return touchedCount;
+  };
+  // Dense windows: no branch per posting. The marks start as a copy of the mask (1 = eligible), every posting
+  // sets bit 2, so a touched eligible document's mark is 3; ineligible documents accumulate like the others (their
+  // totals are discarded). The touched documents are collected from the marks, in ascending order.
+  const scanWindowDense = (windowStart: number, windowEnd: number): number => {
+    const span = windowEnd - windowStart;
+    // Totals and marks are zero here (every window leaves them so).
+    if (mask === null) marks.fill(1, 0, span);
+    else marks.set(mask.subarray(windowStart, windowEnd));
+    remaining = false;
+    for (let list = 0; list < listCount; list++) {
+      const end = ends[list]!;
+      if (essential[list] === 0) {
+        if (cursors[list]! < end) remaining = true;
+        continue;
+      }
+      const docs = postings[list]!.docs;
+      const from = seek(docs, cursors[list]!, end, windowStart);
+      const stop = seek(docs, from, end, windowEnd);
+      windowFirst[list] = from;
+      const contributions = postings[list]!.contributions;
+      for (let position = from; position < stop; position++) {
+        const local = docs[position]! - windowStart;
+        marks[local]! |= 2;
+        totals[local]! += contributions[position]!;
+      }
+      cursors[list] = stop;
+      if (stop < end) remaining = true;
+    }
+    let touchedCount = 0;
+    for (let local = 0; local < span; local++) if (marks[local] === 3) touched[touchedCount++] = local;
+    return touchedCount;
+  };
+
+  // Pruning pays when probing the skipped lists costs less than reading them. A window where it would not is read
+  // whole and followed by windows read whole: 2 of them, then twice as many after each further such window.
+  let pruneAfter = 0;
+  let cooldown = 2;
+  let windowIndex = 0;
+  let windowStart = 0;
+  while (windowStart < documentCount) {
+    const windowEnd = Math.min(documentCount, windowStart + (windowStart === 0 ? firstWindow : laterWindows));
+    const windowThreshold =
+      windows.pruning === false || windowIndex < pruneAfter ? Number.NEGATIVE_INFINITY : threshold();
+    windowIndex++;
+    let nonEssential = 0;
+    const splitLimit = windowThreshold * nonEssentialShare;
+    while (
+      nonEssential < listCount &&
+      prefix[nonEssential + 1]! * BOUND_SLACK < windowThreshold &&
+      prefix[nonEssential + 1]! <= splitLimit
+    )
+      nonEssential++;
+    for (let position = 0; position < listCount; position++)
+      essential[order[position]!] = position < nonEssential ? 0 : 1;
+
+    let touchedCount = scanWindow(windowStart, windowEnd);
+    let skippedPostings = 0;
+    if (nonEssential > 0) {
+      // Probing pays when it costs less than reading the skipped postings: count the documents that would need
+      // probes (at least two each, usually more); when too many, read the window whole instead.
+      const bar = threshold();
+      const nonEssentialBound = prefix[nonEssential]!;
+      let candidates = 0;
+      for (let index = 0; index < touchedCount; index++)
+        if ((totals[touched[index]!]! + nonEssentialBound) * BOUND_SLACK >= bar) candidates++;
+      // The skipped lists' postings in the window, estimated from their density (their window's end is not
+      // searched): this only chooses between probing and reading, both exact.
+      const span = windowEnd - windowStart;
+      for (let position = 0; position < nonEssential; position++) {
+        const list = order[position]!;
+        skippedPostings += ((ends[list]! - starts[list]!) * span) / documentCount;
+      }
+      if (candidates * 2 * PROBE_COST > skippedPostings && windows.alwaysProbe !== true) {
+        for (let index = 0; index < touchedCount; index++) {
+          totals[touched[index]!] = 0;
+          marks[touched[index]!] = 0;
+        }
+        // The lists read go back to the window's start; the skipped ones are still at or before it.
+        for (let list = 0; list < listCount; list++)
+          if (essential[list] === 1) cursors[list] = windowFirst[list]!;
+        nonEssential = 0;
+        essential.fill(1);
+        touchedCount = scanWindow(windowStart, windowEnd);
+        pruneAfter = windowIndex + cooldown;
+        cooldown *= 2;
+      }
+    }
+
+    if (nonEssential === 0) {
+      for (let index = 0; index < touchedCount; index++) {
+        const local = touched[index]!;
+        offer(totals[local]!, windowStart + local, true);
+        totals[local] = 0;
+        marks[local] = 0;
+      }
+    } else {
+      const nonEssentialBound = prefix[nonEssential]!;
+      // The touched documents in ascending order: from the marks when they are dense, else sorted.
+      const span = windowEnd - windowStart;
+      if (dense) {
+        // Already ascending.
+      } else if (touchedCount * 16 >= span) {
+        let count = 0;
+        for (let local = 0; local < span; local++) if (marks[local] !== 0) touched[count++] = local;
+      } else touched.subarray(0, touchedCount).sort();
+      for (let index = 0; index < touchedCount; index++) {
+        const local = touched[index]!;
+        const partial = totals[local]!;
+        totals[local] = 0;
+        marks[local] = 0;
+        const doc = windowStart + local;
+        const bar = threshold();
+        if ((partial + nonEssentialBound) * BOUND_SLACK < bar) continue;
+        // Probe the non-essential lists, largest bound first, while the document can still reach the threshold.
+        let running = partial;
+        let hits = 0;
+        let reaches = true;
+        for (let position = nonEssential - 1; position >= 0; position--) {
+          const contribution = probe(order[position]!, doc);
+          if (contribution !== 0) {
+            running += contribution;
+            hits++;
+          }
+          if ((running + prefix[position]!) * BOUND_SLACK < bar) {
+            reaches = false;
+            break;
+          }
+        }
+        if (!reaches) continue;
+        // Without a posting in a non-essential list, the partial score was summed in the exhaustive order; else
+        // the sum is approximate (another order), and the document's exact score is summed once it is ranked.
+        offer(running, doc, hits === 0);
+      }
+      cooldown = 2;
+    }
+    if (dense) {
+      // Blocked documents accumulated too: clear the whole window for the next one (and the next search).
+      totals.fill(0, 0, windowEnd - windowStart);
+      marks.fill(0, 0, windowEnd - windowStart);
+    }
+    if (!remaining) break;
+    windowStart = windowEnd;
+  }
+
+  return top.ranked(exactScore, positions !== undefined);
+}
