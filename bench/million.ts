@@ -18,6 +18,7 @@ import {
   KnowledgeGroundingEngine,
   serializeIndexSnapshotChunks,
 } from "../src/index.js";
+import { getCompiledSnapshot } from "../src/knowledge/compiledSnapshot.js";
 import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
 import { lastParallelBuildStats } from "../src/knowledge/parallelBuild.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
@@ -152,6 +153,17 @@ async function main(): Promise<void> {
       `${parallel.workers}, ${parallel.countedEntries.toLocaleString("en-US")}, ${(parallel.waitedMilliseconds / 1000).toFixed(1)} s`,
     ]);
   rows.push(["heap retained by the snapshot after build", `${heapGb.toFixed(2)} GB`]);
+  // The pruning's bounds a build computes (lists of >= 4,096 postings; listBounds.ts), read from the index.
+  const boundMaps = (
+    getCompiledSnapshot(snapshot)?.lexical as unknown as
+      | { upperBounds?: Map<number, number>[] | null }
+      | undefined
+  )?.upperBounds;
+  if (boundMaps)
+    rows.push([
+      "upper bounds computed by the build (long lists)",
+      boundMaps.reduce((count, bounds) => count + bounds.size, 0).toLocaleString("en-US"),
+    ]);
   log(`built in ${buildSeconds.toFixed(1)} s, ${heapGb.toFixed(2)} GB retained`);
 
   // The benchmark's turns: its blocked domains, each query's integrations and recent turns (as bench/run.ts does).
