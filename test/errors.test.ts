@@ -14,6 +14,8 @@ import { KnowledgeArtifactError } from "../src/knowledge/artifact.js";
 import { KnowledgeGroundingTimeoutError, KnowledgeRegistryError } from "../src/knowledge/engine.js";
 import { NeuroLinkError, ProviderNotConfiguredError } from "../src/neurolink/errors.js";
 import { MissingPeerDependencyError } from "../src/peerDependency.js";
+import { BinaryArrayError } from "../src/postgres/binaryArrays.js";
+import { CopyFormatError } from "../src/postgres/copyOut.js";
 import { PostgresBackendOptionsError } from "../src/postgres/options.js";
 
 const status = {
@@ -45,6 +47,8 @@ const cases: [string, { isInstance(error: unknown): boolean }, Error & { code: s
   ["EvalConfigurationError", EvalConfigurationError, new EvalConfigurationError("tuned", "bad k1")],
   ["EvalKnowledgeBaseError", EvalKnowledgeBaseError, new EvalKnowledgeBaseError([])],
   ["PostgresBackendOptionsError", PostgresBackendOptionsError, new PostgresBackendOptionsError("bad pool")],
+  ["BinaryArrayError", BinaryArrayError, new BinaryArrayError("binary array: truncated header")],
+  ["CopyFormatError", CopyFormatError, new CopyFormatError("binary COPY: bad signature")],
   ["EvalDataError", EvalDataError, new EvalDataError("queries.jsonl", "bad line", { line: 3 })],
   ["NeuroLinkError", NeuroLinkError, new NeuroLinkError("UNEXPECTED_ERROR", "oops")],
   [

@@ -4,13 +4,25 @@
  * `contributions float8[]`), so no number is formatted or parsed as text.
  */
 
+import { hasErrorMarker } from "../knowledge/errors.js";
+
 /** Element type ids of the binary array format. */
 const INT4_OID = 23;
 const FLOAT8_OID = 701;
 
+const BINARY_ARRAY_ERROR_MARKER = Symbol.for("lexground.BinaryArrayError");
+
 /** Raised when fetched bytes are not the array they should be (never a silently wrong posting). */
 export class BinaryArrayError extends Error {
   override readonly name = "BinaryArrayError";
+  /** Stable machine-readable code. */
+  readonly code = "INVALID_BINARY_ARRAY";
+  readonly [BINARY_ARRAY_ERROR_MARKER] = true;
+
+  /** True for a `BinaryArrayError` from any copy of the package. */
+  static isInstance(error: unknown): error is BinaryArrayError {
+    return hasErrorMarker(error, BINARY_ARRAY_ERROR_MARKER);
+  }
 }
 
 /**

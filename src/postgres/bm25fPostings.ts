@@ -1,5 +1,11 @@
 /** True BM25F: a generation's combined posting lists with their per-field shares. */
-import { bm25fFieldFrequency, bm25fTermScore, bm25Idf, bm25LengthRatio } from "../knowledge/bm25.js";
+import {
+  bm25fFieldFrequency,
+  bm25fFieldShare,
+  bm25fTermScore,
+  bm25Idf,
+  bm25LengthRatio,
+} from "../knowledge/bm25.js";
 import { KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import { COMBINED_FIELD, FIELD_COUNT, type FieldPairs, groupByTerm, scoredField } from "./fieldPairs.js";
 import type { PostgresIndexParameters, PostingRow } from "./indexData.js";
@@ -33,7 +39,7 @@ function bm25fScore(parameters: PostgresIndexParameters, idf: number, parts: Flo
 function bm25fShare(score: number, part: number, parts: Float64Array): number {
   let pseudoFrequency = 0;
   for (let field = 0; field < FIELD_COUNT; field++) pseudoFrequency += parts[field]!;
-  return pseudoFrequency > 0 ? (score * part) / pseudoFrequency : 0;
+  return bm25fFieldShare(score, part, pseudoFrequency);
 }
 
 /** Per term and document of a BM25F index: each field's part (weighted, length-normalized frequency). */

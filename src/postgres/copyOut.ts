@@ -8,15 +8,26 @@
  * The query is a small "submittable" object, the driver's extension point for COPY (as `copy.ts`'s COPY FROM);
  * no further package is needed. COPY takes no parameters: the caller inlines its values (see `sqlTextArray`).
  */
+import { hasErrorMarker } from "../knowledge/errors.js";
 import type { PostgresPool, PostgresPoolClient } from "./driver.js";
 
 /** The binary COPY signature, then flags and header-extension length (PostgreSQL's documented file format). */
 const SIGNATURE = Buffer.from("PGCOPY\n\xff\r\n\0", "latin1");
 const HEADER_BYTES = SIGNATURE.length + 8;
 
+const COPY_FORMAT_ERROR_MARKER = Symbol.for("lexground.CopyFormatError");
+
 /** Raised when the bytes of a binary COPY are not what its format says. */
 export class CopyFormatError extends Error {
   override readonly name = "CopyFormatError";
+  /** Stable machine-readable code. */
+  readonly code = "INVALID_COPY_FORMAT";
+  readonly [COPY_FORMAT_ERROR_MARKER] = true;
+
+  /** True for a `CopyFormatError` from any copy of the package. */
+  static isInstance(error: unknown): error is CopyFormatError {
+    return hasErrorMarker(error, COPY_FORMAT_ERROR_MARKER);
+  }
 }
 
 /**

@@ -7,7 +7,13 @@
  * engine's tie-break and the database can order ties by an integer.
  */
 import { getAnalyzer } from "../knowledge/analyzer.js";
-import { DEFAULT_BM25_B, DEFAULT_BM25_K1, KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
+import {
+  DEFAULT_ANALYZER,
+  DEFAULT_BM25_B,
+  DEFAULT_BM25_K1,
+  DEFAULT_SCORING_MODE,
+  KNOWLEDGE_FIELD_NAMES,
+} from "../knowledge/defaults.js";
 import { entryFieldTexts } from "../knowledge/document.js";
 import {
   buildDocument,
@@ -45,8 +51,8 @@ export function resolveIndexParameters(options: KnowledgeIndexBuildOptions): Pos
     fieldWeights: resolveFieldWeights(options.fieldWeights),
     k1: options.k1 ?? DEFAULT_BM25_K1,
     b: options.b ?? DEFAULT_BM25_B,
-    analyzer: options.analyzer ?? "none",
-    scoring: options.scoring ?? "sum",
+    analyzer: options.analyzer ?? DEFAULT_ANALYZER,
+    scoring: options.scoring ?? DEFAULT_SCORING_MODE,
   };
 }
 
