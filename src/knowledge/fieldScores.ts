@@ -18,11 +18,26 @@ export function bm25fFieldScores(
   doc: number,
 ): Partial<Record<KnowledgeFieldName, number>> {
   const postings = index.postings[0]!;
-  const shares = index.bm25fShares!;
+  const positions = new Int32Array(termIds.length);
+  for (let list = 0; list < termIds.length; list++) {
+    const term = termIds[list]!;
+    positions[list] = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
+  }
+  return bm25fBreakdownAt(index.bm25fShares!, positions);
+}
+
+/**
+ * The same breakdown from the document's position in each term's list (-1 where the term does not match it), in
+ * query-term order: what the pruned scorer reads from the postings it found while summing exact scores.
+ */
+export function bm25fBreakdownAt(
+  shares: Float64Array,
+  positions: Int32Array,
+): Partial<Record<KnowledgeFieldName, number>> {
   const parts = new Float64Array(FIELD_COUNT);
   let fieldBits = 0;
-  for (const term of termIds) {
-    const position = findPosting(postings.docs, postings.offsets[term]!, postings.offsets[term + 1]!, doc);
+  for (let list = 0; list < positions.length; list++) {
+    const position = positions[list]!;
     if (position < 0) continue;
     for (let field = 0; field < FIELD_COUNT; field++) {
       const share = shares[position * FIELD_COUNT + field]!;

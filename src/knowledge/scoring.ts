@@ -7,6 +7,7 @@
  */
 import type { KnowledgeFieldName, KnowledgeLexicalMatch } from "../types/knowledge.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { bm25fBreakdownAt } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
 import { DEFAULT_WINDOWS, type QueryLists, type ScoringWindows, scoreLists } from "./scoreLists.js";
@@ -71,7 +72,7 @@ export function scoreQuery(
     id: index.ids[doc]!,
     score,
     fieldScores: index.bm25f
-      ? bm25fBreakdown(index.bm25fShares!, positions.get(doc)!)
+      ? bm25fBreakdownAt(index.bm25fShares!, positions.get(doc)!)
       : sumBreakdown(lists, positions.get(doc)!),
   }));
 }
@@ -139,34 +140,6 @@ function sumBreakdown(
       matched = true;
     }
     if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;
-  }
-  return fieldScores;
-}
-
-/**
- * One document's BM25F score split by field from its position in each term's list: each matched term's shares
- * added in query-term order (the order the totals were summed in), as `bm25fFieldScores` does.
- */
-function bm25fBreakdown(
-  shares: Float64Array,
-  found: Int32Array,
-): Partial<Record<KnowledgeFieldName, number>> {
-  const parts = new Float64Array(FIELD_COUNT);
-  let fieldBits = 0;
-  for (let list = 0; list < found.length; list++) {
-    const position = found[list]!;
-    if (position < 0) continue;
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      const share = shares[position * FIELD_COUNT + field]!;
-      if (share > 0) {
-        parts[field]! += share;
-        fieldBits |= 1 << field;
-      }
-    }
-  }
-  const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    if (fieldBits & (1 << field)) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = parts[field]!;
   }
   return fieldScores;
 }
