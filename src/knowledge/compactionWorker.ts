@@ -65,15 +65,14 @@ type OperatingSystem = { setPriority(priority: number): void };
  * would also slow the main thread, so it is done on Linux only. Raising a nice value needs no privilege; any refusal
  * leaves the priority as it was (the compaction is the same, only scheduled differently).
  */
-function lowerThreadPriority(): boolean {
+function lowerThreadPriority(): void {
   const os = nodeBuiltin<OperatingSystem>("node:os");
   const platform = (globalThis as { process?: { platform?: string } }).process?.platform;
-  if (!os || platform !== "linux") return false;
+  if (!os || platform !== "linux") return;
   try {
     os.setPriority(COMPACTION_WORKER_NICE);
-    return true;
   } catch {
-    return false;
+    // Refused: the worker keeps the process's priority.
   }
 }
 
