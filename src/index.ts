@@ -6,22 +6,20 @@
  * @module
  */
 
+export { deserializeIndexSnapshot, loadIndexArtifact } from "./knowledge/artifact.js";
 export {
-  type ArtifactIndexOptions,
   contentKeySources,
-  deserializeIndexSnapshot,
   INDEX_ARTIFACT_FORMAT_VERSION,
   type IndexArtifactExpectations,
   KnowledgeArtifactError,
   type KnowledgeArtifactErrorCode,
   type KnowledgeArtifactSource,
   type KnowledgeIndexArtifactHeader,
-  loadIndexArtifact,
   readIndexArtifactHeader,
   readIndexArtifactHeaderFrom,
-  serializeIndexSnapshot,
-  serializeIndexSnapshotChunks,
-} from "./knowledge/artifact.js";
+} from "./knowledge/artifactHeader.js";
+export type { ArtifactIndexOptions } from "./knowledge/artifactLexical.js";
+export { serializeIndexSnapshot, serializeIndexSnapshotChunks } from "./knowledge/artifactWriter.js";
 export {
   encodeCitationPart,
   formatKnowledgeCitation,

@@ -10,7 +10,7 @@ import { EvalDataError } from "../src/eval/data.js";
 import { EvalConfigurationError } from "../src/eval/run.js";
 import { KnowledgeCompileError } from "../src/files/errors.js";
 import { GroundingIntegrationError } from "../src/integrations/engine.js";
-import { KnowledgeArtifactError } from "../src/knowledge/artifact.js";
+import { KnowledgeArtifactError } from "../src/knowledge/artifactHeader.js";
 import { KnowledgeGroundingTimeoutError, KnowledgeRegistryError } from "../src/knowledge/engine.js";
 import { NeuroLinkError, ProviderNotConfiguredError } from "../src/neurolink/errors.js";
 import { MissingPeerDependencyError } from "../src/peerDependency.js";

@@ -13,13 +13,9 @@ import {
 } from "../../test/property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { asFormat4, expectArtifactError } from "../../test/support/artifactBytes.js";
-import {
-  contentKeySources,
-  deserializeIndexSnapshot,
-  loadIndexArtifact,
-  readIndexArtifactHeader,
-  serializeIndexSnapshot,
-} from "./artifact.js";
+import { deserializeIndexSnapshot, loadIndexArtifact } from "./artifact.js";
+import { contentKeySources, readIndexArtifactHeader } from "./artifactHeader.js";
+import { serializeIndexSnapshot } from "./artifactWriter.js";
 import { assembleKnowledgeContext } from "./context.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
 import {

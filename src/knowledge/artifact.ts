@@ -58,21 +58,6 @@ import { sectionReader } from "./artifactSections.js";
 import { RelationMap } from "./derivedMaps.js";
 import { type CompiledSnapshot, createEligibilityCache, registerCompiledSnapshot } from "./knowledgeIndex.js";
 
-export {
-  contentKeySources,
-  INDEX_ARTIFACT_FORMAT_VERSION,
-  type IndexArtifactExpectations,
-  KnowledgeArtifactError,
-  type KnowledgeArtifactErrorCode,
-  type KnowledgeArtifactSource,
-  type KnowledgeIndexArtifactHeader,
-  readIndexArtifactHeader,
-  readIndexArtifactHeaderFrom,
-  sameIndexOptions,
-} from "./artifactHeader.js";
-export type { ArtifactIndexOptions } from "./artifactLexical.js";
-export { serializeIndexSnapshot, serializeIndexSnapshotChunks } from "./artifactWriter.js";
-
 /** Index sections up to this size are read from a file in one piece. */
 const ONE_READ_BYTES = 1024 * 1024 * 1024;
 /** Index sections up to this size are read synchronously (see `loadSections`). */

@@ -7,12 +7,9 @@ import {
   withHeader,
   withSection,
 } from "../../test/support/artifactBytes.js";
-import {
-  deserializeIndexSnapshot,
-  KnowledgeArtifactError,
-  readIndexArtifactHeader,
-  serializeIndexSnapshot,
-} from "./artifact.js";
+import { deserializeIndexSnapshot } from "./artifact.js";
+import { KnowledgeArtifactError, readIndexArtifactHeader } from "./artifactHeader.js";
+import { serializeIndexSnapshot } from "./artifactWriter.js";
 import { getCompiledSnapshot } from "./compiledSnapshot.js";
 import { resolveRetrieval } from "./config.js";
 import { buildIndexArtifact, buildKnowledgeIndexCacheKey, clearKnowledgeIndexCache } from "./indexCache.js";

@@ -10,7 +10,7 @@ import type {
   KnowledgeSource,
   KnowledgeValidationResult,
 } from "../types/knowledge.js";
-import { contentKeySources } from "./artifact.js";
+import { contentKeySources } from "./artifactHeader.js";
 import { FALLBACK_VERSION } from "./defaults.js";
 import { BUILD_FAILED, describeIssues, VALIDATION_FAILED, warnOnce } from "./engineErrors.js";
 import { KnowledgeEngineState } from "./engineState.js";

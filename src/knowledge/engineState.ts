@@ -17,7 +17,7 @@ import type {
   KnowledgeValidationIssue,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import { contentKeySources } from "./artifact.js";
+import { contentKeySources } from "./artifactHeader.js";
 import { resolveGroundingConfiguration, resolveRetrieval, resolveTimeout } from "./config.js";
 import { readGroundingConfig } from "./configRead.js";
 import { validateConfigValues } from "./configValidation.js";

@@ -12,14 +12,10 @@ import type {
   KnowledgeValidationResult,
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
-import {
-  type ArtifactIndexOptions,
-  loadIndexArtifact,
-  openIndexArtifact,
-  readIndexArtifactHeaderFrom,
-  serializeIndexSnapshot,
-  serializeIndexSnapshotChunks,
-} from "./artifact.js";
+import { loadIndexArtifact, openIndexArtifact } from "./artifact.js";
+import { readIndexArtifactHeaderFrom } from "./artifactHeader.js";
+import type { ArtifactIndexOptions } from "./artifactLexical.js";
+import { serializeIndexSnapshot, serializeIndexSnapshotChunks } from "./artifactWriter.js";
 import {
   CACHE_SCHEMA_VERSION,
   DEFAULT_ANALYZER,

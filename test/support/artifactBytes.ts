@@ -4,7 +4,7 @@
  * the typed-error assertion.
  */
 import { expect } from "vitest";
-import { KnowledgeArtifactError, readIndexArtifactHeader } from "../../src/knowledge/artifact.js";
+import { KnowledgeArtifactError, readIndexArtifactHeader } from "../../src/knowledge/artifactHeader.js";
 import { checksum32 } from "../../src/knowledge/checksum.js";
 
 /** The artifact with its header JSON changed by `change` (and a matching header checksum): a crafted file. */
