@@ -1,0 +1,43 @@
+/**
+ * The cold-start harness's child (`bench/firstTurn.ts`): what it times is a fresh Node's first grounded turn, so its
+ * own reporting must not add Node work that a grounding host would not do.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { writeFirstTurnChild } from "../../bench/firstTurn.js";
+
+const directory = mkdtempSync(join(tmpdir(), "lexground-first-turn-"));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+
+/** A stand-in for the built package: an engine with a grounded turn, and `process.stdout` made unusable. */
+const STUB = `
+Object.defineProperty(process, "stdout", {
+  configurable: true,
+  get() { throw new Error("the child touched process.stdout"); },
+});
+export function manifestToSources() { return []; }
+export class KnowledgeGroundingEngine {
+  async ground() { return { ephemeralContext: "context", metadata: {} }; }
+  getStatus() { return { snapshotOrigin: "artifact", entryCount: 1, lastError: null }; }
+}
+`;
+
+describe("the first-turn child", () => {
+  it("writes its report without process.stdout (whose stream set-up is not part of a first turn)", () => {
+    const childPath = writeFirstTurnChild(directory);
+    const stubPath = join(directory, "stub.mjs");
+    writeFileSync(stubPath, STUB);
+    const run = spawnSync(process.execPath, [childPath, stubPath, "-", "kb.lxg", "a query"], {
+      encoding: "utf8",
+    });
+    expect(run.stderr).toBe("");
+    expect(run.status).toBe(0);
+    const report = JSON.parse(run.stdout) as { origin: string; grounded: boolean; cpuMs: number };
+    expect(report.origin).toBe("artifact");
+    expect(report.grounded).toBe(true);
+    expect(report.cpuMs).toBeGreaterThan(0);
+  });
+});
