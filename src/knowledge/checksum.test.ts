@@ -1,7 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { checksum32, crc32Portable, crc32WebAssembly } from "./checksum.js";
+import {
+  checksum32,
+  crc32Portable,
+  crc32WebAssembly,
+  KERNEL_MODULE_HEX,
+  kernelModuleBytes,
+} from "./checksum.js";
 
 describe("checksum32", () => {
   it("is the same for aligned and unaligned views of the same bytes (pinned values)", () => {
@@ -45,6 +51,19 @@ describe("checksum32", () => {
     );
   });
 
+  it("compiles the module its named opcodes assemble (the constant a process uses is those bytes)", () => {
+    expect(KERNEL_MODULE_HEX).toBe(Buffer.from(kernelModuleBytes()).toString("hex"));
+  });
+
+  it("the WebAssembly kernel equals the portable loop at every length up to 40 and from every start", () => {
+    const bytes = Uint8Array.from({ length: 48 }, (_, index) => (index * 2654435761) >>> 24);
+    for (let start = 0; start < 8; start++)
+      for (let length = 0; start + length <= 40; length++) {
+        const view = bytes.subarray(start, start + length);
+        expect(crc32WebAssembly(view)).toBe(crc32Portable(view));
+      }
+  });
+
   it("the WebAssembly kernel equals the portable loop at every length around its chunks and tails", () => {
     const bytes = Uint8Array.from({ length: 3 * 65536 + 11 }, (_, index) => (index * 2654435761) >>> 24);
     const lengths = [
@@ -53,6 +72,10 @@ describe("checksum32", () => {
       3,
       4,
       5,
+      7,
+      8,
+      9,
+      15,
       63,
       64,
       65,

@@ -7,9 +7,10 @@
  * Three implementations compute the same values, chosen by what a call costs at a cold start:
  * - a table-driven JavaScript loop (slicing by 4) for a few bytes, and on hosts without the others; it runs
  *   interpreted at first (about 10 MB/s cold), so it is no choice for kilobytes at a cold start;
- * - the same loop as a tiny WebAssembly module (a few hundred bytes, compiled by the baseline compiler in well
- *   under a millisecond, about 1 GB/s from its first call): what a cold start's checks of its header, its small
- *   eager sections and the blocks its first turn reads use;
+ * - a tiny WebAssembly module (about 300 bytes, slicing by 8, compiled by the baseline compiler in well under a
+ *   millisecond, about 1 GB/s from its first call): what a cold start's checks of its header, its small eager
+ *   sections and the blocks its first turn reads use; its bytes are a constant, so a cold start runs no
+ *   JavaScript to assemble them;
  * - zlib's native CRC-32 in Node (`zlib.crc32`, Node >= 20.15, several GB/s) for large inputs (from
  *   {@link BULK_BYTES}: writing an artifact, a million entries' sections). Looking zlib up loads Node's stream
  *   modules (about 7 ms of a 10k-entry cold start), so it is looked up only when a large input comes, at run time
@@ -24,17 +25,17 @@ const POLYNOMIAL = 0xedb88320;
 
 let tables: Int32Array[] | null = null;
 
-/** Four 256-entry tables: table 0 is the classic byte table, table k advances k more zero bytes. */
+/** Eight 256-entry tables: table 0 is the classic byte table, table k advances k more zero bytes. */
 function crcTables(): Int32Array[] {
   if (tables) return tables;
-  const made = [0, 1, 2, 3].map(() => new Int32Array(256));
+  const made = [0, 1, 2, 3, 4, 5, 6, 7].map(() => new Int32Array(256));
   for (let byte = 0; byte < 256; byte++) {
     let value = byte;
     for (let bit = 0; bit < 8; bit++) value = value & 1 ? (value >>> 1) ^ POLYNOMIAL : value >>> 1;
     made[0]![byte] = value;
   }
   for (let byte = 0; byte < 256; byte++)
-    for (let table = 1; table < 4; table++) {
+    for (let table = 1; table < 8; table++) {
       const previous = made[table - 1]![byte]!;
       made[table]![byte] = (previous >>> 8) ^ made[0]![previous & 0xff]!;
     }
@@ -57,12 +58,14 @@ export function crc32Portable(bytes: Uint8Array): number {
   return ~crc >>> 0;
 }
 
-/** Where the module's memory holds the four tables (1 KiB each, table k at k KiB) and the bytes to check. */
-const DATA_OFFSET = 4096;
+/** The kernel's tables in its memory: table k (1 KiB) at k KiB. */
+const KERNEL_TABLES = 8;
+/** Where the module's memory holds the bytes to check, after the tables. */
+const DATA_OFFSET = KERNEL_TABLES * 1024;
 /** Bytes checked per call into the module (its memory is two 64 KiB pages: the tables, then one chunk). */
 const CHUNK_BYTES = 65536;
 
-/** Unsigned LEB128, the WebAssembly binary format's integers. */
+/** Unsigned LEB128, the WebAssembly binary format's sizes, counts and offsets. */
 function leb128(value: number): number[] {
   const out: number[] = [];
   let rest = value;
@@ -73,6 +76,21 @@ function leb128(value: number): number[] {
     out.push(byte);
   } while (rest !== 0);
   return out;
+}
+
+/** Signed LEB128, the WebAssembly binary format's `i32.const` operands. */
+function signedLeb128(value: number): number[] {
+  const out: number[] = [];
+  let rest = value;
+  for (;;) {
+    const byte = rest & 0x7f;
+    rest >>= 7;
+    if ((rest === 0 && (byte & 0x40) === 0) || (rest === -1 && (byte & 0x40) !== 0)) {
+      out.push(byte);
+      return out;
+    }
+    out.push(byte | 0x80);
+  }
 }
 
 /** The WebAssembly instructions the kernel uses (binary opcodes). */
@@ -97,20 +115,21 @@ const OP = {
   i32: 0x7f,
 } as const;
 
-/** The kernel's locals: its parameters `crc` and `length`, then `position` and `end`. */
+/** The kernel's locals: its parameters `crc` and `length`, then `position`, `end` and `word`. */
 const CRC = 0;
 const LENGTH = 1;
 const POSITION = 2;
 const END = 3;
+const WORD = 4;
 
 const get = (local: number) => [OP.localGet, local];
 const set = (local: number) => [OP.localSet, local];
-const constant = (value: number) => [OP.i32Const, ...leb128(value)];
+const constant = (value: number) => [OP.i32Const, ...signedLeb128(value)];
 /** `i32.load` of the word at the address on the stack plus `offset` (4-byte aligned). */
 const loadWord = (offset: number) => [OP.i32Load, 2, ...leb128(offset)];
-/** The byte offset of table entry `(crc >>> shift) & 0xff`, then that entry of table `table` loaded. */
-const tableEntry = (shift: number, table: number) => [
-  ...get(CRC),
+/** The byte offset of entry `(local >>> shift) & 0xff`, then that entry of table `table` loaded. */
+const tableEntry = (local: number, shift: number, table: number) => [
+  ...get(local),
   ...(shift > 0 ? [...constant(shift), OP.i32ShrU] : []),
   ...(shift < 24 ? [...constant(0xff), OP.i32And] : []),
   ...constant(2),
@@ -141,37 +160,52 @@ const whileBelowEnd = (step: number, body: number[]) => [
 
 /**
  * The module, in the WebAssembly binary format: one memory of two pages and one function `update(crc, length)`
- * that folds `length` bytes at {@link DATA_OFFSET} into the running (inverted) `crc`, four bytes at a time as
- * {@link crc32Portable} does, then byte by byte; it returns the new running value.
+ * that folds `length` bytes at {@link DATA_OFFSET} into the running (inverted) `crc`, eight bytes at a time
+ * (slicing by 8: two words, eight independent table lookups), then byte by byte; it returns the new running
+ * value. Built here from named opcodes; a process uses {@link KERNEL_MODULE_HEX}, the same bytes (checked by
+ * `checksum.test.ts`), because building them runs cold JavaScript at a cold start (about 1 ms). @internal
  */
-function kernelModuleBytes(): Uint8Array {
+export function kernelModuleBytes(): Uint8Array {
   const body = [
-    // Two more i32 locals: position, end.
+    // Three more i32 locals: position, end, word.
     1,
-    2,
+    3,
     OP.i32,
     ...constant(DATA_OFFSET),
     ...set(POSITION),
-    // end = position + (length & ~3)
+    // end = position + (length & ~7)
     ...get(POSITION),
     ...get(LENGTH),
-    ...[OP.i32Const, 0x7c], // -4 (signed LEB128)
+    ...constant(-8),
     OP.i32And,
     OP.i32Add,
     ...set(END),
-    // crc ^= word; crc = T3[crc & 0xff] ^ T2[(crc >>> 8) & 0xff] ^ T1[(crc >>> 16) & 0xff] ^ T0[crc >>> 24]
-    ...whileBelowEnd(4, [
+    // crc ^= first word; word = second word;
+    // crc = T7[crc & 0xff] ^ T6[(crc >>> 8) & 0xff] ^ T5[(crc >>> 16) & 0xff] ^ T4[crc >>> 24]
+    //     ^ T3[word & 0xff] ^ T2[(word >>> 8) & 0xff] ^ T1[(word >>> 16) & 0xff] ^ T0[word >>> 24]
+    ...whileBelowEnd(8, [
       ...get(CRC),
       ...get(POSITION),
       ...loadWord(0),
       OP.i32Xor,
       ...set(CRC),
-      ...tableEntry(0, 3),
-      ...tableEntry(8, 2),
+      ...get(POSITION),
+      ...loadWord(4),
+      ...set(WORD),
+      ...tableEntry(CRC, 0, 7),
+      ...tableEntry(CRC, 8, 6),
       OP.i32Xor,
-      ...tableEntry(16, 1),
+      ...tableEntry(CRC, 16, 5),
       OP.i32Xor,
-      ...tableEntry(24, 0),
+      ...tableEntry(CRC, 24, 4),
+      OP.i32Xor,
+      ...tableEntry(WORD, 0, 3),
+      OP.i32Xor,
+      ...tableEntry(WORD, 8, 2),
+      OP.i32Xor,
+      ...tableEntry(WORD, 16, 1),
+      OP.i32Xor,
+      ...tableEntry(WORD, 24, 0),
       OP.i32Xor,
       ...set(CRC),
     ]),
@@ -191,7 +225,7 @@ function kernelModuleBytes(): Uint8Array {
       0,
       OP.i32Xor,
       ...set(CRC),
-      ...tableEntry(0, 0),
+      ...tableEntry(CRC, 0, 0),
       OP.i32Xor,
       ...set(CRC),
     ]),
@@ -212,6 +246,18 @@ function kernelModuleBytes(): Uint8Array {
   ]);
 }
 
+/** {@link kernelModuleBytes}, in hexadecimal (what a process compiles). @internal */
+export const KERNEL_MODULE_HEX =
+  "0061736d0100000001070160027f7f017f030201000503010002071302066d656d6f727902000675706461746500000af70101f40101037f4180c0002102200220014178716a210302400340200220034f0d012000200228020073210020022802042104200041ff017141027428028038200041087641ff01714102742802803073200041107641ff0171410274280280287320004118764102742802802073200441ff01714102742802801873200441087641ff01714102742802801073200441107641ff017141027428028008732004411876410274280200732100200241086a21020c000b0b4180c00020016a210302400340200220034f0d012000410876200020022d0000732100200041ff0171410274280200732100200241016a21020c000b0b20000b";
+
+/** The bytes of {@link KERNEL_MODULE_HEX}. */
+function kernelModule(): Uint8Array {
+  const bytes = new Uint8Array(KERNEL_MODULE_HEX.length / 2);
+  for (let index = 0; index < bytes.length; index++)
+    bytes[index] = Number.parseInt(KERNEL_MODULE_HEX.slice(2 * index, 2 * index + 2), 16);
+  return bytes;
+}
+
 type WebAssemblyHost = {
   WebAssembly?: {
     Module: new (bytes: Uint8Array) => unknown;
@@ -230,14 +276,12 @@ function webAssemblyCrc32(): ((bytes: Uint8Array) => number) | null {
   const host = (globalThis as WebAssemblyHost).WebAssembly;
   if (!host) return null;
   try {
-    const { memory, update } = new host.Instance(new host.Module(kernelModuleBytes())).exports;
+    const { memory, update } = new host.Instance(new host.Module(kernelModule())).exports;
     const heap = new Uint8Array(memory.buffer);
-    const [table0, table1, table2, table3] = crcTables() as [Int32Array, Int32Array, Int32Array, Int32Array];
-    const moduleTables = new Int32Array(memory.buffer, 0, 1024);
-    moduleTables.set(table0, 0);
-    moduleTables.set(table1, 256);
-    moduleTables.set(table2, 512);
-    moduleTables.set(table3, 768);
+    const moduleTables = new Int32Array(memory.buffer, 0, KERNEL_TABLES * 256);
+    crcTables().forEach((table, index) => {
+      moduleTables.set(table, index * 256);
+    });
     kernel = (bytes) => {
       let crc = -1;
       for (let offset = 0; offset < bytes.byteLength; offset += CHUNK_BYTES) {
