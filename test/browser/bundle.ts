@@ -90,7 +90,9 @@ export async function runPageInChromium(code: string): Promise<{ result: Browser
     const page = join(directory, "page.html");
     await writeFile(
       page,
-      `<!doctype html><html><body><pre id="result">pending</pre><script>${code}</script></body></html>`,
+      // The encoding declared: a file:// page without one is decoded by guessing from its bytes, which read the
+      // fixture's non-ASCII text wrongly once the package's code held no non-ASCII character of its own.
+      `<!doctype html><html><head><meta charset="utf-8"></head><body><pre id="result">pending</pre><script>${code}</script></body></html>`,
     );
     const dom = await withChromium((runChromium) =>
       // Virtual time lets the page's asynchronous build and turn finish before the DOM is dumped.

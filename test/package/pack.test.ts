@@ -89,6 +89,15 @@ describe.sequential("the packed package", () => {
     expect(incomplete.map((file) => file.path)).toEqual([]);
   });
 
+  it("ships JavaScript that is ASCII only (V8 compiles any other file as slower two-byte source)", () => {
+    const scripts = installed.files.filter((file) => file.path.endsWith(".js"));
+    expect(scripts.length).toBeGreaterThan(10);
+    const wide = scripts.filter(({ path }) =>
+      /[\u0080-\uffff]/.test(readFileSync(join(installed.project, "node_modules/lexground", path), "utf8")),
+    );
+    expect(wide.map((file) => file.path)).toEqual([]);
+  });
+
   it("has a LICENSE, package metadata and README links that work on the registry page", () => {
     const manifest = JSON.parse(readFileSync(join(repositoryRoot, "package.json"), "utf8")) as Record<
       string,
