@@ -161,7 +161,7 @@ describe("damaged and crafted index artifacts", () => {
     }
   });
 
-  it("crafted sections with valid checksums are refused when they disagree: ids out of their ranks' order, ranks that are no permutation", () => {
+  it("crafted sections with valid checksums are refused when they disagree: ids out of their ranks' order (when first looked up), ranks that are no permutation", () => {
     const normalized = normalizeSources(sources, { manifestVersion: "0" });
     const bytes = serializeIndexSnapshot(
       buildIndexSnapshot(normalized.entries),
@@ -176,11 +176,15 @@ describe("damaged and crafted index artifacts", () => {
         change(values);
         section.set(new Uint8Array(values.buffer));
       });
-    const crafted = [
-      // Two ranks swapped: the ids are then out of their ranks' order.
+    // Two ranks swapped: the ids are then out of their ranks' order, found by the first lookup by id (the order
+    // is checked a block of ranks at a time, when a lookup first searches the block).
+    const swapped = deserializeIndexSnapshot(
       withRanks((values) => {
         [values[0], values[1]] = [values[1]!, values[0]!];
       }),
+    ).snapshot;
+    expectArtifactError(() => swapped.entriesById.get(normalized.entries[0]!.id), "corrupt");
+    const crafted = [
       // A rank repeated, and one out of range.
       withRanks((values) => {
         values[1] = values[0]!;

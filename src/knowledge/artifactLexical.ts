@@ -311,7 +311,7 @@ export function readLexicalSections(
     analyzer: options.analyzer as KnowledgeAnalyzerName,
     scoring: options.scoring as KnowledgeScoringMode,
     ids,
-    denseIds: RankedIdMap.from(ids, ranks),
+    denseIds: RankedIdMap.from(ids, ranks, (message) => read.corrupt(message)),
     termCount,
     averageLengths,
     ranks,
