@@ -11,14 +11,17 @@
  * @module
  */
 
+import type { ResolvedCallOptions } from "./dynamic.js";
 import {
   AllAttemptsFailedError,
   type AttemptRecord,
   errorMessageOf,
+  InvalidOptionsError,
   NeuroLinkError,
   ProviderCallError,
 } from "./errors.js";
 import {
+  isLanguageModelObject,
   type ModelRequest,
   type ProviderResolver,
   type ResolvedModel,
@@ -30,6 +33,7 @@ import type {
   ModelChainEntry,
   ModelPoolConfig,
   ModelPoolMember,
+  NeurolinkConstructorConfig,
   ProviderFallbackCallback,
 } from "./types.js";
 
@@ -248,4 +252,69 @@ export async function runWithFallback<T>(run: FallbackRun<T>): Promise<FallbackO
     throw NeuroLinkError.isInstance(only.error) ? only.error : new ProviderCallError(only);
   }
   throw new AllAttemptsFailedError(attempts);
+}
+
+/**
+ * The ordered targets of one call: the call's own provider/model (else the model pool's members, else the
+ * configured model), then the model chain, then the `fallbackProvider`/`fallbackModel` option. Only the first
+ * with `disableInternalFallback`. Throws `InvalidOptionsError` naming a malformed chain entry.
+ */
+export function planAttemptTargets(
+  resolved: ResolvedCallOptions,
+  config: Pick<NeurolinkConstructorConfig, "provider" | "model" | "modelChain">,
+  resolver: Pick<ProviderResolver, "split">,
+  modelPool: Pick<ModelPool, "plan"> | undefined,
+): AttemptTarget[] {
+  const model = resolved.model;
+  let targets: AttemptTarget[];
+  let primaryProvider: string | undefined;
+  if (isLanguageModelObject(model)) {
+    targets = [{ request: { model }, source: "primary" }];
+    primaryProvider = resolved.provider ?? config.provider;
+  } else if (resolved.provider !== undefined || model !== undefined) {
+    targets = [
+      {
+        request: {
+          ...(resolved.provider === undefined ? {} : { provider: resolved.provider }),
+          ...(model === undefined ? {} : { model }),
+        },
+        source: "primary",
+      },
+    ];
+    primaryProvider =
+      resolved.provider ?? (typeof model === "string" ? resolver.split(model).provider : undefined);
+  } else if (modelPool) {
+    targets = modelPool.plan();
+  } else if (isLanguageModelObject(config.model)) {
+    targets = [{ request: { model: config.model as LanguageModelObject }, source: "primary" }];
+  } else {
+    const configured = config.model;
+    targets = [{ request: typeof configured === "string" ? { model: configured } : {}, source: "primary" }];
+  }
+  if (resolved.disableInternalFallback === true) return targets.slice(0, 1);
+  const chainPath = resolved.modelChain === undefined ? "config.modelChain" : "modelChain";
+  const chain = resolved.modelChain ?? config.modelChain ?? [];
+  if (!Array.isArray(chain)) throw new InvalidOptionsError(chainPath, "must be an array");
+  chain.forEach((entry: unknown, index) => {
+    if (typeof entry !== "string" && (typeof entry !== "object" || entry === null)) {
+      throw new InvalidOptionsError(
+        `${chainPath}[${index}]`,
+        "must be a model id, `{ provider, model }` or an AI SDK model",
+      );
+    }
+  });
+  for (const entry of chain) {
+    targets.push(chainEntryToTarget(entry, primaryProvider, "model-chain", (value) => resolver.split(value)));
+  }
+  if (resolved.fallbackProvider !== undefined || resolved.fallbackModel !== undefined) {
+    const provider = resolved.fallbackProvider ?? primaryProvider;
+    targets.push({
+      request: {
+        ...(provider === undefined ? {} : { provider }),
+        ...(resolved.fallbackModel === undefined ? {} : { model: resolved.fallbackModel }),
+      },
+      source: "fallback-option",
+    });
+  }
+  return targets;
 }

@@ -49,13 +49,11 @@ import {
   NeuroLinkError,
   StreamAbandonedError,
 } from "./errors.js";
-import { type AttemptTarget, chainEntryToTarget, runWithFallback } from "./fallback.js";
+import { type AttemptTarget, planAttemptTargets, runWithFallback } from "./fallback.js";
 import { NeuroLinkKnowledge } from "./neurolinkKnowledge.js";
-import { isLanguageModelObject } from "./providers.js";
 import type {
   GenerateOptions,
   GenerateResult,
-  LanguageModelObject,
   NeuroLinkEvents,
   StreamChunk,
   StreamFinalResult,
@@ -155,64 +153,6 @@ export class NeuroLink extends NeuroLinkKnowledge {
     return { options, resolved, grounding, request };
   }
 
-  /** The ordered targets of a call: primary (or pool members), model chain, fallback option. */
-  private planTargets(resolved: ResolvedCallOptions): AttemptTarget[] {
-    const model = resolved.model;
-    let targets: AttemptTarget[];
-    let primaryProvider: string | undefined;
-    if (isLanguageModelObject(model)) {
-      targets = [{ request: { model }, source: "primary" }];
-      primaryProvider = resolved.provider ?? this.config.provider;
-    } else if (resolved.provider !== undefined || model !== undefined) {
-      targets = [
-        {
-          request: {
-            ...(resolved.provider === undefined ? {} : { provider: resolved.provider }),
-            ...(model === undefined ? {} : { model }),
-          },
-          source: "primary",
-        },
-      ];
-      primaryProvider =
-        resolved.provider ?? (typeof model === "string" ? this.resolver.split(model).provider : undefined);
-    } else if (this.modelPool) {
-      targets = this.modelPool.plan();
-    } else if (isLanguageModelObject(this.config.model)) {
-      targets = [{ request: { model: this.config.model as LanguageModelObject }, source: "primary" }];
-    } else {
-      const configured = this.config.model;
-      targets = [{ request: typeof configured === "string" ? { model: configured } : {}, source: "primary" }];
-    }
-    if (resolved.disableInternalFallback === true) return targets.slice(0, 1);
-    const chainPath = resolved.modelChain === undefined ? "config.modelChain" : "modelChain";
-    const chain = resolved.modelChain ?? this.config.modelChain ?? [];
-    if (!Array.isArray(chain)) throw new InvalidOptionsError(chainPath, "must be an array");
-    chain.forEach((entry: unknown, index) => {
-      if (typeof entry !== "string" && (typeof entry !== "object" || entry === null)) {
-        throw new InvalidOptionsError(
-          `${chainPath}[${index}]`,
-          "must be a model id, `{ provider, model }` or an AI SDK model",
-        );
-      }
-    });
-    for (const entry of chain) {
-      targets.push(
-        chainEntryToTarget(entry, primaryProvider, "model-chain", (value) => this.resolver.split(value)),
-      );
-    }
-    if (resolved.fallbackProvider !== undefined || resolved.fallbackModel !== undefined) {
-      const provider = resolved.fallbackProvider ?? primaryProvider;
-      targets.push({
-        request: {
-          ...(provider === undefined ? {} : { provider }),
-          ...(resolved.fallbackModel === undefined ? {} : { model: resolved.fallbackModel }),
-        },
-        source: "fallback-option",
-      });
-    }
-    return targets;
-  }
-
   private fallbackHooks(resolved: ResolvedCallOptions) {
     const providerFallback =
       resolved.disableInternalFallback === true
@@ -220,7 +160,7 @@ export class NeuroLink extends NeuroLinkKnowledge {
         : (resolved.providerFallback ?? this.config.providerFallback);
     return {
       resolver: this.resolver,
-      targets: this.planTargets(resolved),
+      targets: planAttemptTargets(resolved, this.config, this.resolver, this.modelPool),
       ...(providerFallback === undefined ? {} : { providerFallback }),
       maxAttempts: Math.max(1, Math.floor(this.config.maxAttempts ?? DEFAULT_MAX_ATTEMPTS)),
       ...(resolved.abortSignal === undefined ? {} : { callerSignal: resolved.abortSignal }),
