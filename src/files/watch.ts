@@ -118,6 +118,104 @@ function errorIssue(error: KnowledgeCompileError): KnowledgeFileIssue {
   };
 }
 
+/** The target's operations: `rebuild` always, `update` when the target is an engine that has it. */
+type TargetOperations = {
+  rebuild: (sources: KnowledgeSource[]) => Promise<KnowledgeEngineStatus>;
+  update: Extract<KnowledgeRebuildTarget, { rebuild: unknown }>["update"] | undefined;
+};
+
+function targetOperations(target: KnowledgeRebuildTarget): TargetOperations {
+  const rebuild =
+    typeof target === "function"
+      ? target
+      : target !== null && typeof target === "object" && typeof target.rebuild === "function"
+        ? (sources: KnowledgeSource[]) => target.rebuild(sources)
+        : undefined;
+  if (!rebuild) {
+    throw new TypeError("watchKnowledgeBase: target must be an engine (with rebuild) or a rebuild function");
+  }
+  const update =
+    typeof target === "object" && typeof target.update === "function"
+      ? target.update.bind(target)
+      : undefined;
+  return { rebuild, update };
+}
+
+/** The directories to watch for the inputs; throws `not-found` for an input that does not exist. */
+async function watchRoots(inputs: readonly string[], cwd: string): Promise<WatchRoot[]> {
+  const roots: WatchRoot[] = [];
+  for (const path of inputs) {
+    const absolute = resolve(cwd, path);
+    const info = await stat(absolute).catch(() => undefined);
+    if (!info) {
+      throw new KnowledgeCompileError("not-found", "no such file or directory", {
+        file: path,
+        hint: "check the path; it is resolved against the current directory",
+      });
+    }
+    // A file is watched through its folder: editors save by writing a new file and renaming it over the old one,
+    // which ends a watch on the file itself.
+    if (info.isDirectory()) roots.push({ directory: absolute, recursive: true });
+    else roots.push({ directory: dirname(absolute), recursive: false, names: new Set([basename(absolute)]) });
+  }
+  return roots;
+}
+
+/**
+ * One reload's work: reads the files, then applies them to the target (the changed entries through `update` when
+ * the target has it and `served` is known, else a rebuild), and locates the issues. `sources` is what the target
+ * serves afterwards when the reload succeeded (the next reload is compared with it), otherwise undefined;
+ * `abandoned` when the watch was closed while the files were read (the target was not touched).
+ */
+async function readAndApply(
+  inputs: readonly string[],
+  readOptions: Omit<KnowledgeCompileOptions, "onProgress">,
+  { rebuild, update }: TargetOperations,
+  served: readonly KnowledgeSource[] | undefined,
+  isClosed: () => boolean,
+): Promise<{ result: KnowledgeReloadResult; sources?: readonly KnowledgeSource[]; abandoned?: true }> {
+  try {
+    const loaded = await readKnowledgeBase(inputs, readOptions);
+    if (isClosed()) return { result: { ok: false, issues: [], status: null }, abandoned: true };
+    const changes = update && served ? diffSources(served, loaded.sources) : null;
+    let status: KnowledgeEngineStatus;
+    let applied: KnowledgeReloadResult["applied"] = "rebuild";
+    let issuePaths = (path: string | undefined) => path;
+    if (changes && changes.upsert.length === 0 && changes.remove.length === 0) {
+      applied = "none";
+      status = { ...(await update!({})), validationIssues: [] };
+    } else if (changes) {
+      const outcome = await update!({ upsert: changes.upsert, remove: changes.remove });
+      if (outcome.reason === "index-not-ready") status = await rebuild(loaded.sources);
+      else {
+        applied = "update";
+        status = outcome;
+        issuePaths = changes.originalPath;
+      }
+    } else status = await rebuild(loaded.sources);
+    const validation = locateIssues(
+      status.validationIssues.map((found) => {
+        const path = issuePaths(found.path);
+        return path === undefined ? found : { ...found, path };
+      }),
+      loaded,
+    );
+    const ok = status.lastError === null && !validation.some((issue) => issue.level === "error");
+    const result: KnowledgeReloadResult = {
+      ok,
+      issues: sortIssues([...notesToIssues(loaded.notes), ...validation]),
+      status,
+      applied,
+    };
+    return ok ? { result, sources: loaded.sources } : { result };
+  } catch (caught) {
+    const error = KnowledgeCompileError.isInstance(caught)
+      ? caught
+      : new KnowledgeCompileError("unreadable", caught instanceof Error ? caught.message : String(caught));
+    return { result: { ok: false, issues: [errorIssue(error)], status: null, error } };
+  }
+}
+
 /**
  * Watches a knowledge folder (or entry files, or a manifest file) and updates `target` when it changes: events
  * are debounced by `debounceMs`, then the files are read again. When `target` is an engine and the sources keep
@@ -157,39 +255,13 @@ export async function watchKnowledgeBase(
   if (!Number.isFinite(debounceMs) || debounceMs < 0) {
     throw new RangeError(`watchKnowledgeBase: debounceMs must be a non-negative number (got ${debounceMs})`);
   }
-  const rebuild =
-    typeof target === "function"
-      ? target
-      : target !== null && typeof target === "object" && typeof target.rebuild === "function"
-        ? (sources: KnowledgeSource[]) => target.rebuild(sources)
-        : undefined;
-  if (!rebuild) {
-    throw new TypeError("watchKnowledgeBase: target must be an engine (with rebuild) or a rebuild function");
-  }
-  const update =
-    typeof target === "object" && typeof target.update === "function"
-      ? target.update.bind(target)
-      : undefined;
+  const { rebuild, update } = targetOperations(target);
   /** The sources the target serves, as last read (what the next read is compared with). */
   let served: readonly KnowledgeSource[] | undefined = initialSources;
   const inputs = typeof input === "string" ? [input] : [...input];
   const cwd = readOptions.cwd ?? process.cwd();
 
-  const roots: WatchRoot[] = [];
-  for (const path of inputs) {
-    const absolute = resolve(cwd, path);
-    const info = await stat(absolute).catch(() => undefined);
-    if (!info) {
-      throw new KnowledgeCompileError("not-found", "no such file or directory", {
-        file: path,
-        hint: "check the path; it is resolved against the current directory",
-      });
-    }
-    // A file is watched through its folder: editors save by writing a new file and renaming it over the old one,
-    // which ends a watch on the file itself.
-    if (info.isDirectory()) roots.push({ directory: absolute, recursive: true });
-    else roots.push({ directory: dirname(absolute), recursive: false, names: new Set([basename(absolute)]) });
-  }
+  const roots = await watchRoots(inputs, cwd);
 
   const watchers = new Map<string, FSWatcher>();
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -262,47 +334,15 @@ export async function watchKnowledgeBase(
   };
 
   const reloadOnce = async (): Promise<KnowledgeReloadResult> => {
-    let result: KnowledgeReloadResult;
-    try {
-      const loaded = await readKnowledgeBase(inputs, readOptions);
-      if (closed) return { ok: false, issues: [], status: null };
-      const changes = update && served ? diffSources(served, loaded.sources) : null;
-      let status: KnowledgeEngineStatus;
-      let applied: KnowledgeReloadResult["applied"] = "rebuild";
-      let issuePaths = (path: string | undefined) => path;
-      if (changes && changes.upsert.length === 0 && changes.remove.length === 0) {
-        applied = "none";
-        status = { ...(await update!({})), validationIssues: [] };
-      } else if (changes) {
-        const outcome = await update!({ upsert: changes.upsert, remove: changes.remove });
-        if (outcome.reason === "index-not-ready") status = await rebuild(loaded.sources);
-        else {
-          applied = "update";
-          status = outcome;
-          issuePaths = changes.originalPath;
-        }
-      } else status = await rebuild(loaded.sources);
-      const validation = locateIssues(
-        status.validationIssues.map((found) => {
-          const path = issuePaths(found.path);
-          return path === undefined ? found : { ...found, path };
-        }),
-        loaded,
-      );
-      const ok = status.lastError === null && !validation.some((issue) => issue.level === "error");
-      if (ok) served = loaded.sources;
-      result = {
-        ok,
-        issues: sortIssues([...notesToIssues(loaded.notes), ...validation]),
-        status,
-        applied,
-      };
-    } catch (caught) {
-      const error = KnowledgeCompileError.isInstance(caught)
-        ? caught
-        : new KnowledgeCompileError("unreadable", caught instanceof Error ? caught.message : String(caught));
-      result = { ok: false, issues: [errorIssue(error)], status: null, error };
-    }
+    const { result, sources, abandoned } = await readAndApply(
+      inputs,
+      readOptions,
+      { rebuild, update },
+      served,
+      () => closed,
+    );
+    if (abandoned) return result;
+    if (sources) served = sources;
     // A folder created since the last listing may have received files before its watcher existed: read again.
     if (await refreshDirectories()) again = true;
     try {
