@@ -1,7 +1,9 @@
+import { EventEmitter } from "node:events";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { COPY_DATA_HEADER_BYTES, CopyEncoder } from "./copy.js";
+import { COPY_DATA_HEADER_BYTES, CopyEncoder, copyIn } from "./copy.js";
+import type { PostgresPoolClient } from "./driver.js";
 
 /** PostgreSQL's binary copy format written value by value with a DataView: the reference the encoder must match. */
 class ReferenceEncoder {
@@ -69,14 +71,13 @@ const value: fc.Arbitrary<Value> = fc.oneof(
 );
 
 /**
- * An encoder whose chunks are collected without their message header room (checked empty of data), each copied
- * before its buffer is released for reuse.
+ * An encoder whose chunks are collected without their message header room, each copied and then overwritten
+ * (the encoder reuses its buffer once a flush resolves).
  */
 function collecting(chunks: Buffer[]): CopyEncoder {
-  return new CopyEncoder(async (chunk, release) => {
+  return new CopyEncoder(async (chunk) => {
     chunks.push(Buffer.from(chunk.subarray(COPY_DATA_HEADER_BYTES)));
     chunk.fill(0xee);
-    release();
   });
 }
 
@@ -181,4 +182,83 @@ describe("CopyEncoder", () => {
     expect(Buffer.concat(chunks).equals(reference(viewRows))).toBe(true);
     expect((await encode(rows)).equals(reference(rows))).toBe(true);
   });
+});
+
+/**
+ * A connection as `pg` hands it to a COPY, over a socket that takes every write whole at once (`writableLength` 0
+ * right after `write`) and calls back on the next tick, as Node's sockets do, or (`queued`) that holds each write
+ * and calls back from the event loop. Records the chunks' bytes and the buffers they were written from.
+ */
+function fakeCopyClient(queued: boolean) {
+  const written: Buffer[] = [];
+  const buffers = new Set<ArrayBufferLike>();
+  const stream = Object.assign(new EventEmitter(), {
+    writable: true,
+    writableLength: 0,
+    write(chunk: Buffer, callback: (error?: Error | null) => void): boolean {
+      written.push(Buffer.from(chunk));
+      buffers.add(chunk.buffer);
+      if (queued) {
+        stream.writableLength += chunk.length;
+        setImmediate(() => {
+          stream.writableLength -= chunk.length;
+          callback();
+        });
+      } else process.nextTick(callback);
+      return !queued;
+    },
+  });
+  type Submittable = {
+    submit(connection: unknown): void;
+    handleCopyInResponse(connection: unknown): void;
+    handleReadyForQuery(): void;
+  };
+  const client: PostgresPoolClient = {
+    query(config) {
+      const query = config as unknown as Submittable;
+      const connection = {
+        stream,
+        query() {},
+        endCopyFrom: () => setImmediate(() => query.handleReadyForQuery()),
+        sendCopyFail: () => setImmediate(() => query.handleReadyForQuery()),
+      };
+      query.submit(connection);
+      query.handleCopyInResponse(connection);
+      return Promise.resolve({ rows: [], rowCount: 0 });
+    },
+    release() {},
+  };
+  return { client, written, buffers };
+}
+
+describe("copyIn", () => {
+  for (const queued of [false, true]) {
+    it(`writes every chunk from one buffer (${queued ? "writes queued, called back later" : "writes taken whole, called back on the next tick"})`, async () => {
+      const { client, written, buffers } = fakeCopyClient(queued);
+      const rows = 20_000;
+      const values = Int32Array.from({ length: 100 }, (_, index) => index * 7);
+      await copyIn(client, "t", ["a", "b"], async (encoder) => {
+        for (let row = 0; row < rows; row++) {
+          await encoder.row(2);
+          encoder.int4(row);
+          encoder.int4Array(values);
+        }
+      });
+      // About 16 MB in chunks of about 1 MiB, all written from the encoder's one buffer: a fresh buffer per chunk
+      // (gigabytes per large publication) set off full collections of the publishing process's heap.
+      expect(written.length).toBeGreaterThan(10);
+      expect(buffers.size).toBe(1);
+      // The messages carry the rows: CopyData headers, then the rows in order.
+      const payload = Buffer.concat(
+        written.map((chunk) => {
+          expect(chunk[0]).toBe(0x64);
+          expect(chunk.readInt32BE(1)).toBe(chunk.length - 1);
+          return chunk.subarray(COPY_DATA_HEADER_BYTES);
+        }),
+      );
+      const rowBytes = 2 + 8 + 4 + 20 + values.length * 8;
+      expect(payload.length).toBe(19 + rows * rowBytes + 2);
+      expect(payload.readInt32BE(19 + (rows - 1) * rowBytes + 2 + 4)).toBe(rows - 1);
+    });
+  }
 });

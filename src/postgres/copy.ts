@@ -65,9 +65,10 @@ type CopyConnection = {
   sendCopyFail(message: string): void;
   stream: {
     writable?: boolean;
-    writableNeedDrain?: boolean;
+    /** Bytes written but not yet handed to the operating system. */
+    writableLength?: number;
     write(chunk: Buffer, callback: (error?: Error | null) => void): boolean;
-    once(event: "drain" | "close", listener: () => void): unknown;
+    once(event: "close", listener: () => void): unknown;
     off(event: "close", listener: () => void): unknown;
   };
 };
@@ -75,25 +76,21 @@ type CopyConnection = {
 /** Bytes every chunk starts with, for its protocol message header (`d`, then the length as int32). */
 export const COPY_DATA_HEADER_BYTES = 5;
 
-/** Chunk buffers kept for reuse once written (more in flight are allocated, then dropped). */
-const SPARE_CHUNKS = 4;
-
 /**
- * Encodes rows in the binary copy format into a growing buffer, handing full chunks to `flush`. Call
+ * Encodes rows in the binary copy format into one buffer, handing each full chunk to `flush`. Call
  * {@link CopyEncoder.row} with the field count, then one value method per field, in the table's column order.
  *
  * Each chunk starts with {@link COPY_DATA_HEADER_BYTES} bytes left for its CopyData message header, which `flush`
- * fills in before writing the chunk to the connection as it is (no copy); once written, `flush` calls `release`,
- * and the buffer is reused for a later chunk. Gigabytes of copied chunk buffers were otherwise allocated and
- * dropped per publication (twice: here and in the driver), and that external memory set off full collections of
- * the whole heap, the registry included.
+ * fills in before writing the chunk to the connection as it is (no copy); `flush` resolves once the chunk's bytes
+ * are no longer needed, and the encoder writes the next chunk into the same buffer. One buffer for the whole
+ * load: a fresh chunk buffer per megabyte (gigabytes per large publication) set off full collections of the whole
+ * heap, the registry included, as external memory pressure.
  */
 export class CopyEncoder {
   private buffer: Buffer = Buffer.allocUnsafe(CHUNK_BYTES * 2);
   private offset = 0;
-  private readonly spare: Buffer[] = [];
 
-  constructor(private readonly flush: (chunk: Buffer, release: () => void) => Promise<void>) {
+  constructor(private readonly flush: (chunk: Buffer) => Promise<void>) {
     this.offset = COPY_DATA_HEADER_BYTES;
     this.buffer.set(SIGNATURE, this.offset);
     this.offset += SIGNATURE.length;
@@ -262,13 +259,8 @@ export class CopyEncoder {
 
   private async send(): Promise<void> {
     if (this.offset === COPY_DATA_HEADER_BYTES) return;
-    const buffer = this.buffer;
-    const chunk = buffer.subarray(0, this.offset);
-    this.buffer = this.spare.pop() ?? Buffer.allocUnsafe(CHUNK_BYTES * 2);
+    await this.flush(this.buffer.subarray(0, this.offset));
     this.offset = COPY_DATA_HEADER_BYTES;
-    await this.flush(chunk, () => {
-      if (buffer.length === CHUNK_BYTES * 2 && this.spare.length < SPARE_CHUNKS) this.spare.push(buffer);
-    });
   }
 
   /** Writes the trailer and sends what is buffered. */
@@ -302,29 +294,28 @@ class CopyInQuery {
   }
 
   handleCopyInResponse(connection: CopyConnection): void {
-    let closed = false;
-    const encoder = new CopyEncoder(async (chunk, release) => {
+    const encoder = new CopyEncoder(async (chunk) => {
       // After a server error the rest is discarded anyway: stop encoding.
       if (this.error) throw this.error;
-      if (closed || connection.stream.writable === false)
-        throw new Error("the connection closed during COPY");
+      const stream = connection.stream;
+      if (stream.writable === false) throw new Error("the connection closed during COPY");
       // A CopyData message: its type, then its length (itself included, the type not).
       chunk[0] = 0x64;
       chunk.writeInt32BE(chunk.length - 1, 1);
-      connection.stream.write(chunk, release);
-      if (connection.stream.writableNeedDrain) {
-        await new Promise<void>((resolve) => {
-          const onClose = () => {
-            closed = true;
-            resolve();
-          };
-          connection.stream.once("drain", () => {
-            connection.stream.off("close", onClose);
-            resolve();
-          });
-          connection.stream.once("close", onClose);
-        });
-      }
+      await new Promise<void>((resolve, reject) => {
+        const onClose = () => reject(new Error("the connection closed during COPY"));
+        stream.once("close", onClose);
+        const done = (error?: Error | null) => {
+          stream.off("close", onClose);
+          if (error) reject(error);
+          else resolve();
+        };
+        stream.write(chunk, done);
+        // A write the socket took whole has its bytes in the kernel already, though its callback only comes on
+        // the next tick (which a busy encoder, awaiting nothing but settled promises, would not reach for
+        // megabytes): the buffer may be reused at once.
+        if (stream.writableLength === 0) done();
+      });
     });
     this.produce(encoder)
       .then(() => encoder.end())
