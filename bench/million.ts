@@ -1,7 +1,8 @@
 /**
  * A million entries (issue 14): one synthetic registry of `--size` entries (default 1,000,000) from
  * `bench/synthetic.ts`, measured step by step in one lean process (no peers, no plain baseline, one snapshot alive):
- * validation, index build (time and heap retained), whole turns through `engine.ground()` (p50/p99), the
+ * validation, index build (time and heap retained), whole turns through `engine.ground()` (p50/p99 wall, the main
+ * thread's CPU per turn, and the collections that paused turns), the
  * self-contained artifact (write time and size), then a fresh `node` started from the artifact alone to its first
  * grounded turn (wall and CPU time). Run with
  * `node --expose-gc --max-old-space-size=14336 --import tsx bench/million.ts [--size N] [--queries N] [--runs N]
@@ -94,6 +95,15 @@ function countCollections(): {
   };
 }
 
+/** The calling thread's CPU time in milliseconds (Linux `/proc/thread-self/schedstat`, nanoseconds), or NaN. */
+function threadCpuMilliseconds(): number {
+  try {
+    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((left, right) => left - right);
   return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
@@ -181,15 +191,51 @@ async function main(): Promise<void> {
       scope: { enabledIntegrations: query.enabledIntegrations },
     });
   for (const query of workload.warmupQueries.slice(0, 20)) await turn(query);
+  // Per turn: wall time, the main thread's CPU time, and whether a collection paused it (a slow turn is either
+  // scoring or waiting: a collection, or a core taken by other work when wall exceeds CPU).
+  const pauses: { start: number; end: number; major: boolean }[] = [];
+  const pauseObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as unknown as { detail?: { kind?: number } }).detail?.kind;
+      pauses.push({
+        start: entry.startTime,
+        end: entry.startTime + entry.duration,
+        major: kind === constants.NODE_PERFORMANCE_GC_MAJOR,
+      });
+    }
+  });
+  pauseObserver.observe({ entryTypes: ["gc"] });
   const latencies: number[] = [];
+  const turnCpu: number[] = [];
+  const spans: { start: number; end: number }[] = [];
   for (const query of queries.slice(0, queryCount)) {
+    const cpuStart = threadCpuMilliseconds();
     const turnStart = performance.now();
     await turn(query);
-    latencies.push(performance.now() - turnStart);
+    const turnEnd = performance.now();
+    turnCpu.push(threadCpuMilliseconds() - cpuStart);
+    latencies.push(turnEnd - turnStart);
+    spans.push({ start: turnStart, end: turnEnd });
   }
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  pauseObserver.disconnect();
   rows.push([
     `turn (engine.ground, ${latencies.length} queries) p50 / p99`,
     `${percentile(latencies, 0.5).toFixed(1)} / ${percentile(latencies, 0.99).toFixed(1)} ms`,
+  ]);
+  if (!Number.isNaN(turnCpu[0]!))
+    rows.push([
+      "turn: main thread CPU p50 / p99",
+      `${percentile(turnCpu, 0.5).toFixed(1)} / ${percentile(turnCpu, 0.99).toFixed(1)} ms`,
+    ]);
+  const paused = spans.map(({ start, end }) =>
+    pauses.filter((pause) => pause.start < end && pause.end > start),
+  );
+  const pausedMs = (found: typeof pauses) => found.reduce((sum, pause) => sum + (pause.end - pause.start), 0);
+  const quietLatencies = latencies.filter((_, index) => paused[index]!.length === 0);
+  rows.push([
+    "turn: collections during the turns (scavenges, major); turns with a pause inside; p99 of the others",
+    `${pauses.filter((pause) => !pause.major).length} (${pausedMs(pauses.filter((pause) => !pause.major)).toFixed(0)} ms), ${pauses.filter((pause) => pause.major).length} (${pausedMs(pauses.filter((pause) => pause.major)).toFixed(0)} ms); ${latencies.length - quietLatencies.length}; ${quietLatencies.length > 0 ? percentile(quietLatencies, 0.99).toFixed(1) : "n/a"} ms`,
   ]);
   log(
     `turns p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms`,

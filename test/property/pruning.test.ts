@@ -4,7 +4,7 @@
  * frequencies (long lists of cheap terms, short lists of expensive ones), duplicated documents (ties at the K-th
  * place, decided by id), `k1 = 0` (every posting of a term scores the same), zero field weights, small K,
  * eligibility masks, and windows of a few documents so that the threshold is known early and most lists are
- * skipped, both window layouts (branch-free dense reads and tracked sparse ones) and several shares of the
+ * skipped, every window layout (branch-free dense reads with marks or from the totals, tracked sparse ones) and several shares of the
  * threshold for the skipped lists. Matches must be identical: ids, order, scores and per-field breakdowns bit for bit.
  */
 import fc from "fast-check";
@@ -171,13 +171,18 @@ function checkCase(testCase: Case): void {
     const mask = query.eligible === null ? null : maskOf(documentCount, query.eligible, query.maskSeed);
     const expected = scoreQueryExhaustive(scored, termIds, query.topK, mask, scratch);
     // With the bounds cached by earlier queries, and the default windows (no pruning inside the first one).
-    // Both ways of reading a window (branch-free with the mask copied into the marks, or tracking touched
-    // documents), and several shares of the threshold that the skipped lists' bounds may sum to.
-    for (const layout of ["dense", "sparse"] as const) {
+    // Every way of reading a window (branch-free with the mask copied into the marks, branch-free finding the
+    // documents from their totals once the threshold is positive, or tracking touched documents), and several
+    // shares of the threshold that the skipped lists' bounds may sum to.
+    for (const [layout, unmarked] of [
+      ["dense", true],
+      ["dense", false],
+      ["sparse", true],
+    ] as const) {
       for (const nonEssentialShare of [0.1, 0.4, 1]) {
         // Probing wherever lists are skipped, too (by default a window is read whole when that costs less).
         for (const alwaysProbe of [false, true]) {
-          const windows = { ...testCase.windows, layout, nonEssentialShare, alwaysProbe };
+          const windows = { ...testCase.windows, layout, unmarked, nonEssentialShare, alwaysProbe };
           expect(scoreQuery(scored, termIds, query.topK, mask, windows)).toEqual(expected);
           expect(scoreQuery(precomputed, termIds, query.topK, mask, windows)).toEqual(expected);
         }

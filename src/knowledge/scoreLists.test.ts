@@ -1,0 +1,99 @@
+/**
+ * The pruned loop over lists given by the caller (`scoreLists`), against a plain sum of every list, on lists an
+ * index never builds but a caller may pass: contributions of exactly 0 (a document touched with a total of 0 still
+ * matches), repeated values (ties decided by rank), masks, every window layout and tiny windows.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { listUpperBound } from "./listBounds.js";
+import { type QueryLists, scoreLists } from "./scoreLists.js";
+
+/** Every touched eligible document, its contributions summed in list order; score descending, then rank. */
+function plainTop(
+  lists: QueryLists,
+  ranks: Int32Array,
+  topK: number,
+  mask: Uint8Array | null,
+): { doc: number; score: number }[] {
+  const totals = new Map<number, number>();
+  lists.postings.forEach(({ docs, contributions }, list) => {
+    for (let position = lists.starts[list]!; position < lists.ends[list]!; position++) {
+      const doc = docs[position]!;
+      if (mask !== null && mask[doc] !== 1) continue;
+      totals.set(doc, (totals.get(doc) ?? 0) + contributions[position]!);
+    }
+  });
+  return [...totals]
+    .map(([doc, score]) => ({ doc, score }))
+    .sort((left, right) => right.score - left.score || ranks[left.doc]! - ranks[right.doc]!)
+    .slice(0, topK);
+}
+
+const contribution = fc.oneof(
+  fc.constantFrom(0, 0, 0.25, 1, 2.5),
+  fc.double({ min: 0, max: 4, noNaN: true }),
+);
+
+const caseArbitrary = fc.record({
+  documentCount: fc.integer({ min: 1, max: 120 }),
+  lists: fc.array(fc.array(fc.tuple(fc.nat(), contribution), { maxLength: 120 }), {
+    minLength: 1,
+    maxLength: 12,
+  }),
+  topK: fc.integer({ min: 1, max: 10 }),
+  maskSeed: fc.option(fc.nat(), { freq: 2 }),
+  first: fc.integer({ min: 1, max: 8 }),
+  later: fc.integer({ min: 1, max: 16 }),
+});
+
+describe("scoreLists", () => {
+  it("returns the plain sum's top K on lists with zero contributions, in every window layout (property)", () => {
+    const seed = propertySeed("score-lists");
+    fc.assert(
+      fc.property(caseArbitrary, (testCase) => {
+        const { documentCount, topK } = testCase;
+        const postings = testCase.lists.map((pairs) => {
+          const byDoc = new Map<number, number>();
+          for (const [doc, value] of pairs) byDoc.set(doc % documentCount, value);
+          const docs = Int32Array.from([...byDoc.keys()].sort((left, right) => left - right));
+          return { docs, contributions: Float64Array.from(docs, (doc) => byDoc.get(doc)!) };
+        });
+        const lists: QueryLists = {
+          postings,
+          starts: new Int32Array(postings.length),
+          ends: Int32Array.from(postings, ({ docs }) => docs.length),
+          upper: Float64Array.from(postings, ({ contributions }) =>
+            listUpperBound(contributions, 0, contributions.length),
+          ),
+        };
+        // Ranks (a permutation) unrelated to dense ids, so ties are decided by rank.
+        const byHash = Array.from({ length: documentCount }, (_, doc) => doc).sort(
+          (left, right) => Math.imul(left, 0x9e3779b1) - Math.imul(right, 0x9e3779b1),
+        );
+        const ranks = new Int32Array(documentCount);
+        byHash.forEach((doc, rank) => {
+          ranks[doc] = rank;
+        });
+        const mask =
+          testCase.maskSeed === null
+            ? null
+            : Uint8Array.from({ length: documentCount }, (_, doc) =>
+                (doc * 7 + testCase.maskSeed!) % 3 === 0 ? 0 : 1,
+              );
+        const expected = plainTop(lists, ranks, topK, mask);
+        for (const [layout, unmarked] of [
+          ["dense", true],
+          ["dense", false],
+          ["sparse", true],
+        ] as const) {
+          for (const alwaysProbe of [false, true]) {
+            const windows = { first: testCase.first, later: testCase.later, layout, unmarked, alwaysProbe };
+            expect(scoreLists(lists, documentCount, ranks, topK, mask, windows)).toEqual(expected);
+          }
+        }
+      }),
+      { seed, numRuns: propertyRuns(200) },
+    );
+  });
+});
