@@ -36,7 +36,13 @@ describe("computeGenerationData", () => {
             });
             return {
               entries: data.entries,
-              postings: [...data.postings()],
+              // A row's arrays are reused by the next row: each copied as it comes.
+              postings: Array.from(data.postings(), (row) => ({
+                ...row,
+                docs: row.docs.slice(),
+                frequencies: row.frequencies.slice(),
+                contributions: row.contributions.slice(),
+              })),
               phrases: [...data.phrases],
               averageLengths: data.averageLengths,
             };
@@ -51,4 +57,39 @@ describe("computeGenerationData", () => {
     );
     expect(counted).toBeGreaterThan(0);
   }, 120_000);
+
+  it("sum-mode rows of every field are views of the same scratch space (no per-field or per-term arrays)", () => {
+    const entries = normalizeAndValidate(
+      [
+        {
+          id: "s",
+          version: "1",
+          entries: Array.from({ length: 60 }, (_, index) => ({
+            id: `entry-${index}`,
+            title: `title ${index % 7} word${index % 3}`,
+            aliases: [`alias ${index % 5}`],
+            keywords: [`keyword${index % 4}`, "shared"],
+            summary: `summary of entry ${index} with common words`,
+            body: `body text ${index} repeats common words and word${index % 11} often`,
+          })),
+        },
+      ],
+      { manifestVersion: "0" },
+    ).entries;
+    const buffers = { docs: new Set<ArrayBufferLike>(), contributions: new Set<ArrayBufferLike>() };
+    const fields = new Set<number>();
+    let rows = 0;
+    for (const row of computeGenerationData(entries, {}).postings()) {
+      buffers.docs.add(row.docs.buffer);
+      buffers.contributions.add(row.contributions.buffer);
+      fields.add(row.field);
+      rows++;
+    }
+    // Per-field (or per-term) arrays were allocated anew by the gigabyte at a million entries: external memory
+    // that set off full collections of the publishing heap, registry included.
+    expect(fields.size).toBe(5);
+    expect(rows).toBeGreaterThan(50);
+    expect(buffers.docs.size).toBe(1);
+    expect(buffers.contributions.size).toBe(1);
+  });
 });

@@ -56,7 +56,10 @@ export function resolveIndexParameters(options: KnowledgeIndexBuildOptions): Pos
   };
 }
 
-/** One posting list: a term in one field (or `COMBINED_FIELD`), documents ascending. */
+/**
+ * One posting list: a term in one field (or `COMBINED_FIELD`), documents ascending. Its arrays may be scratch
+ * space that the next row reuses: copy what must outlive the step.
+ */
 export type PostingRow = {
   term: string;
   field: number;
@@ -83,7 +86,7 @@ export type EntryRow = {
 export type GenerationData = {
   parameters: PostgresIndexParameters;
   entries: EntryRow[];
-  /** Posting lists of every scored field (computed lazily, field by field). */
+  /** Posting lists of every scored field (computed lazily, field by field; each row's arrays valid until the next). */
   postings: () => Generator<PostingRow>;
   /** Phrase key → dense ids naming it exactly (id, title) and as an alias; keys in first-seen order. */
   phrases: Map<string, { exact: number[]; alias: number[] }>;
