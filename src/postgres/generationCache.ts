@@ -9,3 +9,5 @@
 export const KEPT_IDS = 65_536;
 /** Selected entries kept per generation (parsed entries: a few KB each). */
 export const KEPT_ENTRIES = 4_096;
+/** Phrase keys kept per generation, with the entries each names (a turn looks up its query's n-grams). */
+export const KEPT_PHRASE_KEYS = 65_536;

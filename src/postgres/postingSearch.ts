@@ -17,6 +17,7 @@ import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
 import { KEPT_IDS } from "./generationCache.js";
+import { type PhraseHitDoc, PhraseKeys, phraseGrams } from "./phraseKeys.js";
 import {
   type FetchedList,
   listUpperBound,
@@ -30,13 +31,14 @@ import {
   entryIdsStatement,
   type GenerationTables,
   int4Array,
+  type PhraseKeySource,
   phraseHitsStatement,
   termPostingsQuery,
 } from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
 
-/** A phrase hit as round one reads it (its entry id is read with the top K's). */
-type PhraseHitDoc = Omit<PhraseHitRow, "id">;
+/** A turn's phrase keys to look up, or (too many to spell out) the tokens the database builds them from. */
+type PhraseLookup = { keys: readonly string[] } | { tokens: readonly string[]; maxWords: number };
 
 /** Field slots of a term's lists: the five fields, then BM25F's combined list. */
 const LIST_SLOTS = COMBINED_FIELD + 1;
@@ -45,12 +47,15 @@ const LIST_SLOTS = COMBINED_FIELD + 1;
 export class PostingSearch {
   private readonly idsText: string;
   private readonly phrasesText: string;
+  private readonly phraseGramsText: string;
   /** Whether the postings table has packed lists (false once a turn found the columns missing). */
   private packed = true;
   /** Entry ids by dense id, kept for the next turns. */
   private readonly ids = new LruCache<number, string>(KEPT_IDS);
   /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
   private ranks: Int32Array | null = null;
+  /** Phrase keys looked up before, with the entries each names. */
+  private readonly phraseKeys = new PhraseKeys();
 
   constructor(
     private readonly backend: PostgresBackend,
@@ -63,6 +68,7 @@ export class PostingSearch {
   ) {
     this.idsText = entryIdsStatement(tables);
     this.phrasesText = phraseHitsStatement(tables);
+    this.phraseGramsText = phraseHitsStatement(tables, true);
   }
 
   private cacheKey(term: string): string {
@@ -88,23 +94,33 @@ export class PostingSearch {
       if (postings === undefined) missing.push(position);
     });
     const maxWords = Math.min(this.generation.maxPhraseWords, tokens.length);
+    // The n-grams' keys, those not kept to be looked up; null: too many to spell out, built by the database.
+    const grams = phraseGrams(tokens, maxWords);
+    const kept = grams ? this.phraseKeys.lookup(grams) : null;
+    const lookup: PhraseLookup = kept ? { keys: kept.missing } : { tokens, maxWords };
+    const asksPhrases = kept ? kept.missing.length > 0 : maxWords > 0;
     const fetched = missing.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
-    const hits: PhraseHitDoc[] = [];
+    const keyHits: PhraseHitDoc[] = [];
     const profile = this.backend.turnProfile;
     const fetchStarted = performance.now();
     const [mask] = await Promise.all([
       this.eligibility.mask(query).then((eligible) => eligible.bytes),
-      missing.length > 0 || maxWords > 0
+      missing.length > 0 || asksPhrases
         ? this.fetch(
             missing.map((position) => encodeKey(terms[position]!)),
-            tokens,
-            maxWords,
+            lookup,
             fetched,
-            hits,
+            keyHits,
           )
         : null,
     ]);
-    profile?.add(missing.length > 0 ? "fetch" : "phrases", performance.now() - fetchStarted);
+    if (missing.length > 0 || asksPhrases)
+      profile?.add(missing.length > 0 ? "fetch" : "phrases", performance.now() - fetchStarted);
+    let hits = keyHits;
+    if (grams && kept) {
+      this.phraseKeys.record(kept.missing, keyHits, kept.known);
+      hits = PhraseKeys.hits(grams, kept.known);
+    }
     const eligibleHits = hits.filter((hit) => mask[hit.doc] === 1);
     missing.forEach((position, index) => {
       const postings = termPostings(fetched[index]!);
@@ -113,7 +129,9 @@ export class PostingSearch {
     });
     const termLists = byTerm as TermPostings[];
     const rankStarted = performance.now();
-    const ranked = this.rank(termLists, topK, mask);
+    // Sum mode: each ranked document's position in every list, found while its exact score was summed.
+    const positions = this.bm25f ? undefined : new Map<number, Int32Array>();
+    const ranked = this.rank(termLists, topK, mask, positions);
     profile?.add("rank", performance.now() - rankStarted);
     if (ranked.length === 0 && eligibleHits.length === 0)
       return { exact: new Map(), alias: new Map(), matches: [] };
@@ -156,39 +174,47 @@ export class PostingSearch {
     const matches: KnowledgeLexicalMatch[] = ranked.map(({ doc, score }) => ({
       id: nameOf(doc),
       score,
-      fieldScores: this.fieldScores(termLists, doc),
+      fieldScores: positions
+        ? this.sumFieldScores(termLists, positions.get(doc)!)
+        : this.fieldScores(termLists, doc),
     }));
     return { ...phrases, matches };
   }
 
   /**
-   * Round one: the phrase hits (into `hits`) and the lists of `terms` (encoded; into `fetched`, by position and
-   * field), in one binary COPY. A generation published before the packed lists existed has no such columns: the
-   * first turn learns it from the error and reads the arrays from then on.
+   * Round one: the phrase hits (into `hits`; `ord` as `PhraseKeySource` in `sql.ts` says) and the lists of `terms`
+   * (encoded; into `fetched`, by position and field), in one binary COPY. A generation published before the packed
+   * lists existed has no such columns: the first turn learns it from the error and reads the arrays from then on.
    */
   private async fetch(
     terms: readonly string[],
-    tokens: readonly string[],
-    maxWords: number,
+    phrases: PhraseLookup,
     fetched: (FetchedList | null)[][],
     hits: PhraseHitDoc[],
   ): Promise<void> {
     if (terms.length === 0) {
       // Every list is in the cache: the phrase hits by a prepared statement (no COPY to plan).
-      const result = await this.backend.read({
-        name: this.statementName("phrases"),
-        text: this.phrasesText,
-        values: [tokens, maxWords],
-      });
+      const result = await this.backend.read(
+        "keys" in phrases
+          ? { name: this.statementName("phrases"), text: this.phrasesText, values: [phrases.keys] }
+          : {
+              name: this.statementName("phrase-grams"),
+              text: this.phraseGramsText,
+              values: [phrases.tokens, phrases.maxWords],
+            },
+      );
       for (const row of result.rows)
         hits.push({ kind: Number(row.kind), ord: Number(row.ord), doc: Number(row.doc) });
       return;
     }
-    const values = {
-      terms: sqlTextArray(terms),
-      tokens: sqlTextArray(tokens),
-      maxWords: String(maxWords),
-    };
+    const values: { terms: string } & PhraseKeySource =
+      "keys" in phrases
+        ? { terms: sqlTextArray(terms), keys: sqlTextArray(phrases.keys) }
+        : {
+            terms: sqlTextArray(terms),
+            tokens: sqlTextArray(phrases.tokens),
+            maxWords: String(phrases.maxWords),
+          };
     const profile = this.backend.turnProfile;
     const onTuple = (fields: (Uint8Array | null)[]) => {
       const started = profile ? performance.now() : 0;
@@ -260,6 +286,7 @@ export class PostingSearch {
     termLists: readonly TermPostings[],
     topK: number,
     mask: Uint8Array,
+    positions?: Map<number, Int32Array>,
   ): { doc: number; score: number }[] {
     const postings: ScoringList[] = [];
     const ends: number[] = [];
@@ -282,7 +309,34 @@ export class PostingSearch {
       ends: Int32Array.from(ends),
       upper: Float64Array.from(upper),
     };
-    return scoreLists(lists, documentCount, this.ranks, topK, mask);
+    return scoreLists(lists, documentCount, this.ranks, topK, mask, undefined, positions);
+  }
+
+  /**
+   * Sum mode: one ranked document's per-field breakdown from its position in each ranked list (`found`, in
+   * {@link rank}'s list order: field, then query term; -1 where absent), added as the in-memory index adds it:
+   * per field, its contributions in query-term order. The same sums as {@link fieldScores}, without searching.
+   */
+  private sumFieldScores(
+    termLists: readonly TermPostings[],
+    found: Int32Array,
+  ): KnowledgeLexicalMatch["fieldScores"] {
+    const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
+    let list = 0;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      let part = 0;
+      let matched = false;
+      for (const term of termLists) {
+        const postings = term.lists[field];
+        if (!postings) continue;
+        const position = found[list++]!;
+        if (position < 0) continue;
+        part += postings.contributions[position]!;
+        matched = true;
+      }
+      if (matched) fieldScores[FIELD_NAMES[field]!] = part;
+    }
+    return fieldScores;
   }
 
   /**

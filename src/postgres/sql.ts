@@ -211,25 +211,37 @@ export function dropGenerationStatement(tables: GenerationTables): string {
 }
 
 /**
- * The common table expressions of a query's phrase hits (`hit_docs`: kind 1 exact, 2 alias, the n-gram's number
- * `ord`, the dense id), from the SQL expressions `tokens` (a `text[]`: the query's tokens) and `maxWords` (an
- * integer: the longest phrase key's word count): the database builds the n-grams (tokens are letters and digits,
- * so a joined n-gram is its own key encoding), numbered size × (tokens + 1) + start, which is the in-memory phrase
- * lookup's generation order. The n-grams are materialized so that each key is built once, not once per row its
- * lookup compares; each is looked up alone (lateral, see `entryIdLateral`). One series over every (size, start)
- * pair, not a series of starts per size: with constant tokens (a COPY's, or a custom plan's parameters) the planner
- * then knows how many n-grams there are, where a series per size is always guessed at 1,000 rows.
+ * Where a statement's phrase keys come from: `keys`, a `text[]` of the keys to look up (the n-grams of the query's
+ * tokens that the reader does not hold; `ord` is then a key's position in it, 1-based); or, for a query whose
+ * n-grams would be too many to spell out (`phraseGrams` returns null), `tokens` (a `text[]`: the query's tokens)
+ * and `maxWords` (an integer: the longest phrase key's word count), from which the database builds the n-grams,
+ * numbered `size × (tokens + 1) + start` (the in-memory lookup's generation order). Values are SQL expressions.
  */
-function phraseHitsCte(tables: GenerationTables, tokens: string, maxWords: string): string {
-  const t = tokens;
-  return `phrase_grams as materialized (
-    select g.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
+export type PhraseKeySource = { keys: string } | { tokens: string; maxWords: string };
+
+/**
+ * The common table expressions of a query's phrase hits (`hit_docs`: kind 1 exact, 2 alias, `ord` as
+ * {@link PhraseKeySource} says, and the dense id). Tokens are letters and digits, so a joined n-gram is its own
+ * key encoding. The keys are materialized so that each is built once, and each is looked up alone (lateral, see
+ * `entryIdLateral`). Built by the database: one series over every (size, start) pair, not a series of starts per
+ * size: with constant tokens (a COPY's, or a custom plan's parameters) the planner then knows how many n-grams
+ * there are, where a series per size is always guessed at 1,000 rows.
+ */
+function phraseHitsCte(tables: GenerationTables, source: PhraseKeySource): string {
+  let keys: string;
+  if ("keys" in source)
+    keys = `select k.ord, k.key from unnest(${source.keys}) with ordinality as k(key, ord)`;
+  else {
+    const t = source.tokens;
+    keys = `select g.size * (cardinality(${t}) + 1) + g.start - 1 as ord,
       array_to_string((${t})[g.start : g.start + g.size - 1], ' ') as key
     from (select i / cardinality(${t}) + 1 as size, i % cardinality(${t}) + 1 as start
-      from generate_series(0, least(${maxWords}, cardinality(${t})) * cardinality(${t}) - 1) as i) g
-    where g.start + g.size - 1 <= cardinality(${t})),
+      from generate_series(0, least(${source.maxWords}, cardinality(${t})) * cardinality(${t}) - 1) as i) g
+    where g.start + g.size - 1 <= cardinality(${t})`;
+  }
+  return `phrase_keys as materialized (${keys}),
   phrase_hits as (
-    select k.ord, p.exact, p.alias from phrase_grams k
+    select k.ord, p.exact, p.alias from phrase_keys k
     cross join lateral (select p.exact, p.alias from ${tables.phrases} p where p.key = k.key offset 0) p),
   hit_docs as (
     select 1 as kind, h.ord, d.doc from phrase_hits h cross join lateral unnest(h.exact) as d(doc)
@@ -252,9 +264,8 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
 /**
  * A turn's round one, as the query of a binary COPY (see `copyOut.ts`; COPY takes no parameters, so the values
  * come as SQL expressions: `terms`, a `text[]` of the terms whose postings the app does not hold, encoded;
- * `tokens`, a `text[]` of the query's tokens; `maxWords`, the longest phrase key's word count). Rows: the phrase
- * hits (kind 1 exact, 2 alias: doc, a null id, ord: the n-gram's number, see `phraseHitsCte`; eligibility left to the
- * caller), then every posting list of those terms (kind 3: ord is the term's position in `terms`, field, and its
+ * and the phrase keys, see {@link PhraseKeySource}). Rows: the phrase hits (kind 1 exact, 2 alias: doc, a null id,
+ * ord: see {@link PhraseKeySource}; eligibility left to the caller), then every posting list of those terms (kind 3: ord is the term's position in `terms`, field, and its
  * documents and contributions: `docs_bytes` and `contribution_bytes`, little-endian int32 and float64 values, or,
  * where a generation has no packed lists (`packed` false: published before they existed; or the row is null:
  * written by an incremental update), the `docs` and `contributions` arrays in the binary array format). Each
@@ -262,7 +273,7 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
  */
 export function termPostingsQuery(
   tables: GenerationTables,
-  values: { terms: string; tokens: string; maxWords: string },
+  values: { terms: string } & PhraseKeySource,
   packed: boolean,
 ): string {
   const lists = packed
@@ -271,7 +282,7 @@ export function termPostingsQuery(
       case when p.docs_bytes is null then array_send(p.contributions) end`
     : "null::bytea, null::bytea, array_send(p.docs), array_send(p.contributions)";
   return `with
-  ${phraseHitsCte(tables, values.tokens, values.maxWords)}
+  ${phraseHitsCte(tables, values)}
   select h.kind::int4, h.doc::int4, null::text, h.ord::int4, null::int4,
     null::bytea, null::bytea, null::bytea, null::bytea
   from hit_docs h
@@ -282,13 +293,13 @@ export function termPostingsQuery(
 }
 
 /**
- * A turn's phrase hits alone (kind, doc, ord as in {@link termPostingsQuery}), prepared: what a turn whose
- * lists are all in the posting cache reads. Parameters: $1 the query's tokens, $2 the longest phrase key's word
- * count.
+ * Phrase hits alone (kind, doc, ord as in {@link termPostingsQuery}), prepared: what a turn whose lists are all in
+ * the posting cache reads, for the phrase keys the reader does not hold. Parameter: $1 those keys (`byTokens`:
+ * $1 the query's tokens and $2 the longest key's word count, see {@link PhraseKeySource}).
  */
-export function phraseHitsStatement(tables: GenerationTables): string {
+export function phraseHitsStatement(tables: GenerationTables, byTokens = false): string {
   return `with
-  ${phraseHitsCte(tables, "$1::text[]", "$2::integer")}
+  ${phraseHitsCte(tables, byTokens ? { tokens: "$1::text[]", maxWords: "$2::integer" } : { keys: "$1::text[]" })}
   select h.kind, h.doc, h.ord from hit_docs h`;
 }
 

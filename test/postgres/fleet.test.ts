@@ -75,7 +75,7 @@ describePostgres("a fleet on one PostgreSQL index", () => {
     expect(primary.seen.length).toBe(writes);
     expect(primary.seen.some((text) => text.startsWith("insert into"))).toBe(true);
   });
-  it("a reader keeps its generation's ids and selected entries: a repeated turn reads only its phrase hits", async () => {
+  it("a reader keeps its generation's lists, phrase keys, ids and selected entries: a repeated turn reads nothing", async () => {
     const writer = new KnowledgeGroundingEngine({
       enabled: true,
       sources: sources("1"),
@@ -98,10 +98,15 @@ describePostgres("a fleet on one PostgreSQL index", () => {
     const again = await reader.ground(QUERY);
     expect(again.ephemeralContext).toEqual(first.ephemeralContext);
     expect({ ...again.metadata, durationMs: 0 }).toEqual({ ...first.metadata, durationMs: 0 });
-    // The posting lists, the ids and the entries (with the relation's target) were kept: one statement.
+    // The posting lists, the phrase keys' hits, the ids and the entries (with the relation's target) were kept:
+    // no statement.
+    expect(read.seen.filter((text) => !text.includes("schema_version"))).toEqual([]);
+    // Another query over the same terms with one more phrase key reads only that key's hits.
+    const reordered = await reader.ground({ query: "payouts instant" });
+    expect(reordered.metadata.failureReason).toBeUndefined();
     const turnStatements = read.seen.filter((text) => !text.includes("schema_version"));
     expect(turnStatements).toHaveLength(1);
-    expect(turnStatements[0]).toMatch(/phrase_grams/);
+    expect(turnStatements[0]).toMatch(/phrase_keys/);
     // A new generation is read afresh (its own searcher), never from the previous one's kept entries.
     await writer.rebuild(sources("2", "Instant payouts renamed"));
     const renamed = await eventually(

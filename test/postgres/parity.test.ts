@@ -349,7 +349,7 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     }
   });
 
-  it("finds long phrases in long queries as memory does (the database builds the n-grams from the tokens)", async () => {
+  it("finds long phrases in long queries as memory does (n-grams spelled by the app, or by the database when too long; again from the kept keys)", async () => {
     const pg = backend("parity_phrases");
     const words = Array.from({ length: 40 }, (_, index) => `w${index % 7}x${index}`);
     const entries = [
@@ -379,11 +379,14 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     const index = await pg.current();
     const resolved = resolveRetrieval(undefined);
     const filler = "w5x5 w6x6 w0x0 filler ".repeat(150);
-    for (const query of [
+    const queries = [
       `${filler}${words.join(" ")}`,
       `${words.join(" ")} ${words.join(" ")}`,
       "w1x1 w2x2 w0x0",
-    ]) {
+      words.slice(0, 12).join(" "),
+      "w5x5 w6x6 w3x3 w4x4",
+    ];
+    for (const query of [...queries, ...queries]) {
       const request = { query, recentTurns: [], enabledIntegrations: [] };
       const memory = retrieve(snapshot, request, resolved, []);
       sameSelection(await retrieveFrom(index!.searcher, request, resolved, []), memory);

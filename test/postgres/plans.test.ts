@@ -10,6 +10,7 @@
 import { expect, it } from "vitest";
 import { normalizeAndValidate } from "../../src/index.js";
 import { sqlTextArray } from "../../src/postgres/copyOut.js";
+import { phraseGrams } from "../../src/postgres/phraseKeys.js";
 import {
   encodeKey,
   generationTables,
@@ -55,29 +56,27 @@ describePostgres("a turn's statements read phrases and entries by index", () => 
     const pool = suite.newPool({ options: "-c max_parallel_workers_per_gather=0 -c jit=off" });
     const tokens = ["word1", "word7", "title", "alias", "word13", "summary"];
     const terms = tokens.map(encodeKey);
+    const keys = [...new Set(phraseGrams(tokens, 4)!.map((gram) => gram.key))];
     const explain = async (text: string, values: unknown[]) => {
       const result = await pool.query({ text: `explain (format json) ${text}`, values });
       return sequentialScans((result.rows[0]!["QUERY PLAN"] as { Plan: PlanNode }[])[0]!.Plan);
     };
     const scanned = [
-      ...(await explain(phraseHitsStatement(tables), [tokens, 4])),
-      ...(await explain(
-        termPostingsQuery(
-          tables,
-          { terms: "$1::text[]", tokens: "$2::text[]", maxWords: "$3::integer" },
-          true,
-        ),
-        [terms, tokens, 4],
-      )),
+      ...(await explain(phraseHitsStatement(tables), [keys])),
+      ...(await explain(phraseHitsStatement(tables, true), [tokens, 4])),
+      ...(await explain(termPostingsQuery(tables, { terms: "$1::text[]", keys: "$2::text[]" }, true), [
+        terms,
+        keys,
+      ])),
     ];
     expect(scanned.filter((table) => /_(phrases|entries|postings)$/.test(table))).toEqual([]);
-    // The COPY takes no parameters: its terms and tokens are constants in its text, so the planner knows how few
-    // n-grams and terms there are. From subqueries it guessed a million n-grams, costed the statement far above
+    // The COPY takes no parameters: its terms and phrase keys are constants in its text, so the planner knows how
+    // few keys and terms there are. From subqueries it guessed a million n-grams, costed the statement far above
     // `jit_above_cost`, and a pool without `jit=off` compiled every turn's COPY (1.4–1.8 s per turn).
     const jitPool = suite.newPool({ options: "-c jit=on" });
     const copyQuery = termPostingsQuery(
       tables,
-      { terms: sqlTextArray(terms), tokens: sqlTextArray(tokens), maxWords: "4" },
+      { terms: sqlTextArray(terms), keys: sqlTextArray(keys) },
       true,
     );
     const planned = await jitPool.query({ text: `explain (format json) ${copyQuery}` });

@@ -33,8 +33,8 @@ function splitBackend(schema: string, options: Partial<PostgresBackendOptions> =
 }
 
 /** The version cited in a turn's block (`[KB:payouts.instant@<version>]`), or the failure. */
-async function servedVersion(engine: KnowledgeGroundingEngine): Promise<string> {
-  const outcome = await engine.ground(QUERY);
+async function servedVersion(engine: KnowledgeGroundingEngine, query = QUERY): Promise<string> {
+  const outcome = await engine.ground(query);
   if (outcome.metadata.failureReason !== undefined) return `failed: ${outcome.metadata.failureReason}`;
   return /\[KB:payouts\.instant@([^\]]+)\]/.exec(outcome.ephemeralContext?.content ?? "")?.[1] ?? "none";
 }
@@ -154,7 +154,10 @@ describePostgres("a fleet reading from a streaming replica", () => {
     expect(await servedVersion(engine)).toBe("1");
     expect((await writer.rebuild(sources("2"))).live).toBe(true);
     await replica!.caughtUp();
-    expect(await servedVersion(engine)).toBe("2");
+    // A turn that reads the dropped generation's tables (a term its reader has not fetched) runs again on the
+    // serving one. (A turn answered wholly from what the reader keeps of generation 1 reads nothing, and serves
+    // generation 1's exact answer until the reader's next generation check, as any turn within generationCheckMs.)
+    expect(await servedVersion(engine, { query: "instant payouts schedule" })).toBe("2");
     expect(engine.getStatus().backend).toMatchObject({ degraded: false });
   }, 60_000);
 
