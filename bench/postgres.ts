@@ -48,6 +48,21 @@ export async function postgresServer(
   return { url: url ?? cluster!.url, cluster, replicaUrl };
 }
 
+/** An implementation whose turns can also be served by several reader processes (a fleet on one machine). */
+export type FleetImplementation = Implementation & {
+  fleetTurns(
+    workload: Parameters<Implementation["prepareTurns"]>[0],
+    clients: number,
+    budgetMs: number,
+    processes: number,
+  ): ReturnType<typeof concurrentTurnsInProcesses>;
+};
+
+/** Whether `implementation` can run its turns over several reader processes. */
+export function hasFleetTurns(implementation: Implementation): implementation is FleetImplementation {
+  return typeof (implementation as Partial<FleetImplementation>).fleetTurns === "function";
+}
+
 let runs = 0;
 /** The content key of the latest publication per primary URL (the replica row reuses it). */
 const publishedKeys = new Map<string, string>();
@@ -74,9 +89,20 @@ export function lexgroundPostgres(
   backends: PostgresBackend[],
   readUrl?: string,
   lagProbeUrl?: string,
-): Implementation {
+): FleetImplementation {
   const read = readUrl ? { readConnectionString: readUrl } : {};
   return {
+    fleetTurns: (workload, clients, budgetMs, processes) =>
+      concurrentTurnsInProcesses({
+        url,
+        ...(readUrl ? { readUrl } : {}),
+        schema: "bench",
+        queries: workload.queries,
+        blockedDomains: workload.blockedDomains,
+        clients,
+        processes,
+        budgetMs,
+      }),
     name: readUrl ? "lexground:postgres-replica" : "lexground:postgres",
     async build(workload, settings): Promise<BuiltIndex> {
       const backend = createPostgresBackend({
@@ -196,4 +222,94 @@ export async function concurrentTurns(
     p99: at(0.99),
     failed,
   };
+}
+
+/**
+ * Throughput of a fleet on one machine: `clients` concurrent clients spread over `processes` reader processes
+ * (`bench/readerProcess.ts`: each a replica with its own pool and posting cache, as a fleet runs them), each
+ * warmed by one pass over the queries, then all started at one instant for `budgetMs`, each cycling through every
+ * query from its own offset (no query is routed to one replica only). Turns per second are all processes' turns
+ * over the measured time; CPU is the readers' own (the server's is not counted here).
+ */
+export async function concurrentTurnsInProcesses(options: {
+  url: string;
+  readUrl?: string;
+  schema: string;
+  queries: readonly Parameters<TurnRunner["turn"]>[0][];
+  blockedDomains: readonly string[];
+  clients: number;
+  processes: number;
+  budgetMs: number;
+  postingCacheBytes?: number;
+}): Promise<{
+  processes: number;
+  turns: number;
+  turnsPerSecond: number;
+  p50: number;
+  p99: number;
+  failed: number;
+  readerCpuMsPerTurn: number;
+}> {
+  const { fork } = await import("node:child_process");
+  const children = Array.from({ length: options.processes }, () =>
+    fork(new URL("./readerProcess.ts", import.meta.url).pathname, [], {
+      execArgv: ["--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    }),
+  );
+  const ask = (child: (typeof children)[number], message: unknown) =>
+    new Promise<unknown>((resolve, reject) => {
+      child.once("message", (reply: { ok: boolean; result?: unknown; error?: string }) =>
+        reply.ok ? resolve(reply.result) : reject(new Error(reply.error)),
+      );
+      child.once("exit", (code) => reject(new Error(`reader process exited with ${code}`)));
+      child.send(message as Parameters<typeof child.send>[0]);
+    });
+  try {
+    const setup = {
+      url: options.url,
+      ...(options.readUrl ? { readUrl: options.readUrl } : {}),
+      schema: options.schema,
+      queries: options.queries,
+      blockedDomains: options.blockedDomains,
+      ...(options.postingCacheBytes !== undefined ? { postingCacheBytes: options.postingCacheBytes } : {}),
+    };
+    await Promise.all(children.map((child) => ask(child, { kind: "setup", setup })));
+    // Warmed one after the other: a replica that joins a running fleet warms while the others serve.
+    for (const child of children) await ask(child, { kind: "warm" });
+    const startAt = Date.now() + 200;
+    const reports = (await Promise.all(
+      children.map((child, index) =>
+        ask(child, {
+          kind: "run",
+          run: {
+            clients:
+              Math.floor(options.clients / options.processes) +
+              (index < options.clients % options.processes ? 1 : 0),
+            budgetMs: options.budgetMs,
+            startAt,
+            offset: Math.floor((index * options.queries.length) / options.processes),
+          },
+        }),
+      ),
+    )) as { turns: number; failed: number; latencies: number[]; cpuMs: number; elapsedMs: number }[];
+    const latencies = reports.flatMap((report) => report.latencies).sort((left, right) => left - right);
+    const turns = latencies.length;
+    const elapsed = Math.max(...reports.map((report) => report.elapsedMs));
+    const at = (quantile: number) => latencies[Math.min(turns - 1, Math.floor(quantile * turns))] ?? 0;
+    return {
+      processes: options.processes,
+      turns,
+      turnsPerSecond: (turns * 1000) / elapsed,
+      p50: at(0.5),
+      p99: at(0.99),
+      failed: reports.reduce((sum, report) => sum + report.failed, 0),
+      readerCpuMsPerTurn: reports.reduce((sum, report) => sum + report.cpuMs, 0) / Math.max(1, turns),
+    };
+  } finally {
+    for (const child of children) {
+      child.removeAllListeners();
+      child.send({ kind: "exit" });
+    }
+  }
 }

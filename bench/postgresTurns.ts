@@ -10,7 +10,9 @@
  *
  * `node --expose-gc --import tsx bench/postgresTurns.ts --url postgres://… [--size 100000] [--schema pgturn]
  *   [--publish] [--budget-ms 3000] [--turns N] [--clients 16] [--concurrent-ms 5000] [--memory]
- *   [--posting-cache-bytes N] [--slowest 10] [--json FILE]`
+ *   [--posting-cache-bytes N] [--slowest 10] [--processes N] [--json FILE]`
+ *
+ * `--processes N` (N > 1) also runs the `--clients` over N reader processes (`concurrentTurnsInProcesses`).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -19,7 +21,7 @@ import { KnowledgeGroundingEngine, normalizeAndValidate } from "../src/index.js"
 import { createPostgresBackend } from "../src/postgres/index.js";
 import { TurnProfile } from "../src/postgres/turnProfile.js";
 import { engineTurnRunner, type TurnRunner } from "./implementations.js";
-import { concurrentTurns } from "./postgres.js";
+import { concurrentTurns, concurrentTurnsInProcesses } from "./postgres.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
 import type { BenchQuery } from "./workload.js";
 
@@ -39,6 +41,7 @@ const maxTurns = Number(option("turns", "100000"));
 const clients = Number(option("clients", "16"));
 const concurrentMs = Number(option("concurrent-ms", "5000"));
 const slowest = Number(option("slowest", "10"));
+const processes = Number(option("processes", "1"));
 const cacheBytes = process.argv.includes("--posting-cache-bytes")
   ? Number(option("posting-cache-bytes"))
   : undefined;
@@ -188,7 +191,10 @@ async function measure(
     if (profile && profile.steps.size > 0)
       console.log(
         `  steps per concurrent turn: ${[...profile.steps]
-          .map(([step, value]) => `${step} ${(value.milliseconds / concurrent!.turns).toFixed(2)} ms`)
+          .map(
+            ([step, value]) =>
+              `${step} ${(value.milliseconds / concurrent!.turns).toFixed(2)} ms (${(value.count / concurrent!.turns).toFixed(2)}×)`,
+          )
           .join(", ")}`,
       );
   }
@@ -274,6 +280,24 @@ async function main(): Promise<void> {
   });
   await engine.ready();
   reports.postgres = await measure("postgres", engineTurnRunner(engine), queries, profile, serverPids);
+  if (processes > 1 && clients > 0) {
+    const fleet = await concurrentTurnsInProcesses({
+      url,
+      schema,
+      queries: queries.queries,
+      blockedDomains: queries.blockedDomains,
+      clients,
+      processes,
+      budgetMs: concurrentMs,
+      ...(cacheBytes !== undefined ? { postingCacheBytes: cacheBytes } : {}),
+    });
+    reports.fleet = fleet;
+    console.log(
+      `  ${clients} clients over ${processes} reader processes (each warmed by one pass over the queries): ` +
+        `${fleet.turnsPerSecond.toFixed(1)} turns/s (${fleet.turns} turns, p50 ${fleet.p50.toFixed(0)} ms, p99 ${fleet.p99.toFixed(0)} ms, ` +
+        `${fleet.failed} failed); reader CPU ${fleet.readerCpuMsPerTurn.toFixed(2)} ms/turn`,
+    );
+  }
   console.log(
     `postgres posting cache: ${(reader.postingCache.bytes / 1e6).toFixed(1)} MB, ` +
       `${reader.postingCache.counts.hits} hits / ${reader.postingCache.counts.misses} misses`,

@@ -30,7 +30,13 @@ import {
   requireGc,
   settle,
 } from "./measure.js";
-import { concurrentTurns, lexgroundPostgres, postgresServer, replicaLagMilliseconds } from "./postgres.js";
+import {
+  concurrentTurns,
+  hasFleetTurns,
+  lexgroundPostgres,
+  postgresServer,
+  replicaLagMilliseconds,
+} from "./postgres.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
 import { measureUpdates, printUpdates, type UpdateReport } from "./updates.js";
 import type { BenchQuery, Workload } from "./workload.js";
@@ -50,6 +56,11 @@ type Options = {
   backend: string | null;
   /** Concurrent clients of the throughput measurement (with `--backend`). */
   clients: number;
+  /**
+   * With `--backend`: the same clients also spread over this many reader processes (replicas of a fleet on this
+   * machine; `--reader-processes`, default 2; 1 or less: not measured).
+   */
+  readerProcesses: number;
   /** `--replica` (a streaming replica of the throwaway cluster) or `--replica postgres://…`: turns read there too. */
   replica: string | boolean;
   /** Presets measured as extra lexground rows (`--preset recommended`). */
@@ -68,7 +79,8 @@ type Options = {
 
 const USAGE = `usage: npm run bench -- [--sizes 1000,10000,100000] [--datasets scifact,nfcorpus|none]
   [--queries N] [--skip-plain] [--skip-peers] [--preset name,…] [--quick] [--seed N] [--budget-ms N] [--build-repeats N]
-  [--out file.json|none] [--backend postgres|postgres://…] [--replica [postgres://…]] [--clients N] [--updates]`;
+  [--out file.json|none] [--backend postgres|postgres://…] [--replica [postgres://…]] [--clients N]
+  [--reader-processes N] [--updates]`;
 
 function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
@@ -82,6 +94,7 @@ function parseOptions(argv: readonly string[]): Options {
     backend: null,
     replica: false,
     clients: 16,
+    readerProcesses: 2,
     seed: 20_260_714,
     seriesBudgetMs: 3_000,
     buildRepeats: 3,
@@ -160,6 +173,9 @@ function parseOptions(argv: readonly string[]): Options {
       }
       case "--clients":
         options.clients = Math.max(1, integer(value()));
+        break;
+      case "--reader-processes":
+        options.readerProcesses = integer(value());
         break;
       case "--updates":
         options.updates = true;
@@ -267,6 +283,8 @@ type ImplementationResult = {
   failedTurns: number;
   /** Turns of `clients` concurrent clients (measured with `--backend`, for lexground and its PostgreSQL backend). */
   concurrent?: Awaited<ReturnType<typeof concurrentTurns>>;
+  /** The same clients over `--reader-processes` reader processes (the PostgreSQL backend's rows). */
+  fleet?: Awaited<ReturnType<import("./postgres.js").FleetImplementation["fleetTurns"]>>;
 };
 
 function median(values: readonly number[]): number {
@@ -416,6 +434,15 @@ async function measureWorkload(
         ? await concurrentTurns(item.runner, workload.queries, options.clients, Math.max(budget, 5_000))
         : undefined;
     item.runner.dispose?.();
+    const fleet =
+      options.readerProcesses > 1 && hasFleetTurns(implementation)
+        ? await implementation.fleetTurns(
+            workload,
+            options.clients,
+            Math.max(budget, 5_000),
+            options.readerProcesses,
+          )
+        : undefined;
     results.push({
       name: implementation.name,
       build: item.build,
@@ -425,6 +452,7 @@ async function measureWorkload(
       turn: turn[0]!,
       failedTurns: turn[0]!.results.filter((result) => result.failureReason !== undefined).length,
       ...(concurrent ? { concurrent } : {}),
+      ...(fleet ? { fleet } : {}),
     });
     only.length = 0;
     item = null;
@@ -747,8 +775,16 @@ async function main(): Promise<void> {
       const c = result.concurrent;
       notes.push(
         `${result.name}: ${options.clients} concurrent clients: ${c.turnsPerSecond.toFixed(1)} turns/s ` +
-          `(${c.turns} turns, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms${c.failed > 0 ? `, ${c.failed} failed open` : ""})`,
+          `(${c.turns} turns, p50 ${c.p50.toFixed(1)} ms, p99 ${c.p99.toFixed(1)} ms${c.failed > 0 ? `, ${c.failed} failed open` : ""}; one process)`,
       );
+      const f = result.fleet;
+      if (f)
+        notes.push(
+          `${result.name}: the same ${options.clients} clients over ${f.processes} reader processes (replicas, each its own ` +
+            `pool and posting cache, each warmed by one pass over the queries): ${f.turnsPerSecond.toFixed(1)} turns/s ` +
+            `(${f.turns} turns, p50 ${f.p50.toFixed(1)} ms, p99 ${f.p99.toFixed(1)} ms, reader CPU ${f.readerCpuMsPerTurn.toFixed(2)} ms/turn` +
+            `${f.failed > 0 ? `, ${f.failed} failed open` : ""})`,
+        );
     }
     notes.push(
       `lexground engine from raw sources to ready (validation, content hash, build): ` +
