@@ -2,7 +2,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertySeed } from "../../test/property/seed.js";
 import type { KnowledgeEntryInput, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import { renumbering } from "./compactionInputs.js";
 import { drain } from "./compiledSnapshot.js";
+import type { IndexBase } from "./indexChanges.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizeAndValidate } from "./resolve.js";
 import { buildIndexSnapshot } from "./snapshot.js";
@@ -105,5 +107,47 @@ describe("compaction", () => {
     expect(searches(changed)).toEqual(searches(full));
     expect(searches(compacted)).toEqual(searches(full));
     expect(compacted.hasChanges).toBe(false);
+  });
+
+  it("renumbers live documents in id order, reading each live base id once and comparing none of them", () => {
+    const idArbitrary = fc.stringMatching(/^[a-c][a-c.]{0,3}$/);
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(idArbitrary, { minLength: 1, maxLength: 30 }),
+        fc.uniqueArray(idArbitrary, { maxLength: 12 }),
+        fc.array(fc.boolean(), { maxLength: 30 }),
+        (baseIds, addedIds, removedFlags) => {
+          const index = new KnowledgeLexicalIndex();
+          for (const item of normalized(baseIds.map((id) => entry(id, `title ${id}`, "alpha beta"))))
+            index.addEntry(item);
+          index.finalize();
+          // Removed: flagged base ids, and any base id added again (a replacement).
+          const removed = baseIds.filter((id, at) => removedFlags[at] === true || addedIds.includes(id));
+          const added = normalized(addedIds.map((id) => entry(id, `new ${id}`, "gamma alpha")));
+          const changed = index.withChanges(removed, added);
+          const { base, changes } = changed.finishedState();
+          let reads = 0;
+          const countedIds = new Proxy(base!.ids as string[], {
+            get(target, key, receiver) {
+              if (typeof key === "string" && /^\d+$/.test(key)) reads++;
+              return Reflect.get(target, key, receiver);
+            },
+          });
+          const counted: IndexBase = { ...base!, ids: countedIds };
+          const result = drain(renumbering(counted, changes!));
+          const live = [...baseIds.filter((id) => !removed.includes(id)), ...addedIds].sort((left, right) =>
+            left < right ? -1 : left > right ? 1 : 0,
+          );
+          expect(result.ids).toEqual(live);
+          expect(reads).toBe(baseIds.length - removed.length);
+          for (let doc = 0; doc < result.newDenseIds.length; doc++) {
+            const id = doc < baseIds.length ? base!.ids[doc]! : changes!.added.ids[doc - baseIds.length]!;
+            const target = result.newDenseIds[doc]!;
+            if (target >= 0) expect(result.ids[target]).toBe(id);
+          }
+        },
+      ),
+      { seed: propertySeed("compaction-renumbering"), numRuns: 60 },
+    );
   });
 });

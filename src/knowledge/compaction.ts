@@ -11,12 +11,19 @@
  * the postings besides: at 100k entries a compaction used to allocate twice the index in build buffers, and that
  * memory made V8 collect the host's whole heap in pauses longer than the slices. Otherwise
  * (`compactedBuilders` in `compactionBuilders.ts`: BM25F, or a base in another order) it fills the build buffers a
- * full build fills and the index finalizes them.
+ * full build fills and the index finalizes them. What both read first (the renumbering, the lengths, the added
+ * documents' postings) is derived in `compactionInputs.ts`.
  */
 import type { KnowledgeFieldWeights } from "../types/knowledge.js";
 import { bm25Idf, bm25LengthNormalization, bm25TermScore } from "./bm25.js";
+import {
+  type AddedFieldPostings,
+  addedFieldPostings,
+  compactedLengths,
+  renumbering,
+} from "./compactionInputs.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
-import { baseOrder, type IndexBase, type IndexChanges } from "./indexChanges.js";
+import type { IndexBase, IndexChanges } from "./indexChanges.js";
 import {
   emptyFrequencyPostings,
   FIELD_COUNT,
@@ -30,79 +37,6 @@ import {
 /** Postings (or documents) handled between two yields. */
 const WORK_PER_STEP = 1 << 14;
 
-/** The live documents of a changed index in code-unit order of their ids, and where each dense id goes. */
-type Renumbering = {
-  ids: string[];
-  /** Per dense id of the changed index (base, then added): its dense id in the fresh index, -1 when not live. */
-  newDenseIds: Int32Array;
-  /** Whether the base's dense ids follow the ids' order (then renumbering keeps base postings in order). */
-  baseInOrder: boolean;
-};
-
-/** Merges the live base documents (in rank order) with the live added ones (sorted by id). */
-export function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, Renumbering, void> {
-  const baseCount = base.ids.length;
-  const order = baseOrder(base);
-  const live = changes.live;
-  const added = changes.added;
-  const ids: string[] = [];
-  const newDenseIds = new Int32Array(baseCount + changes.addedCount).fill(-1);
-  const addedOrder: number[] = [];
-  for (let index = 0; index < changes.addedCount; index++)
-    if (live[baseCount + index] === 1) addedOrder.push(index);
-  addedOrder.sort((left, right) => (added.ids[left]! < added.ids[right]! ? -1 : 1));
-  let baseInOrder = true;
-  let next = 0;
-  for (let rank = 0; rank <= baseCount; rank++) {
-    const doc = rank < baseCount ? order[rank]! : -1;
-    if (doc !== rank && rank < baseCount) baseInOrder = false;
-    if (doc >= 0 && live[doc] === 0) continue;
-    while (next < addedOrder.length && (doc < 0 || added.ids[addedOrder[next]!]! < base.ids[doc]!)) {
-      newDenseIds[baseCount + addedOrder[next]!] = ids.length;
-      ids.push(added.ids[addedOrder[next++]!]!);
-    }
-    if (doc < 0) break;
-    newDenseIds[doc] = ids.length;
-    ids.push(base.ids[doc]!);
-    if ((rank & (WORK_PER_STEP - 1)) === 0) yield;
-  }
-  return { ids, newDenseIds, baseInOrder };
-}
-
-/** Per field and live document (fresh dense ids): the field's length, and per field the sum of the lengths. */
-export function* compactedLengths(
-  base: IndexBase,
-  changes: IndexChanges,
-  newDenseIds: Int32Array,
-  documentCount: number,
-): Generator<void, { lengths: Int32Array[]; totals: number[] }, void> {
-  const baseCount = base.ids.length;
-  const lengths: Int32Array[] = [];
-  const totals: number[] = [];
-  for (let field = 0; field < FIELD_COUNT; field++) {
-    const fieldLengths = new Int32Array(documentCount);
-    let total = 0;
-    const baseLengths = base.lengths[field]!;
-    for (let doc = 0; doc < baseCount; doc++) {
-      const target = newDenseIds[doc]!;
-      if (target < 0) continue;
-      fieldLengths[target] = baseLengths[doc]!;
-      total += baseLengths[doc]!;
-    }
-    for (let index = 0; index < changes.addedCount; index++) {
-      const target = newDenseIds[baseCount + index]!;
-      if (target < 0) continue;
-      const length = changes.added.terms[index]!.lengths[field]!;
-      fieldLengths[target] = length;
-      total += length;
-    }
-    lengths.push(fieldLengths);
-    totals.push(total);
-    yield;
-  }
-  return { lengths, totals };
-}
-
 /** The finished state of a compacted index (see {@link compactedPostings}). */
 export type CompactedIndex = {
   ids: string[];
@@ -115,71 +49,6 @@ export type CompactedIndex = {
   lengths: Int32Array[];
   totalLengths: Float64Array;
 };
-
-/**
- * The live added documents' postings of one field, by term: for each term with any, its (fresh dense id,
- * frequency) pairs sorted by dense id, packed in `pairs` from `starts[index]` to `starts[index + 1]`.
- */
-export type AddedFieldPostings = { terms: Int32Array; starts: Int32Array; pairs: Int32Array };
-
-function* addedFieldPostings(
-  changes: IndexChanges,
-  field: number,
-  newDenseIds: Int32Array,
-  termCount: number,
-  frequencyOf: Int32Array,
-): Generator<void, AddedFieldPostings, void> {
-  const capacity = changes.live.length;
-  const lists = changes.added.postings[field]!;
-  let listed = 0;
-  let longest = 0;
-  for (const [term, list] of lists)
-    if (term < termCount) {
-      listed++;
-      longest = Math.max(longest, list.length);
-    }
-  const terms = new Int32Array(listed);
-  let postingCount = 0;
-  listed = 0;
-  for (const [term, list] of lists)
-    if (term < termCount) {
-      terms[listed++] = term;
-      postingCount += list.length;
-    }
-  terms.sort();
-  const starts = new Int32Array(terms.length + 1);
-  const pairs = new Int32Array(postingCount * 2);
-  // Typed arrays and a numeric sort: no pair objects (at 100k entries and a few hundred added documents these
-  // were tens of milliseconds of allocation in one step).
-  const targets = new Int32Array(longest);
-  let pair = 0;
-  let work = 0;
-  for (let index = 0; index < terms.length; index++) {
-    const list = lists.get(terms[index]!)!;
-    let count = 0;
-    for (let position = 0; position < list.length; position++) {
-      const doc = list.docs[position]!;
-      // Documents added after the changed index (the chain went on) are not its own.
-      if (doc >= capacity) break;
-      const target = newDenseIds[doc]!;
-      if (target < 0) continue;
-      targets[count++] = target;
-      frequencyOf[target] = list.frequencies[position]!;
-    }
-    const sorted = targets.subarray(0, count).sort();
-    for (let at = 0; at < count; at++) {
-      pairs[pair++] = sorted[at]!;
-      pairs[pair++] = frequencyOf[sorted[at]!]!;
-    }
-    starts[index + 1] = pair / 2;
-    work += count + 1;
-    if (work >= WORK_PER_STEP) {
-      work = 0;
-      yield;
-    }
-  }
-  return { terms, starts, pairs: pairs.subarray(0, pair) };
-}
 
 /** Compacts one field elsewhere (a worker thread), or says it cannot (null: compact it here instead). */
 export type FieldCompactor = (
@@ -222,6 +91,7 @@ export function* compactedPostings(
     }
     const averageLength = averageLengths[field]!;
     const input: FieldCompactionInput = {
+      field,
       base: base.termPostings[field]!,
       added: yield* addedFieldPostings(changes, field, newDenseIds, termCount, frequencyOf),
       newDenseIds,
@@ -250,6 +120,8 @@ export function* compactedPostings(
  * numbers only, so a worker thread can be given them).
  */
 export type FieldCompactionInput = {
+  /** The field's number (what a worker's memory is accounted by). */
+  field: number;
   base: FrequencyPostings;
   added: AddedFieldPostings;
   newDenseIds: Int32Array;
@@ -269,8 +141,28 @@ export type FieldCompactionInput = {
 /** One compacted field: postings with contributions (inactive when not scored) and its frequency postings. */
 export type FieldCompactionResult = { postings: FieldPostings; frequencies: FrequencyPostings };
 
-/** One field of {@link compactedPostings}. */
-export function* compactedField(input: FieldCompactionInput): Generator<void, FieldCompactionResult, void> {
+/**
+ * Where the arrays a compacted field keeps are allocated: ordinary typed arrays, or (a compaction worker allowed
+ * to) typed arrays on `SharedArrayBuffer`s (`compactionMemory.ts`).
+ */
+export type FieldArrayAllocator = {
+  int32(length: number): Int32Array;
+  uint8(length: number): Uint8Array;
+  float64(length: number): Float64Array;
+};
+
+/** Ordinary typed arrays. */
+export const ORDINARY_ARRAYS: FieldArrayAllocator = {
+  int32: (length) => new Int32Array(length),
+  uint8: (length) => new Uint8Array(length),
+  float64: (length) => new Float64Array(length),
+};
+
+/** One field of {@link compactedPostings}; `allocate`: where the kept arrays go. */
+export function* compactedField(
+  input: FieldCompactionInput,
+  allocate: FieldArrayAllocator = ORDINARY_ARRAYS,
+): Generator<void, FieldCompactionResult, void> {
   const { base: basePostings, added, newDenseIds, termCount } = input;
   let scored: { weight: number; k1: number; documentCount: number; normalizations: Float64Array } | null =
     null;
@@ -286,7 +178,7 @@ export function* compactedField(input: FieldCompactionInput): Generator<void, Fi
   const baseDocs = basePostings.docs;
   const baseTermCount = Math.max(0, baseOffsets.length - 1);
   // Counting: each term's live postings, base then added.
-  const offsets = new Int32Array(termCount + 1);
+  const offsets = allocate.int32(termCount + 1);
   let work = 0;
   let addedAt = 0;
   for (let term = 0; term < termCount; term++) {
@@ -308,10 +200,10 @@ export function* compactedField(input: FieldCompactionInput): Generator<void, Fi
     }
   }
   const postingCount = offsets[termCount]!;
-  const docs = new Int32Array(postingCount);
-  const frequencies = new Uint8Array(postingCount);
+  const docs = allocate.int32(postingCount);
+  const frequencies = allocate.uint8(postingCount);
   let largeFrequencies: Map<number, number> | null = null;
-  const contributions = new Float64Array(scored ? postingCount : 0);
+  const contributions = allocate.float64(scored ? postingCount : 0);
   const pairs = added.pairs;
   addedAt = 0;
   let slot = 0;

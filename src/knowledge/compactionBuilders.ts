@@ -4,7 +4,7 @@
  * the buffers a full build fills, and the index finalizes them as a build does.
  */
 import type { KnowledgeFieldWeights } from "../types/knowledge.js";
-import { compactedLengths, renumbering } from "./compaction.js";
+import { compactedLengths, renumbering } from "./compactionInputs.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import type { IndexBase, IndexChanges } from "./indexChanges.js";
 import { FIELD_COUNT, type FieldBuilder, frequencyAt, IntBuffer } from "./postings.js";

@@ -5,11 +5,13 @@
  * transferred. Imports no `node:` module and looks nothing up when imported.
  */
 import {
-  type AddedFieldPostings,
   compactedField,
   type FieldCompactionInput,
   type FieldCompactionResult,
+  ORDINARY_ARRAYS,
 } from "./compaction.js";
+import type { AddedFieldPostings } from "./compactionInputs.js";
+import { SHARED_ARRAYS } from "./compactionMemory.js";
 import type { FrequencyPostings } from "./postings.js";
 import { runSteps } from "./steps.js";
 
@@ -47,6 +49,7 @@ export type CompactionChunk = {
 /** Compact one field from the arrays streamed so far (see {@link FieldCompactionInput}), then forget them. */
 export type CompactionFieldTask = {
   kind: "field";
+  field: number;
   termCount: number;
   /** The base's frequencies are recovered from its contributions (`recovery`), or streamed as `frequencies`. */
   recovery: {
@@ -57,6 +60,8 @@ export type CompactionFieldTask = {
     documentCount: number;
   } | null;
   scored: { weight: number; k1: number; b: number; documentCount: number; averageLength: number } | null;
+  /** Whether the kept arrays go on `SharedArrayBuffer`s (see `compactionThread.ts`) or ordinary, transferred ones. */
+  shared: boolean;
 };
 
 /** The main thread's messages. */
@@ -171,13 +176,16 @@ export class FieldCompactionServer {
       pairs: this.take<Int32Array>(STREAMED.addedPairs),
     };
     const input: FieldCompactionInput = {
+      field: task.field,
       base,
       added,
       newDenseIds: this.take<Int32Array>(STREAMED.newDenseIds),
       termCount: task.termCount,
       scored: task.scored ? { ...task.scored, lengths: this.take<Int32Array>(STREAMED.lengths) } : null,
     };
-    const result: FieldCompactionResult = runSteps(compactedField(input));
+    const result: FieldCompactionResult = runSteps(
+      compactedField(input, task.shared ? SHARED_ARRAYS : ORDINARY_ARRAYS),
+    );
     return {
       offsets: result.frequencies.offsets,
       docs: result.frequencies.docs,
@@ -188,11 +196,16 @@ export class FieldCompactionServer {
   }
 }
 
-/** The buffers of a compacted field, to transfer. */
+/** The buffers of a compacted field to transfer (shared ones are not transferred: both threads see them). */
 export function transferredBuffers(arrays: CompactedFieldArrays): ArrayBuffer[] {
-  const buffers = [arrays.offsets, arrays.docs, arrays.frequencies, arrays.largeFrequencies].map(
-    (array) => array.buffer as ArrayBuffer,
-  );
-  if (arrays.contributions) buffers.push(arrays.contributions.buffer as ArrayBuffer);
+  const buffers: ArrayBuffer[] = [];
+  for (const array of [
+    arrays.offsets,
+    arrays.docs,
+    arrays.frequencies,
+    arrays.largeFrequencies,
+    arrays.contributions,
+  ])
+    if (array && !(array.buffer instanceof SharedArrayBuffer)) buffers.push(array.buffer);
   return buffers;
 }

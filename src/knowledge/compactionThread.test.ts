@@ -1,5 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { getPriority } from "node:os";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type {
   KnowledgeEntryInput,
@@ -11,6 +13,7 @@ import {
   fieldsCompactedByWorkers,
   runCompactionSteps,
   setCompactionThreadMinimum,
+  sharedCompactionBytes,
 } from "./compactionThread.js";
 import { COMPACTION_WORKER_NICE } from "./compactionWorker.js";
 import { drain } from "./compiledSnapshot.js";
@@ -69,6 +72,31 @@ function changedSnapshot(): KnowledgeIndexSnapshot {
   return applySnapshotChanges(snapshot, [], replaced);
 }
 
+/** A full collection, then a moment for the finalizers it makes due. */
+async function collectGarbage(): Promise<void> {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
+/** `changed` compacted through a worker thread started for it. */
+async function compactedInWorker(changed: KnowledgeIndexSnapshot): Promise<KnowledgeLexicalIndex> {
+  const thread = CompactionThread.start(changed.entryCount);
+  expect(thread).not.toBeNull();
+  try {
+    const compacted = await runCompactionSteps(
+      compactSnapshotSteps(changed, thread),
+      thread,
+      8,
+      yieldToEventLoop,
+    );
+    expect(thread!.fieldsCompacted).toBeGreaterThan(0);
+    return compacted.lexical as KnowledgeLexicalIndex;
+  } finally {
+    thread!.close();
+  }
+}
+
 describe("compaction in a worker thread", () => {
   it("writes the same fresh index as the main thread, bit for bit", async () => {
     const changed = changedSnapshot();
@@ -86,6 +114,75 @@ describe("compaction in a worker thread", () => {
     expect(remote.hasChanges).toBe(false);
     // Every array of the two indexes (postings, contributions, frequencies, lengths, statistics) is equal.
     expect(remote).toEqual(local);
+  });
+
+  it("hands the fresh arrays back on SharedArrayBuffers (no memory V8 counts arrives), the same bit for bit", async () => {
+    const changed = changedSnapshot();
+    const local = drain(compactSnapshotSteps(changed)).lexical as KnowledgeLexicalIndex;
+    const remote = await compactedInWorker(changed);
+    expect(remote).toEqual(local);
+    const active = remote.exportParts().postings.filter((postings) => postings.active);
+    expect(active.length).toBeGreaterThan(0);
+    for (const postings of active)
+      for (const array of [postings.offsets, postings.docs, postings.contributions])
+        expect(array.buffer).toBeInstanceOf(SharedArrayBuffer);
+    // Nothing of the worker's is transferred: a transferred buffer would be external memory of this thread's heap.
+    for (const postings of local.exportParts().postings.filter((postings) => postings.active))
+      expect(postings.docs.buffer).not.toBeInstanceOf(SharedArrayBuffer);
+  });
+
+  it("hands back ordinary arrays once the shared ones outstanding pass their budget, the same bit for bit", async () => {
+    const changed = changedSnapshot();
+    const local = drain(compactSnapshotSteps(changed)).lexical as KnowledgeLexicalIndex;
+    // Results kept alive, so none of their shared bytes is released: the budget runs out after a few.
+    const kept: KnowledgeLexicalIndex[] = [];
+    let ordinary: KnowledgeLexicalIndex | undefined;
+    for (let attempt = 0; attempt < 8 && !ordinary; attempt++) {
+      const remote = await compactedInWorker(changed);
+      expect(remote).toEqual(local);
+      kept.push(remote);
+      const docs = remote.exportParts().postings.find((postings) => postings.active)!.docs;
+      if (!(docs.buffer instanceof SharedArrayBuffer)) ordinary = remote;
+    }
+    expect(kept.length).toBeGreaterThan(1);
+    expect(ordinary).toBeDefined();
+  });
+
+  it("releases a dropped index's shared bytes once it is collected", async () => {
+    // Indexes dropped by the tests before are collected first, so that this one's arrays may be shared.
+    await collectGarbage();
+    const changed = changedSnapshot();
+    const field = 0;
+    let remote: KnowledgeLexicalIndex | null = await compactedInWorker(changed);
+    const held = sharedCompactionBytes(field);
+    expect(remote.exportParts().postings[field]!.docs.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(held).toBeGreaterThan(0);
+    remote = null;
+    let released = false;
+    for (let attempt = 0; attempt < 20 && !released; attempt++) {
+      await collectGarbage();
+      released = sharedCompactionBytes(field) < held;
+    }
+    expect(released).toBe(true);
+  });
+
+  it("runs no step in the turn that started the worker (starting one is a few milliseconds of its own)", async () => {
+    const events: string[] = [];
+    function* steps(): Generator<void, number, void> {
+      events.push("step");
+      yield;
+      events.push("step");
+      return 1;
+    }
+    const started = { waiting: null } as unknown as CompactionThread;
+    const yielding = async () => {
+      events.push("yield");
+    };
+    expect(await runCompactionSteps(steps(), started, 1_000, yielding)).toBe(1);
+    expect(events).toEqual(["yield", "step", "step"]);
+    events.length = 0;
+    expect(await runCompactionSteps(steps(), null, 1_000, yielding)).toBe(1);
+    expect(events).toEqual(["step", "step"]);
   });
 
   it.runIf(process.platform === "linux")(

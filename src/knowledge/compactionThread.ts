@@ -4,7 +4,8 @@
  * thread neither computes them nor allocates the memory that computing them takes. What stays on the main thread
  * is cheap and sliced: the renumbering, the lengths, streaming each field's inputs to the worker in chunks of
  * {@link CHUNK_BYTES} through a shared staging buffer (one copy of a few megabytes per event-loop turn), and
- * adopting the finished arrays, which the worker transfers (moved, not copied).
+ * adopting the finished arrays, which the worker writes on `SharedArrayBuffer`s when `compactionMemory.ts` allows
+ * (their arrival then starts no collection of the host's heap) or else transfers (moved, not copied).
  *
  * A worker is started per compaction and ended after it, so everything it held is freed at once. When no worker
  * can start or one fails, the field is compacted on the main thread, in slices, with the same code: the result is
@@ -13,6 +14,7 @@
 
 import { isNode } from "./buildThreads.js";
 import type { FieldCompactionInput, FieldCompactionResult, FieldCompactor } from "./compaction.js";
+import { BYTES_PER_POSTING, SharedArrayLedger } from "./compactionMemory.js";
 import {
   COMPACTION_WORKER_MARKER,
   type CompactionReply,
@@ -45,6 +47,14 @@ export function setCompactionThreadMinimum(documents: number): number {
 }
 
 let workerFieldsInProcess = 0;
+
+/** The shared result arrays of every compaction in this process (see `compactionMemory.ts`). */
+const sharedArrays = new SharedArrayLedger();
+
+/** Shared bytes of `field`'s compacted arrays not known to be collected (tests). @internal */
+export function sharedCompactionBytes(field: number): number {
+  return sharedArrays.outstandingBytes(field);
+}
 
 /** Fields compacted by worker threads in this process so far (tests check the worker was used). @internal */
 export function fieldsCompactedByWorkers(): number {
@@ -220,6 +230,11 @@ export class CompactionThread {
     );
     if (scored) streams.push([STREAMED.lengths, scored.lengths]);
     for (const [name, array] of streams) if (!(yield* this.send(name, array))) return null;
+    const postingBytes = scored ? BYTES_PER_POSTING : BYTES_PER_POSTING - 8;
+    const shared = sharedArrays.allows(
+      input.field,
+      (base.docs.length + added.pairs.length / 2) * postingBytes,
+    );
     this.request({
       kind: "field",
       termCount: input.termCount,
@@ -241,11 +256,14 @@ export class CompactionThread {
             averageLength: scored.averageLength,
           }
         : null,
+      field: input.field,
+      shared,
     });
     yield;
     const reply = this.reply;
     if (this.failure !== null || reply?.kind !== "field") return null;
     const { offsets, docs, frequencies, largeFrequencies, contributions } = reply.arrays;
+    sharedArrays.adopted(input.field, [offsets, docs, frequencies, contributions]);
     this.fieldsCompacted++;
     workerFieldsInProcess++;
     return {
@@ -271,6 +289,8 @@ export async function runCompactionSteps<Result>(
   sliceMs: number,
   yieldToEventLoop: () => Promise<void>,
 ): Promise<Result> {
+  // Starting a worker took a few milliseconds of this thread just before: the first slice gets a turn of its own.
+  if (thread) await yieldToEventLoop();
   let sliceStart = performance.now();
   let step = steps.next();
   while (!step.done) {
