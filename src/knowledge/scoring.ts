@@ -10,7 +10,13 @@ import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { bm25fBreakdownAt } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
-import { DEFAULT_WINDOWS, type QueryLists, type ScoringWindows, scoreLists } from "./scoreLists.js";
+import {
+  DEFAULT_WINDOWS,
+  type QueryLists,
+  type ScoringList,
+  type ScoringWindows,
+  scoreLists,
+} from "./scoreLists.js";
 
 export {
   matchesFromAccumulators,
@@ -73,7 +79,7 @@ export function scoreQuery(
     score,
     fieldScores: index.bm25f
       ? bm25fBreakdownAt(index.bm25fShares!, positions.get(doc)!)
-      : sumBreakdown(lists, positions.get(doc)!),
+      : sumBreakdown(lists.postings, lists.fields, positions.get(doc)!),
   }));
 }
 
@@ -119,24 +125,27 @@ function queryLists(index: ScoredIndex, termIds: readonly number[]): IndexQueryL
 }
 
 /**
- * One document's per-field breakdown in sum mode from its position in each list: per field, its contributions in
- * query-term order (the lists' order), as the exhaustive scorer accumulates them, so every part is bit-identical.
+ * One document's per-field breakdown in sum mode from its position in each list (`found`, -1 where absent; the
+ * lists grouped by field, `fields[list]` naming each one's field): per field, its contributions in query-term order
+ * (the lists' order), as the exhaustive scorer accumulates them, so every part is bit-identical. The in-memory
+ * scorer and the PostgreSQL reader both read their breakdowns here.
  */
-function sumBreakdown(
-  lists: IndexQueryLists,
+export function sumBreakdown(
+  postings: readonly ScoringList[],
+  fields: Int32Array,
   found: Int32Array,
 ): Partial<Record<KnowledgeFieldName, number>> {
   const fieldScores: Partial<Record<KnowledgeFieldName, number>> = {};
   const listCount = found.length;
   let list = 0;
   while (list < listCount) {
-    const field = lists.fields[list]!;
+    const field = fields[list]!;
     let part = 0;
     let matched = false;
-    for (; list < listCount && lists.fields[list] === field; list++) {
+    for (; list < listCount && fields[list] === field; list++) {
       const position = found[list]!;
       if (position < 0) continue;
-      part += lists.postings[list]!.contributions[position]!;
+      part += postings[list]!.contributions[position]!;
       matched = true;
     }
     if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;

@@ -7,7 +7,7 @@
  */
 import { findPosting } from "../knowledge/fieldScores.js";
 import { LruCache } from "../knowledge/lruCache.js";
-import { type ScoringList, scoreLists } from "../knowledge/scoring.js";
+import { type ScoringList, scoreLists, sumBreakdown } from "../knowledge/scoring.js";
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
@@ -131,7 +131,7 @@ export class PostingSearch {
     const rankStarted = performance.now();
     // Sum mode: each ranked document's position in every list, found while its exact score was summed.
     const positions = this.bm25f ? undefined : new Map<number, Int32Array>();
-    const ranked = this.rank(termLists, topK, mask, positions);
+    const { ranked, lists } = this.rank(termLists, topK, mask, positions);
     profile?.add("rank", performance.now() - rankStarted);
     if (ranked.length === 0 && eligibleHits.length === 0)
       return { exact: new Map(), alias: new Map(), matches: [] };
@@ -175,7 +175,7 @@ export class PostingSearch {
       id: nameOf(doc),
       score,
       fieldScores: positions
-        ? this.sumFieldScores(termLists, positions.get(doc)!)
+        ? sumBreakdown(lists.postings, lists.fields, positions.get(doc)!)
         : this.fieldScores(termLists, doc),
     }));
     return { ...phrases, matches };
@@ -281,25 +281,31 @@ export class PostingSearch {
     return { docs, contributions, upper: listUpperBound(contributions) };
   }
 
-  /** The top K by the in-memory scorer over the query's lists in its order (field, then query term). */
+  /**
+   * The top K by the in-memory scorer over the query's lists in its order (field, then query term), and those
+   * lists with each one's field (what a sum-mode breakdown reads the found positions against).
+   */
   private rank(
     termLists: readonly TermPostings[],
     topK: number,
     mask: Uint8Array,
     positions?: Map<number, Int32Array>,
-  ): { doc: number; score: number }[] {
+  ): { ranked: { doc: number; score: number }[]; lists: { postings: ScoringList[]; fields: Int32Array } } {
     const postings: ScoringList[] = [];
     const ends: number[] = [];
     const upper: number[] = [];
-    const add = (list: FetchedList | null) => {
+    const fields: number[] = [];
+    const add = (list: FetchedList | null, field: number) => {
       if (!list) return;
       postings.push(list);
       ends.push(list.docs.length);
       upper.push(list.upper);
+      fields.push(field);
     };
-    if (this.bm25f) for (const term of termLists) add(term.lists[COMBINED_FIELD]!);
+    if (this.bm25f) for (const term of termLists) add(term.lists[COMBINED_FIELD]!, COMBINED_FIELD);
     else
-      for (let field = 0; field < FIELD_COUNT; field++) for (const term of termLists) add(term.lists[field]!);
+      for (let field = 0; field < FIELD_COUNT; field++)
+        for (const term of termLists) add(term.lists[field]!, field);
     const documentCount = this.generation.entryCount;
     if (!this.ranks || this.ranks.length !== documentCount)
       this.ranks = Int32Array.from({ length: documentCount }, (_, doc) => doc);
@@ -309,34 +315,10 @@ export class PostingSearch {
       ends: Int32Array.from(ends),
       upper: Float64Array.from(upper),
     };
-    return scoreLists(lists, documentCount, this.ranks, topK, mask, undefined, positions);
-  }
-
-  /**
-   * Sum mode: one ranked document's per-field breakdown from its position in each ranked list (`found`, in
-   * {@link rank}'s list order: field, then query term; -1 where absent), added as the in-memory index adds it:
-   * per field, its contributions in query-term order. The same sums as {@link fieldScores}, without searching.
-   */
-  private sumFieldScores(
-    termLists: readonly TermPostings[],
-    found: Int32Array,
-  ): KnowledgeLexicalMatch["fieldScores"] {
-    const fieldScores: KnowledgeLexicalMatch["fieldScores"] = {};
-    let list = 0;
-    for (let field = 0; field < FIELD_COUNT; field++) {
-      let part = 0;
-      let matched = false;
-      for (const term of termLists) {
-        const postings = term.lists[field];
-        if (!postings) continue;
-        const position = found[list++]!;
-        if (position < 0) continue;
-        part += postings.contributions[position]!;
-        matched = true;
-      }
-      if (matched) fieldScores[FIELD_NAMES[field]!] = part;
-    }
-    return fieldScores;
+    return {
+      ranked: scoreLists(lists, documentCount, this.ranks, topK, mask, undefined, positions),
+      lists: { postings, fields: Int32Array.from(fields) },
+    };
   }
 
   /**
