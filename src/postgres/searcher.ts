@@ -15,10 +15,17 @@ import type {
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { GenerationEligibility } from "./eligibility.js";
-import { KEPT_ENTRIES } from "./generationCache.js";
+import { KEPT_ENTRY_CHARACTERS } from "./generationCache.js";
 import { PostingSearch } from "./postingSearch.js";
 import type { GenerationRow } from "./serving.js";
 import { type GenerationTables, int4Array, scopesStatement, selectionEntriesStatement } from "./sql.js";
+
+/** A kept entry: its relations' dense ids (null: none; undefined: not known) and its text's length. */
+type KeptEntry = {
+  entry: NormalizedKnowledgeEntry;
+  relations: number[] | null | undefined;
+  characters: number;
+};
 
 /** The dense ids of a query's candidates, kept for its `selectionEntries` call. */
 const candidateDocs = new WeakMap<KnowledgeCandidateQuery, Map<string, number>>();
@@ -32,12 +39,13 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
   private readonly eligibility: GenerationEligibility;
   /**
    * Selected entries kept for the next turns: the entry, and its relations' dense ids (null: none; undefined: not
-   * known, the entry was read as another's relation).
+   * known, the entry was read as another's relation); weighed by the characters of the entry's text.
    */
-  private readonly entries = new LruCache<
-    number,
-    { entry: NormalizedKnowledgeEntry; relations: number[] | null | undefined }
-  >(KEPT_ENTRIES);
+  private readonly entries = new LruCache<number, KeptEntry>(
+    KEPT_ENTRY_CHARACTERS,
+    undefined,
+    (kept) => kept.characters,
+  );
 
   constructor(
     private readonly backend: PostgresBackend,
@@ -117,13 +125,16 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     const relationDocs = new Map<string, number[]>();
     for (const row of result.rows) {
       const doc = Number(row.doc);
-      const entry = JSON.parse(String(row.entry)) as NormalizedKnowledgeEntry;
+      const text = String(row.entry);
+      const entry = JSON.parse(text) as NormalizedKnowledgeEntry;
+      const characters = text.length;
       byDoc.set(doc, entry);
       const relations = Array.isArray(row.relations) ? row.relations.map(Number) : null;
       if (relations) relationDocs.set(entry.id, relations);
       // A primary row tells its relations (null: none); a related row only its entry.
-      if (primaries.has(doc)) this.entries.set(doc, { entry, relations });
-      else if (this.entries.get(doc) === undefined) this.entries.set(doc, { entry, relations: undefined });
+      if (primaries.has(doc)) this.entries.set(doc, { entry, relations, characters });
+      else if (this.entries.get(doc) === undefined)
+        this.entries.set(doc, { entry, relations: undefined, characters });
     }
     return this.selection(byDoc, relationDocs);
   }

@@ -115,6 +115,64 @@ describePostgres("a fleet on one PostgreSQL index", () => {
     );
     expect(renamed.ephemeralContext?.content).toContain("Instant payouts renamed");
   });
+  it("a cycle of turns whose selections relate more than 4,096 entries reads them once (kept by size, not count)", async () => {
+    // 60 topics, each related to 80 entries of its own: a cycle over the topics selects and relates 4,860
+    // entries, about a megabyte of text. Kept by a count of 4,096, a least-recently-used cache forgot each entry
+    // before the cycle came back to it, and every turn read its entries again.
+    const topics = 60;
+    const related = 80;
+    const word = (index: number) =>
+      `kw${String.fromCharCode(97 + Math.floor(index / 26))}${String.fromCharCode(97 + (index % 26))}`;
+    const entries = [];
+    for (let topic = 0; topic < topics; topic++) {
+      const relatedEntryIds = Array.from({ length: related }, (_, index) => `note.${topic}.${index}`);
+      const common = { domain: "topics", integrations: [] };
+      entries.push({
+        id: `topic.${topic}`,
+        title: `Topic ${word(topic)}`,
+        summary: "A topic.",
+        ...common,
+        relatedEntryIds,
+      });
+      for (const id of relatedEntryIds)
+        entries.push({
+          id,
+          title: "A related note",
+          summary: "Background for one of the topics.",
+          ...common,
+        });
+    }
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "topics", version: "1", entries }],
+      backend: backend({ schema: "kept_many" }),
+      logger: null,
+    });
+    await writer.ready();
+    const read = instrumentedPool(newPool());
+    const reader = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [],
+      backend: backend({ schema: "kept_many", pool: newPool(), readPool: read.pool }),
+      timeoutMs: 10_000,
+      logger: null,
+    });
+    await reader.ready();
+    const cycle = async () => {
+      for (let topic = 0; topic < topics; topic++) {
+        const outcome = await reader.ground({ query: word(topic) });
+        expect(outcome.metadata, JSON.stringify(outcome.metadata)).toMatchObject({
+          selectedIds: [`topic.${topic}`],
+        });
+      }
+    };
+    await cycle();
+    const entriesStatements = () => read.seen.filter((text) => text.includes("with primaries as")).length;
+    expect(entriesStatements()).toBe(topics);
+    read.seen.length = 0;
+    await cycle();
+    expect(entriesStatements()).toBe(0);
+  });
 });
 
 describePostgres("faults: turns fail open, the status says degraded, recovery needs no restart", () => {
