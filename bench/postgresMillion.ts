@@ -6,7 +6,8 @@
  * `node` holding no registry and no index, as a replica of the fleet), with its heap while it serves.
  *
  * `flock /tmp/lexground-big.lock node --expose-gc --max-old-space-size=14336 --import tsx bench/postgresMillion.ts
- *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]`
+ *   [--size N] [--url postgres://…] [--keep] [--skip-publish] [--memory-build] [--turns 60] [--clients 16]
+ *   [--posting-cache-bytes N] [--fetch-budget-bytes N]` (the last two: the reader's backend options)
  * Without `--url` a throwaway cluster is started (bench/postgres.ts's settings); `--keep` leaves it running (its
  * URL and folder are printed) so that `--skip-publish --url …` measures turns again on the same generation.
  * The queries go to `--queries-file` (default /tmp/lexground-pg-million-<size>.json). Progress on stderr, a
@@ -227,6 +228,9 @@ async function main(): Promise<void> {
         option("budget-ms", "900000"),
         "--concurrent-ms",
         option("concurrent-ms", "60000"),
+        ...["posting-cache-bytes", "fetch-budget-bytes"].flatMap((name) =>
+          option(name, "") ? [`--${name}`, option(name, "")] : [],
+        ),
       ],
       { cwd: REPO_ROOT, maxBuffer: 64 * 1024 * 1024, timeout: 3 * 3600_000 },
     );
@@ -248,6 +252,10 @@ async function main(): Promise<void> {
     rows.push([
       "reader heap peak during turns (no collection forced) / peak RSS",
       `${megabytes(report.heap.peakDuringTurnsBytes)} / ${megabytes(report.heap.peakRssBytes)}`,
+    ]);
+    rows.push([
+      "reader fetch budget: limit / most turns fetching at once / most fetched bytes held at once",
+      `${megabytes(report.fetchBudget.limitBytes)} / ${report.fetchBudget.peakTurns} / ${megabytes(report.fetchBudget.peakBytes)}`,
     ]);
     rows.push([
       "reader turn latencies (ms, in order)",

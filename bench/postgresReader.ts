@@ -7,7 +7,7 @@
  *
  * `node --expose-gc --import tsx bench/postgresReader.ts --url postgres://… [--read-url postgres://…]
  *   --queries FILE [--schema bench] [--turns 60] [--budget-ms 600000] [--clients 16] [--concurrent-ms 60000]
- *   [--posting-cache-bytes N]`
+ *   [--posting-cache-bytes N] [--fetch-budget-bytes N]`
  */
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -51,6 +51,8 @@ export type ReaderReport = {
     /** The largest resident set size seen. */
     peakRssBytes: number;
   };
+  /** The fetch budget (`fetchBudgetBytes`): its limit, most turns admitted at once, most fetched bytes they held. */
+  fetchBudget: { limitBytes: number; peakTurns: number; peakBytes: number };
   load: [number, number];
 };
 
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
     ...(option("posting-cache-bytes", "")
       ? { postingCacheBytes: Number(option("posting-cache-bytes")) }
       : {}),
+    ...(option("fetch-budget-bytes", "") ? { fetchBudgetBytes: Number(option("fetch-budget-bytes")) } : {}),
     statementTimeoutMs: budgetMs,
     connectionTimeoutMs: budgetMs,
   });
@@ -162,6 +165,11 @@ async function main(): Promise<void> {
     cache,
     concurrent: { clients, ...concurrent },
     heap: { baselineBytes, readyBytes, afterTurnsBytes, peakDuringTurnsBytes, peakRssBytes },
+    fetchBudget: {
+      limitBytes: backend.fetchBudget.limitBytes,
+      peakTurns: backend.fetchBudget.peaks.turns,
+      peakBytes: backend.fetchBudget.peaks.bytes,
+    },
     load: [loadBefore, loadavg()[0]!],
   };
   process.stdout.write(`${JSON.stringify(report)}\n`);

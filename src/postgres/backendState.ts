@@ -6,6 +6,7 @@
 import type { KnowledgeBackendIndex, KnowledgeBackendStatus } from "../knowledge/searchBackend.js";
 import { type CompactionRequest, CompactionSchedule } from "./compaction.js";
 import { createPool, loadPostgresDriver, type PostgresPool } from "./driver.js";
+import { FetchBudget } from "./fetchBudget.js";
 import { DEFAULTS, type PostgresBackendOptions, PostgresBackendOptionsError, readOption } from "./options.js";
 import { PostingCache } from "./postingCache.js";
 import type { PublicationPhase, PublicationPhaseObserver } from "./publicationPhases.js";
@@ -28,6 +29,8 @@ export abstract class PostgresBackendState {
   turnProfile: TurnProfile | null = null;
   /** Decoded postings of recent turns' terms (see `postingCacheBytes`). @internal */
   readonly postingCache: PostingCache;
+  /** The admission of turns that fetch lists (see `fetchBudgetBytes`). @internal */
+  readonly fetchBudget: FetchBudget;
   /**
    * The phases of this backend's latest publication (wall and app CPU time of each), and an observer called as each
    * ends. For benchmarks.
@@ -84,6 +87,7 @@ export abstract class PostgresBackendState {
     this.keepGenerations = readOption(options, "keepGenerations", 1);
     this.batchBytes = readOption(options, "batchBytes", 1024);
     this.postingCache = new PostingCache(readOption(options, "postingCacheBytes", 0));
+    this.fetchBudget = new FetchBudget(readOption(options, "fetchBudgetBytes", 0));
     this.compactions = new CompactionSchedule(readOption(options, "compactionDelayMs", 0), (request) =>
       this.compact(request),
     );

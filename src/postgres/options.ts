@@ -41,6 +41,13 @@ export type PostgresBackendOptions = {
    * serving generation. 0 disables it. Default 64 MiB.
    */
   postingCacheBytes?: number;
+  /**
+   * Bytes of fetched postings the reader's concurrent turns may hold together while they rank them (12 bytes per
+   * posting): a turn that must fetch lists waits, first come first served, while the turns already fetching hold
+   * that much; one turn always runs, however large. Bounds a reader's memory under many concurrent
+   * history-heavy turns without changing any answer. 0: no bound. Default 32 MiB.
+   */
+  fetchBudgetBytes?: number;
 };
 
 export const DEFAULTS = {
@@ -53,6 +60,7 @@ export const DEFAULTS = {
   batchBytes: 8 * 1024 * 1024,
   compactionDelayMs: 60_000,
   postingCacheBytes: 64 * 1024 * 1024,
+  fetchBudgetBytes: 32 * 1024 * 1024,
 } as const;
 
 const OPTIONS_ERROR_MARKER = Symbol.for("lexground.PostgresBackendOptionsError");

@@ -15,6 +15,7 @@ import { BinaryArrayError, decodeBinaryArray, int4Of, packedFloat64s, packedInt3
 import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
+import type { FetchTicket } from "./fetchBudget.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
 import { KEPT_IDS } from "./generationCache.js";
 import { type PhraseHitDoc, PhraseKeys, phraseGrams } from "./phraseKeys.js";
@@ -85,6 +86,27 @@ export class PostingSearch {
     topK: number,
     docs: Map<string, number>,
   ): Promise<KnowledgeCandidateEvidence> {
+    // A turn that fetches lists holds them until it has ranked them: admitted within the reader's fetch budget.
+    // (Its lists are looked up in the cache in the same tick as this check when it need not wait.)
+    const held = this.cache.limitBytes > 0;
+    if (terms.every((term) => held && this.cache.has(this.cacheKey(term))))
+      return this.search(query, terms, topK, docs, null);
+    const ticket = await this.backend.fetchBudget.admit();
+    try {
+      return await this.search(query, terms, topK, docs, ticket);
+    } finally {
+      ticket.release();
+    }
+  }
+
+  /** {@link candidates}, its fetched bytes counted on `ticket`. */
+  private async search(
+    query: KnowledgeCandidateQuery,
+    terms: readonly string[],
+    topK: number,
+    docs: Map<string, number>,
+    ticket: FetchTicket | null,
+  ): Promise<KnowledgeCandidateEvidence> {
     const tokens = query.phraseTokens;
     const byTerm: (TermPostings | undefined)[] = terms.map((term) =>
       this.cache.limitBytes > 0 ? this.cache.get(this.cacheKey(term)) : undefined,
@@ -111,6 +133,7 @@ export class PostingSearch {
             lookup,
             fetched,
             keyHits,
+            ticket,
           )
         : null,
     ]);
@@ -191,6 +214,7 @@ export class PostingSearch {
     phrases: PhraseLookup,
     fetched: (FetchedList | null)[][],
     hits: PhraseHitDoc[],
+    ticket: FetchTicket | null,
   ): Promise<void> {
     if (terms.length === 0) {
       // Every list is in the cache: the phrase hits by a prepared statement (no COPY to plan).
@@ -219,10 +243,11 @@ export class PostingSearch {
     const onTuple = (fields: (Uint8Array | null)[]) => {
       const started = profile ? performance.now() : 0;
       this.decodeTuple(fields, fetched, hits);
-      if (profile) {
+      if (profile || ticket) {
         let bytes = 0;
         for (const field of fields) bytes += field?.byteLength ?? 0;
-        profile.add("decode", performance.now() - started, bytes);
+        profile?.add("decode", performance.now() - started, bytes);
+        ticket?.add(bytes);
       }
     };
     if (this.packed) {

@@ -175,6 +175,78 @@ describePostgres("a fleet on one PostgreSQL index", () => {
   });
 });
 
+describePostgres("a reader's memory under concurrent turns", () => {
+  it("turns that fetch lists are admitted within the fetch budget, with the same answers", async () => {
+    const words = [
+      "amber",
+      "basalt",
+      "cobalt",
+      "dune",
+      "ember",
+      "fjord",
+      "garnet",
+      "harbor",
+      "indigo",
+      "jasper",
+    ];
+    const entries = Array.from({ length: 40 }, (_, index) => ({
+      id: `budget.entry-${index}`,
+      title: `${words[index % 10]} ${words[(index * 3) % 10]} guide ${index}`,
+      summary: `How ${words[(index + 1) % 10]} relates to ${words[(index * 7) % 10]} and ${words[(index + 4) % 10]}.`,
+      domain: "budget",
+      integrations: [],
+    }));
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "budget", version: "1", entries }],
+      backend: backend({ schema: "budget" }),
+      logger: null,
+    });
+    await writer.ready();
+    const queries = words.map((word, index) => ({ query: `${word} ${words[(index + 5) % 10]} guide` }));
+    const reader = (options: { fetchBudgetBytes?: number }) => {
+      const readerBackend = backend({ schema: "budget", postingCacheBytes: 0, ...options });
+      // Fetches in flight at once, seen at the COPY that reads a turn's lists.
+      const inFlight = { now: 0, most: 0 };
+      const readCopy = readerBackend.readCopy.bind(readerBackend);
+      readerBackend.readCopy = async (...args) => {
+        inFlight.most = Math.max(inFlight.most, ++inFlight.now);
+        try {
+          // Held long enough for every other turn to reach its fetch.
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          return await readCopy(...args);
+        } finally {
+          inFlight.now--;
+        }
+      };
+      const engine = new KnowledgeGroundingEngine({
+        enabled: true,
+        sources: [],
+        backend: readerBackend,
+        timeoutMs: 10_000,
+        logger: null,
+      });
+      return { engine, inFlight };
+    };
+    const unbounded = reader({ fetchBudgetBytes: 0 });
+    const bounded = reader({ fetchBudgetBytes: 1 });
+    await unbounded.engine.ready();
+    await bounded.engine.ready();
+    const expected = await Promise.all(queries.map((query) => unbounded.engine.ground(query)));
+    const answers = await Promise.all(queries.map((query) => bounded.engine.ground(query)));
+    expect(unbounded.inFlight.most).toBe(queries.length);
+    // A budget smaller than any turn's lists: one turn at a time, plus the one admitted beside it before any
+    // fetch was seen.
+    expect(bounded.inFlight.most).toBeLessThanOrEqual(2);
+    answers.forEach((answer, index) => {
+      expect(answer.metadata.failureReason).toBeUndefined();
+      expect(answer.metadata.selectedIds.length).toBeGreaterThan(0);
+      expect(answer.ephemeralContext).toEqual(expected[index]!.ephemeralContext);
+      expect(answer.metadata.selectedIds).toEqual(expected[index]!.metadata.selectedIds);
+    });
+  });
+});
+
 describePostgres("faults: turns fail open, the status says degraded, recovery needs no restart", () => {
   it("the database down at start, then up: the engine publishes and serves", async () => {
     await cluster!.stop();
