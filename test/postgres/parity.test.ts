@@ -483,6 +483,54 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     }
   }, 60_000);
 
+  it("entries of a few kilobytes stay in their table's pages (no TOAST); larger ones go out of line; same blocks", async () => {
+    const words = ["ledger", "payout", "refund", "invoice", "dispute", "balance", "transfer", "charge"];
+    const prose = (seed: number, count: number) =>
+      Array.from({ length: count }, (_, index) => words[(seed * 7 + index * 3) % words.length]).join(" ");
+    const entries = Array.from({ length: 24 }, (_, index) => ({
+      id: `toast.entry-${index}`,
+      title: `${words[index % words.length]} guide ${index}`,
+      summary: prose(index, 20),
+      // About 3 KB of JSON per entry (as the benchmark's registry), one entry of about 20 KB.
+      body: prose(index + 1, index === 5 ? 2_600 : 350),
+      domain: "toast",
+      integrations: [],
+    }));
+    const sources: KnowledgeSource[] = [{ id: "toast", version: "1", entries }];
+    const pg = suite.backend({ schema: "parity_toast" });
+    const config = { enabled: true, sources, timeoutMs: 30_000 };
+    const memory = new KnowledgeGroundingEngine(config);
+    const database = new KnowledgeGroundingEngine({ ...config, backend: pg });
+    await Promise.all([memory.ready(), database.ready()]);
+    const generation = pg.status().generation;
+    const inspector = suite.newPool({ max: 1 });
+    try {
+      const found = await inspector.query({
+        text: `select count(*) filter (where octet_length(e.entry) between 2500 and 8000)::int as typical
+          from parity_toast.g${generation}_entries e`,
+      });
+      expect(found.rows[0].typical).toBeGreaterThan(20);
+      const toasted = await inspector.query({
+        text: `select t.relname as toast from pg_class c join pg_class t on t.oid = c.reltoastrelid
+          where c.oid = to_regclass($1)`,
+        values: [`parity_toast.g${generation}_entries`],
+      });
+      const chunks = await inspector.query({
+        text: `select count(distinct chunk_id)::int as values from pg_toast.${toasted.rows[0].toast}`,
+      });
+      // Only the one large entry's JSON went out of line (each typical entry did before, as one TOAST value).
+      expect(chunks.rows[0].values).toBe(1);
+    } finally {
+      await inspector.end();
+    }
+    for (const query of ["ledger payout refund", "dispute balance guide 5", "transfer charge invoice"]) {
+      const [expected, actual] = [await memory.ground({ query }), await database.ground({ query })];
+      expect(actual.metadata.failureReason).toBeUndefined();
+      expect(actual.ephemeralContext).toEqual(expected.ephemeralContext);
+      sameCandidates(actual.retrieval!.candidates!, expected.retrieval!.candidates!);
+    }
+  }, 60_000);
+
   it("the CLI: build --backend publishes (then reuses), query --backend selects what query selects in memory", async () => {
     const schema = ["--backend", url, "--backend-schema", "parity_cli", "--preset", "recommended"];
     const cwd = process.cwd();
