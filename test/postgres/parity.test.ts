@@ -509,17 +509,17 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
         text: `select count(*) filter (where octet_length(e.entry) between 2500 and 8000)::int as typical
           from parity_toast.g${generation}_entries e`,
       });
-      expect(found.rows[0].typical).toBeGreaterThan(20);
+      expect(found.rows[0]!.typical).toBeGreaterThan(20);
       const toasted = await inspector.query({
         text: `select t.relname as toast from pg_class c join pg_class t on t.oid = c.reltoastrelid
           where c.oid = to_regclass($1)`,
         values: [`parity_toast.g${generation}_entries`],
       });
       const chunks = await inspector.query({
-        text: `select count(distinct chunk_id)::int as values from pg_toast.${toasted.rows[0].toast}`,
+        text: `select count(distinct chunk_id)::int as values from pg_toast.${toasted.rows[0]!.toast}`,
       });
       // Only the one large entry's JSON went out of line (each typical entry did before, as one TOAST value).
-      expect(chunks.rows[0].values).toBe(1);
+      expect(chunks.rows[0]!.values).toBe(1);
     } finally {
       await inspector.end();
     }
