@@ -12,6 +12,7 @@ import type {
   KnowledgeGroundingOutcome,
   KnowledgeSource,
 } from "../src/types/knowledge.js";
+import { AllocationSampler, printAllocations } from "./allocationSampler.js";
 import {
   BlockProbe,
   BlockProfiler,
@@ -111,6 +112,11 @@ export async function measureUpdates(
     logBlocks?: boolean;
     /** Samples the main thread and says, for each listed block, what ran in it (implies `logBlocks`). */
     profileBlocks?: boolean;
+    /**
+     * Samples what the main thread allocates during the watched update rounds and during the compaction (garbage
+     * included), and lists it by allocating function on stderr (`allocationSampler.ts`).
+     */
+    sampleAllocations?: boolean;
   },
 ): Promise<UpdateReport> {
   const rounds = options.rounds ?? 30;
@@ -139,6 +145,7 @@ export async function measureUpdates(
   const probe = new BlockProbe(logBlocks);
   const profiler = options.profileBlocks ? new BlockProfiler() : null;
   await profiler?.start();
+  let allocations: AllocationSampler | null = null;
   /** `rounds` updates of `batchSize` replaced entries, 20 ms apart; their times until live. */
   const updateRounds = async (watched: boolean): Promise<number[]> => {
     const live: number[] = [];
@@ -159,7 +166,13 @@ export async function measureUpdates(
       if (!result.live)
         throw new Error(`update round ${round} did not go live: ${JSON.stringify(result.issues)}`);
       // The first update also indexes the registry by id (once per engine, in slices): watched from the second on.
-      if (watched && round === 0) probe.start("after update 0");
+      if (watched && round === 0) {
+        probe.start("after update 0");
+        if (options.sampleAllocations) {
+          allocations = new AllocationSampler();
+          await allocations.start();
+        }
+      }
       // Spaced like edits arriving one after another (the compaction waits for a quiet moment).
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -167,6 +180,12 @@ export async function measureUpdates(
   };
   const live = await updateRounds(true);
   const blockedDuringUpdates = probe.stop();
+  if (allocations) {
+    const sampled = await (allocations as AllocationSampler).stop();
+    console.error(`update rounds: ${printAllocations(sampled)}`);
+    allocations = new AllocationSampler();
+    await allocations.start();
+  }
   // The whole compaction is watched: it starts once updates pause (200-400 ms after the last) and nothing else
   // runs meanwhile (turns while changes are pending are measured on a second series of rounds, below).
   const compactionStarted = performance.now();
@@ -180,6 +199,8 @@ export async function measureUpdates(
       ? null
       : (compactionCpuEnded - compactionCpuStarted) / 1e6;
   const blockedDuringCompaction = probe.stop();
+  if (allocations)
+    console.error(`compaction: ${printAllocations(await (allocations as AllocationSampler).stop())}`);
   probe.setPhase("turns after the compaction");
   const profile: SampledProfile | undefined = await profiler?.stop();
   if (logBlocks) {
@@ -311,7 +332,7 @@ export function printUpdates(name: string, report: UpdateReport): string {
 
 /**
  * Run alone: `node --expose-gc --import tsx bench/updates.ts [--size 100000] [--rounds 30] [--random 1000]
- * [--seed 42] [--log-blocks] [--profile-blocks]` measures the scenario on a synthetic registry without the rest of the benchmark (the figures
+ * [--seed 42] [--log-blocks] [--profile-blocks] [--sample-allocations]` measures the scenario on a synthetic registry without the rest of the benchmark (the figures
  * `npm run bench -- --updates` reports after each synthetic workload).
  */
 async function main(): Promise<void> {
@@ -340,6 +361,7 @@ async function main(): Promise<void> {
     randomUpdates: option("--random", 1000),
     logBlocks: argv.includes("--log-blocks"),
     profileBlocks: argv.includes("--profile-blocks"),
+    sampleAllocations: argv.includes("--sample-allocations"),
   });
   console.log(printUpdates(workload.name, report));
   console.log(JSON.stringify(report));

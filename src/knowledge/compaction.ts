@@ -70,7 +70,7 @@ export function* compactedPostings(
   parameters: { fieldWeights: Readonly<KnowledgeFieldWeights>; k1: number; b: number; termCount: number },
   elsewhere: FieldCompactor | null = null,
 ): Generator<void, CompactedIndex | null, void> {
-  const { ids, newDenseIds, baseInOrder } = yield* renumbering(base, changes);
+  const { ids, newDenseIds, baseInOrder, addedInOrder } = yield* renumbering(base, changes);
   if (!baseInOrder) return null;
   const documentCount = ids.length;
   const { lengths, totals } = yield* compactedLengths(base, changes, newDenseIds, documentCount);
@@ -80,8 +80,8 @@ export function* compactedPostings(
   const { termCount, k1, b } = parameters;
   const postings: FieldPostings[] = [];
   const termPostings: FrequencyPostings[] = [];
-  // Scratch of the added postings: per fresh dense id, the frequency in the term being sorted.
-  const frequencyOf = new Int32Array(documentCount);
+  // Scratch of the added postings: per term, a count, then a cursor (zero between fields).
+  const termCounts = new Int32Array(termCount);
   for (let field = 0; field < FIELD_COUNT; field++) {
     const weight = parameters.fieldWeights[KNOWLEDGE_FIELD_NAMES[field]!];
     if (!(weight > 0)) {
@@ -93,7 +93,7 @@ export function* compactedPostings(
     const input: FieldCompactionInput = {
       field,
       base: base.termPostings[field]!,
-      added: yield* addedFieldPostings(changes, field, newDenseIds, termCount, frequencyOf),
+      added: yield* addedFieldPostings(changes, field, newDenseIds, addedInOrder, termCounts),
       newDenseIds,
       termCount,
       scored:

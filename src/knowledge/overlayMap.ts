@@ -7,10 +7,19 @@
 /** The value of a key removed by a change. */
 export const REMOVED = Symbol("lexground.removed");
 
-type Version<Value> = { generation: number; value: Value | typeof REMOVED };
+/**
+ * One value of a changed key (or its removal) from a generation on; `previous` is the key's value before it (older
+ * generations), so a key's versions are a list from the newest. Never modified once made: chains branching from
+ * one overlay, and a compaction's pruned copy, share the versions they have in common.
+ */
+type Version<Value> = {
+  readonly generation: number;
+  readonly value: Value | typeof REMOVED;
+  readonly previous: Version<Value> | null;
+};
 
-/** The changed keys of the overlays over one base map, each with its values by generation (oldest first). */
-type OverlayVersions<Key, Value> = { keys: Map<Key, Version<Value>[]>; latest: number };
+/** The changed keys of the overlays over one base map, each with its newest version, and the latest generation. */
+type OverlayVersions<Key, Value> = { keys: Map<Key, Version<Value>>; latest: number };
 
 /**
  * A read-only map: a base map plus the changes of one generation (a value, or removed) of a chain of overlays
@@ -62,36 +71,43 @@ export class OverlayMap<Key, Value> extends Map<Key, Value> {
       const before = map.has(key);
       const after = value !== REMOVED;
       if (before !== after) count += after ? 1 : -1;
-      const list = versions.keys.get(key);
-      if (list) list.push({ generation, value });
-      else versions.keys.set(key, [{ generation, value }]);
+      versions.keys.set(key, { generation, value, previous: versions.keys.get(key) ?? null });
     }
     return new OverlayMap(base, versions, generation, count);
   }
 
-  /** The same map with only the values it sees kept (what a compaction leaves: no older generations). */
+  /**
+   * The same map with only the values it sees kept (what a compaction leaves: no older generations). It allocates a
+   * version only for a key whose visible value has older ones behind it (the rest are shared), and iterates with
+   * `forEach` (no entry arrays): a compaction prunes these maps on the host's main thread.
+   */
   pruned(): OverlayMap<Key, Value> {
-    return new OverlayMap(this.base, this.copyOfVersions(true), 1, this.count);
+    return new OverlayMap(this.base, this.copyOfVersions(true), this.generation, this.count);
   }
 
-  /** This overlay's versions alone (as generation 1 when `latestOnly`), for a branch or a compaction. */
+  /**
+   * This overlay's versions alone, its generation as the latest, for a branch or (`latestOnly`) a compaction:
+   * each key keeps the version this generation sees, and, when `latestOnly`, nothing older.
+   */
   private copyOfVersions(latestOnly: boolean): OverlayVersions<Key, Value> {
-    const keys = new Map<Key, Version<Value>[]>();
-    for (const [key, list] of this.versions.keys) {
-      const seen = list.filter((version) => version.generation <= this.generation);
-      if (seen.length === 0) continue;
-      keys.set(key, latestOnly ? [{ generation: 1, value: seen[seen.length - 1]!.value }] : seen);
-    }
-    return { keys, latest: latestOnly ? 1 : this.generation };
+    const keys = new Map<Key, Version<Value>>();
+    const generation = this.generation;
+    this.versions.keys.forEach((newest, key) => {
+      let seen: Version<Value> | null = newest;
+      while (seen !== null && seen.generation > generation) seen = seen.previous;
+      if (seen === null) return;
+      if (latestOnly && seen.previous !== null)
+        seen = { generation: seen.generation, value: seen.value, previous: null };
+      keys.set(key, seen);
+    });
+    return { keys, latest: generation };
   }
 
   /** The changed value of `key` this generation sees: a value, REMOVED, or undefined when unchanged. */
   private changedValue(key: Key): Value | typeof REMOVED | undefined {
-    const list = this.versions.keys.get(key);
-    if (!list) return undefined;
-    for (let index = list.length - 1; index >= 0; index--)
-      if (list[index]!.generation <= this.generation) return list[index]!.value;
-    return undefined;
+    let version: Version<Value> | null = this.versions.keys.get(key) ?? null;
+    while (version !== null && version.generation > this.generation) version = version.previous;
+    return version === null ? undefined : version.value;
   }
 
   override get size(): number {

@@ -320,7 +320,9 @@ export function* compactSnapshotSteps(
     for (const [key, docs] of lists) {
       const next = new Int32Array(docs.length);
       let length = 0;
-      for (const doc of docs) {
+      // An index loop: a typed array's iterator may allocate a result object per value.
+      for (let at = 0; at < docs.length; at++) {
+        const doc = docs[at]!;
         const target = doc < capacity ? renumbered[doc]! : -1;
         if (target >= 0) next[length++] = target;
       }
