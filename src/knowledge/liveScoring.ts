@@ -74,7 +74,7 @@ function forEachLivePosting(
   const added = addedPostingsOf(changes, field, term);
   if (added) {
     const baseCount = base.ids.length;
-    for (let position = 0; position < added.end; position++) {
+    for (let position = added.start; position < added.end; position++) {
       const doc = added.docs[position]!;
       if (live[doc] === 0) continue;
       visit(doc, added.frequencies[position]!, changes.added.terms[doc - baseCount]!.lengths[field]!);
@@ -165,7 +165,7 @@ export function scoreQueryLive(
           for (let position = start; position < end; position++)
             if (live[docs[position]!] === 1) documentFrequency++;
         if (added)
-          for (let position = 0; position < added.end; position++)
+          for (let position = added.start; position < added.end; position++)
             if (live[added.docs[position]!] === 1) documentFrequency++;
         if (documentFrequency === 0) continue;
         const weightedIdf = weight * bm25Idf(documentCount, documentFrequency);
@@ -187,7 +187,7 @@ export function scoreQueryLive(
           marks[doc]! |= bit;
         }
         if (!added) continue;
-        for (let position = 0; position < added.end; position++) {
+        for (let position = added.start; position < added.end; position++) {
           const doc = added.docs[position]!;
           if (live[doc] === 0 || eligible[doc] === 0) continue;
           if (marks[doc] === 0) touched[touchedCount++] = doc;
