@@ -8,7 +8,6 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import { readKnowledgeBase } from "../files/compile.js";
 import { CONTENT_WARNING_CODES } from "../files/fileText.js";
 import { locateIssues, notesToIssues } from "../files/issues.js";
 import type { LoadedKnowledgeBase } from "../files/types.js";
@@ -19,6 +18,7 @@ import {
   isKnowledgePresetName,
   KNOWLEDGE_PRESET_NAMES,
   KnowledgeArtifactError,
+  type KnowledgeIndexArtifactHeader,
   loadIndexArtifact,
   resolveGroundingConfiguration,
 } from "../index.js";
@@ -84,6 +84,9 @@ export async function openKnowledgeBase(
 ): Promise<LoadedKnowledgeBase> {
   const progress = createProgress(context);
   try {
+    // Imported here: the file loader brings the YAML parser (tens of milliseconds at a cold start), which a
+    // knowledge base given as an index artifact never needs.
+    const { readKnowledgeBase } = await import("../files/compile.js");
     return await readKnowledgeBase(inputs, {
       cwd: context.io.cwd,
       env: context.io.env,
@@ -240,7 +243,9 @@ export async function prepareFromArtifact(
     origin: "artifact",
   };
   let entries: NormalizedKnowledgeEntry[] | undefined;
-  let integrations: string[] | undefined;
+  // The artifact lists its integrations in its header (written since they were added there): a query's hint and
+  // --all-integrations then decode no entry. Older artifacts: collected from the entries on first use.
+  let integrations: string[] | undefined = integrationNamesOf(header);
   const prepared = {
     knowledgeBase,
     config,
@@ -278,6 +283,12 @@ export async function prepareFromArtifact(
   const population = artifactPopulation(snapshot, header.statusCounts);
   if (population) setPopulation(prepared as PreparedKnowledgeBase, population);
   return prepared as PreparedKnowledgeBase;
+}
+
+/** The header's list of integration names when it has a well-formed one. */
+function integrationNamesOf(header: KnowledgeIndexArtifactHeader): string[] | undefined {
+  const names: unknown = header.integrationNames;
+  return Array.isArray(names) && names.every((name) => typeof name === "string") ? [...names] : undefined;
 }
 
 /** Loads, configures, validates and indexes in one step, as `query`, `ask` and `mcp` do. */

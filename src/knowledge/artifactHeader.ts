@@ -82,6 +82,12 @@ export type KnowledgeIndexArtifactHeader = {
   relationCount: number;
   /** Entries per status. */
   statusCounts: Record<KnowledgeStatus, number>;
+  /**
+   * Every integration named by an entry (any status), as written, distinct and sorted by code unit: what a tool
+   * lists without decoding every entry (the CLI's `--all-integrations` and its hint). Absent in artifacts written
+   * before it was added; readers then collect the names from the entries.
+   */
+  integrationNames?: string[];
   options: ArtifactIndexOptions;
   postings: LexicalSectionsMeta["postings"];
   /** Byte length of everything after the header (sections and entry records). */

@@ -175,10 +175,12 @@ export function serializeIndexSnapshotChunks(
   const records: string[] = new Array(count);
   let relationCount = 0;
   const statusCounts: Record<KnowledgeStatus, number> = { active: 0, draft: 0, deprecated: 0 };
+  const integrationNames = new Set<string>();
   for (let doc = 0; doc < count; doc++) {
     const entry = snapshot.entriesById.get(ids[doc]!)!;
     records[doc] = entryRecord(entry);
     statusCounts[entry.status]++;
+    for (const integration of entry.integrations) integrationNames.add(integration);
     if (entry.relatedEntryIds.length > 0 || entry.parentEntryId !== undefined) relationCount++;
   }
   const encodedEntries = encodeStrings(records);
@@ -253,6 +255,7 @@ export function serializeIndexSnapshotChunks(
     phraseEdgeCount: trie.edgeCount,
     relationCount,
     statusCounts,
+    integrationNames: [...integrationNames].sort(),
     options: lexical.options,
     postings: lexical.meta.postings,
     payloadLength: offset + entryRecords.length,

@@ -41,16 +41,25 @@ describe("CLI import graph", () => {
     for (const command of ["build", "validate", "query"]) {
       const { files, packages } = staticGraph(`cli/commands/${command}.ts`);
       expect([...files].filter((file) => file.startsWith("neurolink/"))).toEqual([]);
-      expect([...packages].sort()).toEqual(["node:", "picocolors", "yaml"]);
+      expect([...packages].sort()).toEqual(
+        command === "build" ? ["node:", "picocolors", "yaml"] : ["node:", "picocolors"],
+      );
+    }
+  });
+
+  it("query, ask and mcp load the file loader (and YAML) only for a knowledge base that is not an artifact", () => {
+    for (const command of ["query", "ask", "mcp"]) {
+      expect(staticGraph(`cli/commands/${command}.ts`).packages.has("yaml"), command).toBe(false);
+      expect(runtimeGraph(`cli/commands/${command}.ts`).files.has("files/compile.ts"), command).toBe(true);
     }
   });
 
   it("ask and mcp import their heavy dependencies only dynamically", () => {
     const ask = staticGraph("cli/commands/ask.ts");
     expect([...ask.files].filter((file) => file.startsWith("neurolink/"))).toEqual([]);
-    expect([...ask.packages].sort()).toEqual(["node:", "picocolors", "yaml"]);
+    expect([...ask.packages].sort()).toEqual(["node:", "picocolors"]);
     const mcp = staticGraph("cli/commands/mcp.ts");
-    expect([...mcp.packages].sort()).toEqual(["node:", "picocolors", "yaml"]);
+    expect([...mcp.packages].sort()).toEqual(["node:", "picocolors"]);
     // What they load when they run: the client for ask, the MCP SDK for mcp.
     expect(runtimeGraph("cli/commands/ask.ts").files).toContain("neurolink/index.ts");
     expect(runtimeGraph("cli/commands/mcp.ts").packages).toContain("@modelcontextprotocol/sdk");
