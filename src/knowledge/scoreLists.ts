@@ -69,8 +69,50 @@ const windowTotals = new Float64Array(WINDOW_DOCUMENTS);
 const windowMarks = new Uint8Array(WINDOW_DOCUMENTS);
 const windowTouched = new Int32Array(WINDOW_DOCUMENTS);
 
-/** One posting list as the scoring loop reads it: `docs` ascending, each with its contribution. */
-export type ScoringList = { docs: Int32Array; contributions: Float64Array };
+/**
+ * One posting list as the scoring loop reads it: `docs` ascending, each with its contribution, which is
+ * `contributions[position]`, or in a coded list (`codes` set: the PostgreSQL reader's cached lists, see
+ * `postgres/codedLists.ts`) `contributions[codes[position]]`, `contributions` then holding the list's distinct
+ * values: the same numbers, so the same sums bit for bit.
+ */
+export type ScoringList = {
+  docs: Int32Array;
+  contributions: Float64Array;
+  codes?: Uint8Array | Uint16Array | undefined;
+};
+
+/** The contribution of `list`'s posting at `position`. */
+export function contributionAt(list: ScoringList, position: number): number {
+  const codes = list.codes;
+  return list.contributions[codes === undefined ? position : codes[position]!]!;
+}
+
+/** A coded list's contributions over one window, decoded for the window's loop (see {@link windowContributions}). */
+const windowValues = new Float64Array(WINDOW_DOCUMENTS);
+/** Where the array {@link windowContributions} returned starts in its list: read it at `position - windowOffset`. */
+let windowOffset = 0;
+
+/**
+ * The contributions of `list`'s postings `from` to `stop` (at most one window's: its documents are distinct), as an
+ * array read at `position - windowOffset`: the list's own (offset 0), or a coded list's decoded into `windowValues`.
+ */
+function windowContributions(list: ScoringList, from: number, stop: number): Float64Array {
+  const codes = list.codes;
+  if (codes === undefined) {
+    windowOffset = 0;
+    return list.contributions;
+  }
+  const values = list.contributions;
+  // One loop per code width: each stays monomorphic.
+  if (codes instanceof Uint8Array)
+    for (let position = from; position < stop; position++)
+      windowValues[position - from] = values[codes[position]!]!;
+  else
+    for (let position = from; position < stop; position++)
+      windowValues[position - from] = values[codes[position]!]!;
+  windowOffset = from;
+  return windowValues;
+}
 
 /**
  * A query's posting lists in the exhaustive order (field, then query term): list `n` is
@@ -145,7 +187,7 @@ export function scoreLists(
     const end = ends[list]!;
     const position = seek(docs, cursors[list]!, end, doc);
     cursors[list] = position;
-    return position < end && docs[position] === doc ? postings[list]!.contributions[position]! : 0;
+    return position < end && docs[position] === doc ? contributionAt(postings[list]!, position) : 0;
   };
   // The exact score of `doc`: summed over every list in the exhaustive order (an absent posting adds nothing), each
   // list searched whole (this runs once the windows are done, for the few documents ranked at the end).
@@ -155,7 +197,7 @@ export function scoreLists(
     for (let list = 0; list < listCount; list++) {
       const position = findPosting(postings[list]!.docs, starts[list]!, ends[list]!, doc);
       if (found) found[list] = position;
-      if (position >= 0) score += postings[list]!.contributions[position]!;
+      if (position >= 0) score += contributionAt(postings[list]!, position);
     }
     positions?.set(doc, found!);
     return score;
@@ -188,7 +230,11 @@ export function scoreLists(
       const docs = postings[list]!.docs;
       let position = seek(docs, cursors[list]!, end, windowStart);
       windowFirst[list] = position;
-      const contributions = postings[list]!.contributions;
+      // A coded list's window is decoded up to its end (a list as it is needs no end).
+      const coded = postings[list]!.codes !== undefined;
+      const windowStop = coded ? seek(docs, position, end, windowEnd) : position;
+      const contributions = windowContributions(postings[list]!, position, windowStop);
+      const offset = windowOffset;
       for (; position < end; position++) {
         const doc = docs[position]!;
         if (doc >= windowEnd) break;
@@ -198,7 +244,7 @@ export function scoreLists(
           marks[local] = 1;
           touched[touchedCount++] = local;
         }
-        totals[local]! += contributions[position]!;
+        totals[local]! += contributions[position - offset]!;
       }
       cursors[list] = position;
       if (position < end) remaining = true;
@@ -224,11 +270,12 @@ export function scoreLists(
       const from = seek(docs, cursors[list]!, end, windowStart);
       const stop = seek(docs, from, end, windowEnd);
       windowFirst[list] = from;
-      const contributions = postings[list]!.contributions;
+      const contributions = windowContributions(postings[list]!, from, stop);
+      const offset = windowOffset;
       for (let position = from; position < stop; position++) {
         const local = docs[position]! - windowStart;
         marks[local]! |= 2;
-        totals[local]! += contributions[position]!;
+        totals[local]! += contributions[position - offset]!;
       }
       cursors[list] = stop;
       if (stop < end) remaining = true;
@@ -255,9 +302,10 @@ export function scoreLists(
       const from = seek(docs, cursors[list]!, end, windowStart);
       const stop = seek(docs, from, end, windowEnd);
       windowFirst[list] = from;
-      const contributions = postings[list]!.contributions;
+      const contributions = windowContributions(postings[list]!, from, stop);
+      const offset = windowOffset;
       for (let position = from; position < stop; position++)
-        totals[docs[position]! - windowStart]! += contributions[position]!;
+        totals[docs[position]! - windowStart]! += contributions[position - offset]!;
       cursors[list] = stop;
       if (stop < end) remaining = true;
     }

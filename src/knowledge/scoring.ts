@@ -11,6 +11,7 @@ import { bm25fBreakdownAt } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
 import {
+  contributionAt,
   DEFAULT_WINDOWS,
   type QueryLists,
   type ScoringList,
@@ -24,7 +25,13 @@ export {
   type ScoringScratch,
   scoreQueryExhaustive,
 } from "./exhaustiveScoring.js";
-export { type QueryLists, type ScoringList, type ScoringWindows, scoreLists } from "./scoreLists.js";
+export {
+  contributionAt,
+  type QueryLists,
+  type ScoringList,
+  type ScoringWindows,
+  scoreLists,
+} from "./scoreLists.js";
 
 /** What the scoring loop reads from a finished index. */
 export type ScoredIndex = {
@@ -145,7 +152,7 @@ export function sumBreakdown(
     for (; list < listCount && fields[list] === field; list++) {
       const position = found[list]!;
       if (position < 0) continue;
-      part += postings[list]!.contributions[position]!;
+      part += contributionAt(postings[list]!, position);
       matched = true;
     }
     if (matched) fieldScores[KNOWLEDGE_FIELD_NAMES[field]!] = part;

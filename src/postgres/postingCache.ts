@@ -1,15 +1,17 @@
 /**
- * The decoded postings of terms, as turns fetched them, kept for the next turns of the same generation: a
- * least-recently-used map bounded by bytes (option `postingCacheBytes`; 0 keeps nothing). Keys carry the
+ * The decoded postings of terms, as turns fetched them (each list's contributions coded: `codedLists.ts`), kept
+ * for the next turns of the same generation: a least-recently-used map bounded by bytes (option `postingCacheBytes`; 0 keeps nothing). Keys carry the
  * generation and its content key, so a new generation never reads an older one's postings (its entries'
  * dense ids and contributions differ); the older generation's terms simply age out.
  */
 import { LruCache } from "../knowledge/lruCache.js";
+import type { ScoringList } from "../knowledge/scoring.js";
 
-/** One posting list of a term in one field (or BM25F's combined list): documents ascending, contributions. */
-export type FetchedList = {
-  docs: Int32Array;
-  contributions: Float64Array;
+/**
+ * One posting list of a term in one field (or BM25F's combined list): documents ascending, contributions (as
+ * fetched, or coded once cached: `codedLists.ts`).
+ */
+export type FetchedList = ScoringList & {
   /** The largest contribution (`Infinity` when one is negative or not a number: no pruning on this list). */
   upper: number;
 };
@@ -38,7 +40,8 @@ export function listUpperBound(contributions: Float64Array): number {
 /** A term's postings from its fetched lists (field → docs and contributions). */
 export function termPostings(lists: (FetchedList | null)[]): TermPostings {
   let bytes = ENTRY_OVERHEAD;
-  for (const list of lists) if (list) bytes += list.docs.byteLength + list.contributions.byteLength;
+  for (const list of lists)
+    if (list) bytes += list.docs.byteLength + list.contributions.byteLength + (list.codes?.byteLength ?? 0);
   return { lists, bytes };
 }
 

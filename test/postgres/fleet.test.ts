@@ -115,6 +115,48 @@ describePostgres("a fleet on one PostgreSQL index", () => {
     );
     expect(renamed.ephemeralContext?.content).toContain("Instant payouts renamed");
   });
+  it("a reader's posting cache keeps lists coded: a list too large for the cache as fetched is kept and not fetched again", async () => {
+    // 2,000 entries with the same body: the term's body list has 2,000 postings of one contribution, 24,000 bytes
+    // as fetched (12 per posting), about 10,000 coded (the documents, a byte per posting and one value).
+    const entries = Array.from({ length: 2_000 }, (_, index) => ({
+      id: `note.${index}`,
+      title: `Note ${index}`,
+      summary: "A note.",
+      body: "quartz lantern",
+      domain: "notes",
+      integrations: [],
+    }));
+    const writer = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [{ id: "notes", version: "1", entries }],
+      backend: backend({ schema: "coded" }),
+      logger: null,
+    });
+    await writer.ready();
+    const read = instrumentedPool(newPool());
+    const readerBackend = backend({
+      schema: "coded",
+      pool: newPool(),
+      readPool: read.pool,
+      postingCacheBytes: 16_000,
+    });
+    const reader = new KnowledgeGroundingEngine({
+      enabled: true,
+      sources: [],
+      backend: readerBackend,
+      timeoutMs: 10_000,
+      logger: null,
+    });
+    await reader.ready();
+    const first = await reader.ground({ query: "quartz" });
+    expect(first.metadata.selectedIds.length).toBeGreaterThan(0);
+    expect(readerBackend.postingCache.size).toBe(1);
+    expect(readerBackend.postingCache.bytes).toBeLessThan(12_000);
+    read.seen.length = 0;
+    const again = await reader.ground({ query: "quartz" });
+    expect(again.ephemeralContext).toEqual(first.ephemeralContext);
+    expect(read.seen.filter((text) => /_postings\b/.test(text))).toEqual([]);
+  });
   it("a cycle of turns whose selections relate more than 4,096 entries reads them once (kept by size, not count)", async () => {
     // 60 topics, each related to 80 entries of its own: a cycle over the topics selects and relates 4,860
     // entries, about a megabyte of text. Kept by a count of 4,096, a least-recently-used cache forgot each entry
