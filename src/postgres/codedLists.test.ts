@@ -57,6 +57,27 @@ describe("codedList", () => {
     expect(codedList(allDistinct)).toBe(allDistinct);
   });
 
+  it("codes list after list exactly, across the hash table's growth and its stamps' wrap-around", () => {
+    // 17,000 lists (the table's stamps wrap after 16,384 lists), each with its own values, some growing the table.
+    for (let index = 0; index < 17_000; index++) {
+      const distinctValues = index % 499 === 0 ? 2_000 : 1 + (index % 20);
+      const contributions = Array.from(
+        { length: distinctValues * 3 },
+        (_, position) => index + (position % distinctValues) / 8,
+      );
+      const coded = codedList(
+        fetched(
+          Array.from(contributions, (_, position) => position),
+          contributions,
+        ),
+      );
+      expect(coded.contributions).toHaveLength(distinctValues);
+      const back = readBack(coded);
+      for (let position = 0; position < back.length; position++)
+        if (back[position] !== contributions[position]) expect(back[position]).toBe(contributions[position]);
+    }
+  });
+
   it("ranks coded lists as it ranks them fetched: same documents, scores and breakdowns bit for bit (property)", () => {
     const seed = propertySeed("coded-lists");
     const documentCount = 400;

@@ -12,16 +12,36 @@ import type { FetchedList } from "./postingCache.js";
 
 /** Most distinct contributions a coded list holds (two-byte codes); a list with more stays as fetched. */
 const MAX_CODES = 1 << 16;
-/** Hash slots: twice the most codes, so a probe sequence stays short. */
-const SLOT_BITS = 17;
+/** Hash slots at first: most lists have few distinct values, and a small table stays in the CPU's L1 cache. */
+const FIRST_SLOT_BITS = 9;
+/** Most hash slots: twice the most codes, so a probe sequence stays short. */
+const MAX_SLOT_BITS = 17;
 
-/** Per slot: the list it was last written for (slots of other lists are empty), and its code. */
-const slotStamps = new Int32Array(1 << SLOT_BITS);
-const slotCodes = new Int32Array(1 << SLOT_BITS);
+/**
+ * Per slot: the code it holds plus one, in the list being coded (`stamp` above the low 17 bits tells which list
+ * wrote it: the slots of earlier lists read as empty without clearing the table).
+ */
+const slots = new Int32Array(1 << MAX_SLOT_BITS);
+/** Stamps step by 2^17 (above the code plus one, which is at most 2^16); they wrap after 2^14 lists. */
+const STAMP_STEP = 1 << 17;
 let stamp = 0;
 /** The distinct values of the list being coded, and their bits (two 32-bit words each). */
 const distinct = new Float64Array(MAX_CODES);
 const distinctWords = new Uint32Array(distinct.buffer);
+
+/** The slot where the value of words `low`, `high` is probed first, in a table of `2^bits` slots. */
+function firstSlot(low: number, high: number, bits: number): number {
+  return Math.imul(low ^ Math.imul(high, 0x9e3779b1), 0x85ebca6b) >>> (32 - bits);
+}
+
+/** A fresh stamp: the table's slots all read as empty. */
+function nextStamp(): void {
+  stamp += STAMP_STEP;
+  if (stamp >= 0x7fff_ffff - STAMP_STEP || stamp < 0) {
+    slots.fill(0);
+    stamp = STAMP_STEP;
+  }
+}
 
 /**
  * `list` coded: its documents and bound, its distinct contributions (first-seen order) and a code per posting,
@@ -32,39 +52,55 @@ export function codedList(list: FetchedList): FetchedList {
   const contributions = list.contributions;
   const count = contributions.length;
   if (list.codes !== undefined || count < 2) return list;
-  // Small lists hash into a smaller table (it stays in the CPU's cache): at least twice as many slots as postings.
-  let bits = 4;
-  while (bits < SLOT_BITS && 1 << bits < count * 2) bits++;
-  const mask = (1 << bits) - 1;
-  const shift = 32 - bits;
-  if (++stamp === 0x7fffffff) {
-    slotStamps.fill(0);
-    stamp = 1;
-  }
   const words = new Uint32Array(contributions.buffer, contributions.byteOffset, count * 2);
   const codes = new Uint16Array(count);
+  let bits = FIRST_SLOT_BITS;
+  let mask = (1 << bits) - 1;
+  nextStamp();
   let values = 0;
+  let previousLow = -1;
+  let previousHigh = -1;
+  let previousCode = 0;
   for (let position = 0; position < count; position++) {
     const low = words[position * 2]!;
     const high = words[position * 2 + 1]!;
-    let slot = Math.imul(low ^ Math.imul(high, 0x9e3779b1), 0x85ebca6b) >>> shift;
+    // Neighbouring postings often repeat a value (the same frequency and length).
+    if (low === previousLow && high === previousHigh) {
+      codes[position] = previousCode;
+      continue;
+    }
+    let slot = firstSlot(low, high, bits);
+    let code: number;
     for (;;) {
-      if (slotStamps[slot] !== stamp) {
+      const held = slots[slot]!;
+      if (held < stamp) {
+        // Empty: a new value.
         if (values === MAX_CODES) return list;
-        slotStamps[slot] = stamp;
-        slotCodes[slot] = values;
-        distinctWords[values * 2] = low;
-        distinctWords[values * 2 + 1] = high;
-        codes[position] = values++;
+        code = values++;
+        slots[slot] = stamp + code + 1;
+        distinctWords[code * 2] = low;
+        distinctWords[code * 2 + 1] = high;
+        // Past half full: twice the slots, the values held placed again.
+        if (values * 2 > mask && bits < MAX_SLOT_BITS) {
+          bits++;
+          mask = (1 << bits) - 1;
+          nextStamp();
+          for (let placed = 0; placed < values; placed++) {
+            let free = firstSlot(distinctWords[placed * 2]!, distinctWords[placed * 2 + 1]!, bits);
+            while (slots[free]! >= stamp) free = (free + 1) & mask;
+            slots[free] = stamp + placed + 1;
+          }
+        }
         break;
       }
-      const code = slotCodes[slot]!;
-      if (distinctWords[code * 2] === low && distinctWords[code * 2 + 1] === high) {
-        codes[position] = code;
-        break;
-      }
+      code = held - stamp - 1;
+      if (distinctWords[code * 2] === low && distinctWords[code * 2 + 1] === high) break;
       slot = (slot + 1) & mask;
     }
+    codes[position] = code;
+    previousLow = low;
+    previousHigh = high;
+    previousCode = code;
   }
   const codeBytes = values <= 256 ? 1 : 2;
   if (values * 8 + count * codeBytes >= count * 8) return list;
