@@ -9,10 +9,10 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { toIndexBuildOptions } from "./defaults.js";
+import { sortedIdOrder } from "./idSort.js";
 import { KnowledgeLexicalIndex, type KnowledgeLexicalIndexOptions } from "./lexicalIndex.js";
 import { normalizePhrases } from "./normalize.js";
 import { type BuildSegment, type ParallelIndexing, parallelIndexing } from "./parallelBuild.js";
-import { compareCodeUnits } from "./ranking.js";
 import { SnapshotMaps } from "./snapshotMaps.js";
 
 /** Options of {@link buildIndexSnapshot}: the index parameters plus field weights (partial allowed). */
@@ -156,19 +156,17 @@ const DEADLINE_CHECK_MASK = 63;
 
 /**
  * The entries in code-unit order of their ids. Manifests written by `lexground build` are already in that order
- * (checked in one pass); otherwise the ids are sorted by the engine's native string sort, which compares code
- * units and is several times faster than a comparator at 100k entries. Duplicate ids (only possible when a
- * caller skips validation) take the comparator path, so the index reports them.
+ * (checked in one pass); otherwise their indices are sorted by packed id prefixes (`idSort.ts`), with no id → entry
+ * map. Duplicate ids (only possible when a caller skips validation) keep their input order, so the index reports
+ * them as a stable sort would.
  */
 function sortById(entries: readonly NormalizedKnowledgeEntry[]): NormalizedKnowledgeEntry[] {
   let ordered = true;
   for (let index = 1; index < entries.length && ordered; index++)
     ordered = entries[index - 1]!.id < entries[index]!.id;
   if (ordered) return entries.slice();
-  const byId = new Map<string, NormalizedKnowledgeEntry>();
-  for (const entry of entries) byId.set(entry.id, entry);
-  if (byId.size !== entries.length)
-    return entries.slice().sort((left, right) => compareCodeUnits(left.id, right.id));
-  const ids = entries.map((entry) => entry.id).sort();
-  return ids.map((id) => byId.get(id)!);
+  const order = sortedIdOrder(entries.map((entry) => entry.id));
+  const sorted: NormalizedKnowledgeEntry[] = new Array(order.length);
+  for (let rank = 0; rank < order.length; rank++) sorted[rank] = entries[order[rank]!]!;
+  return sorted;
 }
