@@ -67,7 +67,10 @@ describe("sortedIdOrder", () => {
     const list: string[] = [];
     for (let index = 0; index < 400; index++) {
       const base = "p".repeat(index % 7);
-      list.push(index % 2 === 0 ? base : `${base}\u0000`, `${base}\u0000\u0000`.slice(0, base.length + (index % 3)));
+      list.push(
+        index % 2 === 0 ? base : `${base}\u0000`,
+        `${base}\u0000\u0000`.slice(0, base.length + (index % 3)),
+      );
     }
     expect(Array.from(sortedIdOrder(list))).toEqual(plainOrder(list));
   });
