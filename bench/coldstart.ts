@@ -4,7 +4,9 @@
  * validate, hash, load), and from the self-contained artifact alone (`indexArtifact` without sources: load only).
  * Each child runs the built package (`dist/`, plain `node`, no TypeScript loader), constructs the engine and
  * grounds one query; a bare `node -e ""` is timed in the same runs (Node's own start, part of every figure). Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c] [--artifact-dir DIR]`
- * (modes: `manifest`, `manifest+artifact`, `artifact`; default all three); it builds `dist/` first. With
+ * (modes: `manifest`, `manifest+artifact`, `artifact`, and `cli`: `lexground query --kb kb.lxg <query>` from spawn to
+ * exit, wall time only; default the first three); it builds `dist/` first. The children import the package by
+ * name, as an application does. With
  * `--artifact-dir`, the artifacts (and their query) are kept in DIR as `synthetic-<size>-seed42.lxg` and reused by
  * later runs with only the `artifact` mode (a million entries' artifact takes minutes and gigabytes to build).
  */
@@ -19,6 +21,7 @@ import {
   median,
   REPO_ROOT,
   timeBareNode,
+  timeCliFirstTurn,
   timeFirstTurn,
   writeArtifactPieces,
   writeFirstTurnChild,
@@ -48,6 +51,7 @@ async function main(): Promise<void> {
     manifest: "manifest (ms)",
     "manifest+artifact": "manifest + artifact (ms)",
     artifact: "artifact alone (ms)",
+    cli: "CLI query --kb kb.lxg (ms, wall only)",
   };
   console.log(
     `| entries | manifest MB | artifact MB | ${modes.map((mode) => labels[mode] ?? mode).join(" | ")} | bare \`node -e ""\` (ms) | max RSS artifact alone (MB) | runs |`,
@@ -61,7 +65,11 @@ async function main(): Promise<void> {
       let manifestBytes = 0;
       let artifactBytes: number;
       let query: string;
-      if (kept && modes.every((mode) => mode === "artifact") && existsSync(`${kept}.query.txt`)) {
+      if (
+        kept &&
+        modes.every((mode) => mode === "artifact" || mode === "cli") &&
+        existsSync(`${kept}.query.txt`)
+      ) {
         // Kept by an earlier run (its query beside it): reused as it is.
         query = readFileSync(`${kept}.query.txt`, "utf8");
         artifactBytes = statSync(artifactPath).size;
@@ -74,7 +82,7 @@ async function main(): Promise<void> {
           catalogs: [{ id: "synthetic", entries: workload.entries }],
         };
         // A million entries' manifest is longer than the longest string V8 makes: written only when a mode reads it.
-        if (modes.some((mode) => mode !== "artifact")) {
+        if (modes.some((mode) => mode !== "artifact" && mode !== "cli")) {
           const manifestText = JSON.stringify(manifest);
           manifestBytes = Buffer.byteLength(manifestText);
           writeFileSync(manifestPath, manifestText);
@@ -96,6 +104,11 @@ async function main(): Promise<void> {
       for (let run = 0; run < runs; run++) {
         bareTimes.push(await timeBareNode());
         for (const mode of modes) {
+          if (mode === "cli") {
+            times.get(mode)!.push(await timeCliFirstTurn({ artifactPath, query }));
+            cpuTimes.get(mode)!.push(Number.NaN);
+            continue;
+          }
           const result = await timeFirstTurn(childPath, {
             ...(mode === "artifact" ? {} : { manifestPath }),
             ...(mode === "manifest" ? {} : { artifactPath }),
@@ -110,7 +123,7 @@ async function main(): Promise<void> {
         }
       }
       console.log(
-        `| ${size} | ${manifestBytes ? (manifestBytes / 1048576).toFixed(1) : "-"} | ${(artifactBytes / 1048576).toFixed(1)} | ${modes.map((mode) => `${median(times.get(mode)!).toFixed(0)} (${median(cpuTimes.get(mode)!).toFixed(0)})`).join(" | ")} | ${median(bareTimes).toFixed(0)} | ${rssMb || "-"} | ${runs} |`,
+        `| ${size} | ${manifestBytes ? (manifestBytes / 1048576).toFixed(1) : "-"} | ${(artifactBytes / 1048576).toFixed(1)} | ${modes.map((mode) => (mode === "cli" ? median(times.get(mode)!).toFixed(0) : `${median(times.get(mode)!).toFixed(0)} (${median(cpuTimes.get(mode)!).toFixed(0)})`)).join(" | ")} | ${median(bareTimes).toFixed(0)} | ${rssMb || "-"} | ${runs} |`,
       );
     }
   } finally {
@@ -118,7 +131,7 @@ async function main(): Promise<void> {
   }
   console.log("");
   console.log(
-    `Median wall time from spawning \`node\` to the first grounded turn (in brackets: the child's CPU time, user + system, which the machine's other load disturbs less); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources); bare \`node -e ""\`: Node's own start and exit, included in every figure.`,
+    `Median wall time from spawning \`node\` to the first grounded turn (in brackets: the child's CPU time, user + system, which the machine's other load disturbs less); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources); CLI: lexground query --kb kb.lxg, spawn to exit; bare \`node -e ""\`: Node's own start and exit, included in every figure.`,
   );
 }
 

@@ -1,11 +1,21 @@
 /**
  * Cold-start measuring shared by `bench/coldstart.ts` and `bench/million.ts`: writing an artifact's pieces to a
- * file, and spawning a fresh `node` on the built package (`dist/`, no TypeScript loader) that constructs an engine
- * and grounds one query, timed from the spawn to its exit, with the child's own CPU time; and, for comparison in
- * the same run, a bare `node -e ""` (Node's own start, which every figure includes).
+ * file, and spawning a fresh `node` on the built package (`dist/`, imported by package name as an application does,
+ * no TypeScript loader) that constructs an engine and grounds one query, timed from the spawn to its exit, with the
+ * child's own CPU time; the CLI's `query --kb kb.lxg`, timed the same way; and, for comparison in the same run, a
+ * bare `node -e ""` (Node's own start, which every figure includes).
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
@@ -34,10 +44,14 @@ export function describeBuiltEntry(): string {
   return `dist/index.js (npm run build): ${seen.size} files in its static import graph, ${(bytes / 1024).toFixed(0)} KiB`;
 }
 
-/** The child: `node child.mjs <dist/index.js> <manifest or -> <artifact or -> <query>`; prints a JSON report. */
+/**
+ * The child: `node child.mjs <package or path> <manifest or -> <artifact or -> <query>`; prints a JSON report. The
+ * harness passes `lexground`: the child imports the package by name, as an application does (resolved through
+ * `node_modules` and the package's `exports`; see {@link writeFirstTurnChild}).
+ */
 const CHILD = `
-const [indexPath, manifestPath, artifactPath, query] = process.argv.slice(2);
-const { KnowledgeGroundingEngine, manifestToSources } = await import(indexPath);
+const [specifier, manifestPath, artifactPath, query] = process.argv.slice(2);
+const { KnowledgeGroundingEngine, manifestToSources } = await import(specifier);
 // node:fs only to read a manifest: an application started from the artifact alone needs none (an ES import of it
 // costs a few milliseconds of its own).
 const sources = manifestPath === "-" ? undefined : manifestToSources(JSON.parse(
@@ -70,10 +84,16 @@ export type FirstTurnReport = {
   cpuMs: number;
 };
 
-/** Writes the child script into `directory` and returns its path. */
+/**
+ * Writes the child script into `directory` and returns its path; `directory/node_modules/lexground` links to the
+ * repository, so the child's `import("lexground")` resolves as in an application that installed the package.
+ */
 export function writeFirstTurnChild(directory: string): string {
   const childPath = join(directory, "first-turn-child.mjs");
   writeFileSync(childPath, CHILD);
+  mkdirSync(join(directory, "node_modules"), { recursive: true });
+  const link = join(directory, "node_modules/lexground");
+  if (!existsSync(link)) symlinkSync(REPO_ROOT, link, "dir");
   return childPath;
 }
 
@@ -123,12 +143,28 @@ export async function timeFirstTurn(
   const { milliseconds, output } = await timedNode([
     "--max-old-space-size=8192",
     childPath,
-    join(REPO_ROOT, "dist/index.js"),
+    "lexground",
     turn.manifestPath ?? "-",
     turn.artifactPath ?? "-",
     turn.query,
   ]);
   return { milliseconds, report: JSON.parse(output) as FirstTurnReport };
+}
+
+/**
+ * Wall time from spawning the CLI (`dist/cli/bin.js`, as `npx lexground` runs it) on the artifact alone to its exit:
+ * `lexground query --kb <artifact> <query>`, human output to a pipe. Its output must show a grounded context.
+ */
+export async function timeCliFirstTurn(turn: { artifactPath: string; query: string }): Promise<number> {
+  const { milliseconds, output } = await timedNode([
+    join(REPO_ROOT, "dist/cli/bin.js"),
+    "query",
+    "--kb",
+    turn.artifactPath,
+    turn.query,
+  ]);
+  if (!/^Context\s+[1-9]\d* tokens/m.test(output)) throw new Error(`the CLI grounded nothing:\n${output}`);
+  return milliseconds;
 }
 
 /** Wall time of a bare `node -e ""` (Node's own start and exit), for comparison in the same run. */

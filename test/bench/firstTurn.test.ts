@@ -3,11 +3,12 @@
  * own reporting must not add Node work that a grounding host would not do.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { writeFirstTurnChild } from "../../bench/firstTurn.js";
+import { REPO_ROOT, writeFirstTurnChild } from "../../bench/firstTurn.js";
 
 const directory = mkdtempSync(join(tmpdir(), "lexground-first-turn-"));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -26,6 +27,12 @@ export class KnowledgeGroundingEngine {
 `;
 
 describe("the first-turn child", () => {
+  it("finds the package by name beside it, as an application that installed it would", () => {
+    writeFirstTurnChild(directory);
+    const resolved = createRequire(join(directory, "app.js")).resolve("lexground/package.json");
+    expect(realpathSync(resolved)).toBe(realpathSync(join(REPO_ROOT, "package.json")));
+  });
+
   it("writes its report without process.stdout (whose stream set-up is not part of a first turn)", () => {
     const childPath = writeFirstTurnChild(directory);
     const stubPath = join(directory, "stub.mjs");
