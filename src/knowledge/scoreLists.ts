@@ -5,10 +5,17 @@
  * does for the postings it fetched).
  */
 import { findPosting, seek } from "./fieldScores.js";
+import {
+  contributionAt,
+  type ScoringList,
+  WINDOW_DOCUMENTS,
+  windowContributions,
+  windowRead,
+} from "./scoringList.js";
 import { TopDocuments } from "./topDocuments.js";
 
-/** Document ids per scoring window after the first: 128 KiB of totals, which stay in the CPU's L2 cache. */
-const WINDOW_DOCUMENTS = 1 << 14;
+export { contributionAt, type ScoringList } from "./scoringList.js";
+
 /** The first window is smaller, so that the top K, and with it the pruning threshold, are known early. */
 const FIRST_WINDOW_DOCUMENTS = 1 << 12;
 /** Sizes of the scoring windows, in document ids (at most {@link WINDOW_DOCUMENTS}); tests make them tiny. */
@@ -68,51 +75,6 @@ const DENSE_POSTINGS_PER_DOCUMENT = 2;
 const windowTotals = new Float64Array(WINDOW_DOCUMENTS);
 const windowMarks = new Uint8Array(WINDOW_DOCUMENTS);
 const windowTouched = new Int32Array(WINDOW_DOCUMENTS);
-
-/**
- * One posting list as the scoring loop reads it: `docs` ascending, each with its contribution, which is
- * `contributions[position]`, or in a coded list (`codes` set: the PostgreSQL reader's cached lists, see
- * `postgres/codedLists.ts`) `contributions[codes[position]]`, `contributions` then holding the list's distinct
- * values: the same numbers, so the same sums bit for bit.
- */
-export type ScoringList = {
-  docs: Int32Array;
-  contributions: Float64Array;
-  codes?: Uint8Array | Uint16Array | undefined;
-};
-
-/** The contribution of `list`'s posting at `position`. */
-export function contributionAt(list: ScoringList, position: number): number {
-  const codes = list.codes;
-  return list.contributions[codes === undefined ? position : codes[position]!]!;
-}
-
-/** A coded list's contributions over one window, decoded for the window's loop (see {@link windowContributions}). */
-const windowValues = new Float64Array(WINDOW_DOCUMENTS);
-/** Where the array {@link windowContributions} returned starts in its list: read it at `position - windowOffset`. */
-let windowOffset = 0;
-
-/**
- * The contributions of `list`'s postings `from` to `stop` (at most one window's: its documents are distinct), as an
- * array read at `position - windowOffset`: the list's own (offset 0), or a coded list's decoded into `windowValues`.
- */
-function windowContributions(list: ScoringList, from: number, stop: number): Float64Array {
-  const codes = list.codes;
-  if (codes === undefined) {
-    windowOffset = 0;
-    return list.contributions;
-  }
-  const values = list.contributions;
-  // One loop per code width: each stays monomorphic.
-  if (codes instanceof Uint8Array)
-    for (let position = from; position < stop; position++)
-      windowValues[position - from] = values[codes[position]!]!;
-  else
-    for (let position = from; position < stop; position++)
-      windowValues[position - from] = values[codes[position]!]!;
-  windowOffset = from;
-  return windowValues;
-}
 
 /**
  * A query's posting lists in the exhaustive order (field, then query term): list `n` is
@@ -234,7 +196,7 @@ export function scoreLists(
       const coded = postings[list]!.codes !== undefined;
       const windowStop = coded ? seek(docs, position, end, windowEnd) : position;
       const contributions = windowContributions(postings[list]!, position, windowStop);
-      const offset = windowOffset;
+      const offset = windowRead.offset;
       for (; position < end; position++) {
         const doc = docs[position]!;
         if (doc >= windowEnd) break;
@@ -271,7 +233,7 @@ export function scoreLists(
       const stop = seek(docs, from, end, windowEnd);
       windowFirst[list] = from;
       const contributions = windowContributions(postings[list]!, from, stop);
-      const offset = windowOffset;
+      const offset = windowRead.offset;
       for (let position = from; position < stop; position++) {
         const local = docs[position]! - windowStart;
         marks[local]! |= 2;
@@ -303,7 +265,7 @@ export function scoreLists(
       const stop = seek(docs, from, end, windowEnd);
       windowFirst[list] = from;
       const contributions = windowContributions(postings[list]!, from, stop);
-      const offset = windowOffset;
+      const offset = windowRead.offset;
       for (let position = from; position < stop; position++)
         totals[docs[position]! - windowStart]! += contributions[position - offset]!;
       cursors[list] = stop;
