@@ -10,7 +10,7 @@
  * stderr, a Markdown table on stdout.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { constants, PerformanceObserver, performance } from "node:perf_hooks";
@@ -95,13 +95,81 @@ function countCollections(): {
   };
 }
 
-/** The calling thread's CPU time in milliseconds (Linux `/proc/thread-self/schedstat`, nanoseconds), or NaN. */
-function threadCpuMilliseconds(): number {
+/**
+ * What the calling thread and the process's other threads did, read from Linux's `/proc` (zeros elsewhere): the
+ * thread's CPU and run-queue wait (`schedstat`, ns), its page faults (`stat`), its voluntary and involuntary context
+ * switches (`status`), and every other thread's CPU by name (`task/<tid>/comm`), to explain a turn whose wall time
+ * exceeds its CPU time: waiting for a core (run-queue), blocking (voluntary switches), faulting, or another thread
+ * of this process (a collector, a worker) busy at the same time.
+ */
+type ThreadSample = {
+  runNs: number;
+  waitNs: number;
+  minorFaults: number;
+  majorFaults: number;
+  voluntary: number;
+  involuntary: number;
+  others: Map<string, number>;
+};
+
+function readOr(path: string): string {
   try {
-    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+    return readFileSync(path, "utf8");
   } catch {
-    return Number.NaN;
+    return "";
   }
+}
+
+/** The calling thread's own counters (cheap: read tightly around a turn). */
+function sampleOwnThread(): Omit<ThreadSample, "others"> {
+  const [run = "0", wait = "0"] = readOr("/proc/thread-self/schedstat").split(" ");
+  const stat = readOr("/proc/thread-self/stat");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const status = readOr("/proc/thread-self/status");
+  return {
+    runNs: Number(run),
+    waitNs: Number(wait),
+    minorFaults: Number(fields[7] ?? 0),
+    majorFaults: Number(fields[9] ?? 0),
+    voluntary: Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
+    involuntary: Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
+  };
+}
+
+/** Every other thread's CPU time (ns), keyed by thread id. */
+function sampleOtherThreads(): Map<string, number> {
+  const self = readOr("/proc/thread-self/stat").split(" ")[0];
+  const others = new Map<string, number>();
+  let tasks: string[] = [];
+  try {
+    tasks = readdirSync("/proc/self/task");
+  } catch {
+    // Not Linux.
+  }
+  for (const task of tasks) {
+    if (task === self) continue;
+    others.set(`t${task}`, Number(readOr(`/proc/self/task/${task}/schedstat`).split(" ")[0] ?? 0));
+  }
+  return others;
+}
+
+/** The difference of two samples, in ms (other threads: those that ran more than 0.05 ms). */
+function threadDelta(before: ThreadSample, after: ThreadSample) {
+  const others = new Map<string, number>();
+  for (const [key, ns] of after.others) {
+    const delta = (ns - (before.others.get(key) ?? 0)) / 1e6;
+    if (delta <= 0.05) continue;
+    others.set(key, delta);
+  }
+  return {
+    runMs: (after.runNs - before.runNs) / 1e6,
+    waitMs: (after.waitNs - before.waitNs) / 1e6,
+    minorFaults: after.minorFaults - before.minorFaults,
+    majorFaults: after.majorFaults - before.majorFaults,
+    voluntary: after.voluntary - before.voluntary,
+    involuntary: after.involuntary - before.involuntary,
+    others,
+  };
 }
 
 function percentile(values: number[], fraction: number): number {
@@ -208,17 +276,61 @@ async function main(): Promise<void> {
   const latencies: number[] = [];
   const turnCpu: number[] = [];
   const spans: { start: number; end: number }[] = [];
+  const details: ReturnType<typeof threadDelta>[] = [];
+  const processCpu: number[] = [];
   for (const query of queries.slice(0, queryCount)) {
-    const cpuStart = threadCpuMilliseconds();
+    const othersStart = sampleOtherThreads();
+    const processStart = process.cpuUsage();
+    const ownStart = sampleOwnThread();
     const turnStart = performance.now();
     await turn(query);
     const turnEnd = performance.now();
-    turnCpu.push(threadCpuMilliseconds() - cpuStart);
+    const ownEnd = sampleOwnThread();
+    const processUsed = process.cpuUsage(processStart);
+    const othersEnd = sampleOtherThreads();
+    const detail = threadDelta({ ...ownStart, others: othersStart }, { ...ownEnd, others: othersEnd });
+    turnCpu.push(detail.runMs);
+    details.push(detail);
+    processCpu.push((processUsed.user + processUsed.system) / 1000);
     latencies.push(turnEnd - turnStart);
     spans.push({ start: turnStart, end: turnEnd });
   }
   await new Promise((resolve) => setTimeout(resolve, 100));
   pauseObserver.disconnect();
+  // The slowest turns (wall), each with what its thread and the process's other threads did, then each replayed
+  // once: a turn whose replay costs the same CPU but less wall was waiting, not working.
+  const slowest = latencies
+    .map((wall, index) => ({ wall, index }))
+    .sort((left, right) => right.wall - left.wall)
+    .slice(0, 10);
+  const describe = (detail: ReturnType<typeof threadDelta>) =>
+    `run ${detail.runMs.toFixed(1)} wait ${detail.waitMs.toFixed(1)} ms, faults ${detail.minorFaults}/${detail.majorFaults}, switches ${detail.voluntary}v/${detail.involuntary}i, others ${[
+      ...detail.others,
+    ]
+      .map(([name, ms]) => `${name} ${ms.toFixed(1)}`)
+      .join(", ")}`;
+  for (const { wall, index } of slowest)
+    log(
+      `slow turn ${index}: wall ${wall.toFixed(1)} ms, CPU ${turnCpu[index]!.toFixed(1)} (process ${processCpu[index]!.toFixed(1)}); ${describe(details[index]!)}`,
+    );
+  for (const { index } of slowest) {
+    const othersStart = sampleOtherThreads();
+    const ownStart = sampleOwnThread();
+    const turnStart = performance.now();
+    await turn(queries[index]!);
+    const wall = performance.now() - turnStart;
+    const ownEnd = sampleOwnThread();
+    const detail = threadDelta(
+      { ...ownStart, others: othersStart },
+      { ...ownEnd, others: sampleOtherThreads() },
+    );
+    log(`replayed turn ${index}: wall ${wall.toFixed(1)} ms; ${describe(detail)}`);
+  }
+  const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+  rows.push([
+    "turns: wall / main-thread run / run-queue wait / process CPU, summed; minor faults",
+    `${sum(latencies).toFixed(0)} / ${sum(details.map((detail) => detail.runMs)).toFixed(0)} / ${sum(details.map((detail) => detail.waitMs)).toFixed(0)} / ${sum(processCpu).toFixed(0)} ms; ${sum(details.map((detail) => detail.minorFaults))}`,
+  ]);
   rows.push([
     `turn (engine.ground, ${latencies.length} queries) p50 / p99`,
     `${percentile(latencies, 0.5).toFixed(1)} / ${percentile(latencies, 0.99).toFixed(1)} ms`,
