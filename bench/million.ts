@@ -110,6 +110,8 @@ type ThreadSample = {
   voluntary: number;
   involuntary: number;
   others: Map<string, number>;
+  steal: number;
+  running: number;
 };
 
 function readOr(path: string): string {
@@ -121,7 +123,7 @@ function readOr(path: string): string {
 }
 
 /** The calling thread's own counters (cheap: read tightly around a turn). */
-function sampleOwnThread(): Omit<ThreadSample, "others"> {
+function sampleOwnThread(): Omit<ThreadSample, "others" | "steal" | "running"> {
   const [run = "0", wait = "0"] = readOr("/proc/thread-self/schedstat").split(" ");
   const stat = readOr("/proc/thread-self/stat");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -134,6 +136,16 @@ function sampleOwnThread(): Omit<ThreadSample, "others"> {
     voluntary: Number(/\nvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
     involuntary: Number(/nonvoluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0),
   };
+}
+
+/**
+ * The machine: its CPUs' stolen time (jiffies: the hypervisor running other guests on this VM's cores) and the
+ * processes runnable right now, from `/proc/stat` (zeros elsewhere).
+ */
+function sampleMachine(): { steal: number; running: number } {
+  const stat = readOr("/proc/stat");
+  const cpu = /^cpu\s+(.*)$/m.exec(stat)?.[1]?.split(/\s+/) ?? [];
+  return { steal: Number(cpu[7] ?? 0), running: Number(/procs_running\s+(\d+)/.exec(stat)?.[1] ?? 0) };
 }
 
 /** Every other thread's CPU time (ns), keyed by thread id. */
@@ -169,6 +181,8 @@ function threadDelta(before: ThreadSample, after: ThreadSample) {
     voluntary: after.voluntary - before.voluntary,
     involuntary: after.involuntary - before.involuntary,
     others,
+    stealJiffies: after.steal - before.steal,
+    running: after.running,
   };
 }
 
@@ -280,6 +294,7 @@ async function main(): Promise<void> {
   const processCpu: number[] = [];
   for (const query of queries.slice(0, queryCount)) {
     const othersStart = sampleOtherThreads();
+    const machineStart = sampleMachine();
     const processStart = process.cpuUsage();
     const ownStart = sampleOwnThread();
     const turnStart = performance.now();
@@ -288,7 +303,10 @@ async function main(): Promise<void> {
     const ownEnd = sampleOwnThread();
     const processUsed = process.cpuUsage(processStart);
     const othersEnd = sampleOtherThreads();
-    const detail = threadDelta({ ...ownStart, others: othersStart }, { ...ownEnd, others: othersEnd });
+    const detail = threadDelta(
+      { ...ownStart, ...machineStart, others: othersStart },
+      { ...ownEnd, ...sampleMachine(), others: othersEnd },
+    );
     turnCpu.push(detail.runMs);
     details.push(detail);
     processCpu.push((processUsed.user + processUsed.system) / 1000);
@@ -304,7 +322,7 @@ async function main(): Promise<void> {
     .sort((left, right) => right.wall - left.wall)
     .slice(0, 10);
   const describe = (detail: ReturnType<typeof threadDelta>) =>
-    `run ${detail.runMs.toFixed(1)} wait ${detail.waitMs.toFixed(1)} ms, faults ${detail.minorFaults}/${detail.majorFaults}, switches ${detail.voluntary}v/${detail.involuntary}i, others ${[
+    `run ${detail.runMs.toFixed(1)} wait ${detail.waitMs.toFixed(1)} ms, faults ${detail.minorFaults}/${detail.majorFaults}, switches ${detail.voluntary}v/${detail.involuntary}i, steal ${detail.stealJiffies} jiffies, runnable ${detail.running}, others ${[
       ...detail.others,
     ]
       .map(([name, ms]) => `${name} ${ms.toFixed(1)}`)
@@ -315,14 +333,15 @@ async function main(): Promise<void> {
     );
   for (const { index } of slowest) {
     const othersStart = sampleOtherThreads();
+    const machineStart = sampleMachine();
     const ownStart = sampleOwnThread();
     const turnStart = performance.now();
     await turn(queries[index]!);
     const wall = performance.now() - turnStart;
     const ownEnd = sampleOwnThread();
     const detail = threadDelta(
-      { ...ownStart, others: othersStart },
-      { ...ownEnd, others: sampleOtherThreads() },
+      { ...ownStart, ...machineStart, others: othersStart },
+      { ...ownEnd, ...sampleMachine(), others: sampleOtherThreads() },
     );
     log(`replayed turn ${index}: wall ${wall.toFixed(1)} ms; ${describe(detail)}`);
   }
