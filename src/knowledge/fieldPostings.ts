@@ -162,7 +162,23 @@ export type FieldArrays = {
   cursor: Int32Array;
 };
 
-/** The {@link FieldArrays} of a field of `postingCount` postings over `termCount` terms (`scored`: contributions). */
+/**
+ * A zeroed array of `length` values of `Type`, in shared memory where the runtime has it: a search over many
+ * postings hands half of its documents to a scoring thread that reads the same postings (`splitScoring.ts`).
+ */
+function sharedWhereAvailable<T>(
+  Type: { new (length: number): T; new (buffer: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number },
+  length: number,
+): T {
+  return typeof SharedArrayBuffer === "function" && length > 0
+    ? new Type(new SharedArrayBuffer(length * Type.BYTES_PER_ELEMENT))
+    : new Type(length);
+}
+
+/**
+ * The {@link FieldArrays} of a field of `postingCount` postings over `termCount` terms (`scored`: contributions).
+ * The documents and contributions are in shared memory where available (see `sharedWhereAvailable`).
+ */
 export function allocateFieldArrays(
   postingCount: number,
   termCount: number,
@@ -171,8 +187,8 @@ export function allocateFieldArrays(
 ): FieldArrays {
   return {
     offsets: new Int32Array(termCount + 1),
-    docs: new Int32Array(postingCount),
-    contributions: new Float64Array(scored ? postingCount : 0),
+    docs: sharedWhereAvailable(Int32Array, postingCount),
+    contributions: sharedWhereAvailable(Float64Array, scored ? postingCount : 0),
     weightedIdf: new Float64Array(scored ? termCount : 0),
     cursor,
   };
