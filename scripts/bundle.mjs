@@ -25,8 +25,8 @@ const dist = join(root, "dist");
 const staging = join(root, "dist-bundle");
 const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 
-/** The workers started by URL from beside the code that starts them: the parallel build's and the compaction's. */
-const WORKERS = ["buildWorker.js", "compactionWorker.js"];
+/** The workers started by URL from beside the code that starts them: the parallel build's, the compaction's and the split search's. */
+const WORKERS = ["buildWorker.js", "compactionWorker.js", "scoringWorker.js"];
 
 /** Every JavaScript file `package.json` points at, and the workers. */
 function entryPoints() {

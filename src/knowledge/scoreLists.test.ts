@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { listUpperBound } from "./listBounds.js";
-import { type QueryLists, scoreLists } from "./scoreLists.js";
+import { mergeRanked, type QueryLists, type ScoringPart, scoreLists } from "./scoreLists.js";
 
 /** Every touched eligible document, its contributions summed in list order; score descending, then rank. */
 function plainTop(
@@ -45,7 +45,44 @@ const caseArbitrary = fc.record({
   maskSeed: fc.option(fc.nat(), { freq: 2 }),
   first: fc.integer({ min: 1, max: 8 }),
   later: fc.integer({ min: 1, max: 16 }),
+  /** Where a split search cuts the document ids (fractions of the count). */
+  cuts: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 3 }),
 });
+
+type TestCase = typeof caseArbitrary extends fc.Arbitrary<infer T> ? T : never;
+
+/** A case's lists, ranks (a permutation unrelated to dense ids, so ties are decided by rank) and mask. */
+function caseInputs(testCase: TestCase): { lists: QueryLists; ranks: Int32Array; mask: Uint8Array | null } {
+  const { documentCount } = testCase;
+  const postings = testCase.lists.map((pairs) => {
+    const byDoc = new Map<number, number>();
+    for (const [doc, value] of pairs) byDoc.set(doc % documentCount, value);
+    const docs = Int32Array.from([...byDoc.keys()].sort((left, right) => left - right));
+    return { docs, contributions: Float64Array.from(docs, (doc) => byDoc.get(doc)!) };
+  });
+  const lists: QueryLists = {
+    postings,
+    starts: new Int32Array(postings.length),
+    ends: Int32Array.from(postings, ({ docs }) => docs.length),
+    upper: Float64Array.from(postings, ({ contributions }) =>
+      listUpperBound(contributions, 0, contributions.length),
+    ),
+  };
+  const byHash = Array.from({ length: documentCount }, (_, doc) => doc).sort(
+    (left, right) => Math.imul(left, 0x9e3779b1) - Math.imul(right, 0x9e3779b1),
+  );
+  const ranks = new Int32Array(documentCount);
+  byHash.forEach((doc, rank) => {
+    ranks[doc] = rank;
+  });
+  const mask =
+    testCase.maskSeed === null
+      ? null
+      : Uint8Array.from({ length: documentCount }, (_, doc) =>
+          (doc * 7 + testCase.maskSeed!) % 3 === 0 ? 0 : 1,
+        );
+  return { lists, ranks, mask };
+}
 
 describe("scoreLists", () => {
   it("returns the plain sum's top K on lists with zero contributions, in every window layout (property)", () => {
@@ -90,6 +127,52 @@ describe("scoreLists", () => {
           for (const alwaysProbe of [false, true]) {
             const windows = { first: testCase.first, later: testCase.later, layout, unmarked, alwaysProbe };
             expect(scoreLists(lists, documentCount, ranks, topK, mask, windows)).toEqual(expected);
+          }
+        }
+      }),
+      { seed, numRuns: propertyRuns(200) },
+    );
+  });
+
+  it("merges parts of the document ids into the whole top K, whatever valid floor each part reads (property)", () => {
+    const seed = propertySeed("score-lists-parts");
+    fc.assert(
+      fc.property(caseArbitrary, (testCase) => {
+        const { documentCount, topK } = testCase;
+        const { lists, ranks, mask } = caseInputs(testCase);
+        const expected = plainTop(lists, ranks, topK, mask);
+        const cuts = [
+          0,
+          ...testCase.cuts.map((cut) => Math.floor(cut * documentCount)).sort((left, right) => left - right),
+          documentCount,
+        ];
+        // The highest valid floor: the whole search's K-th score (ties at it must survive).
+        const kth = expected.length >= topK ? expected[topK - 1]!.score : Number.NEGATIVE_INFINITY;
+        const floors: ((earlier: { doc: number; score: number }[][]) => ScoringPart["exchange"])[] = [
+          () => undefined,
+          () => () => kth,
+          // Each part floored by the K-th score of the parts before it, as two threads exchange them.
+          (earlier) => {
+            const merged = mergeRanked(earlier, ranks, topK);
+            const floor = merged.length >= topK ? merged[topK - 1]!.score : Number.NEGATIVE_INFINITY;
+            return () => floor;
+          },
+        ];
+        for (const floorOf of floors) {
+          for (const layout of ["dense", "sparse"] as const) {
+            const parts: { doc: number; score: number }[][] = [];
+            for (let part = 0; part + 1 < cuts.length; part++) {
+              const windows = { first: testCase.first, later: testCase.later, layout };
+              const exchange = floorOf(parts);
+              parts.push(
+                scoreLists(lists, documentCount, ranks, topK, mask, windows, new Map(), {
+                  from: cuts[part]!,
+                  to: cuts[part + 1]!,
+                  ...(exchange ? { exchange } : {}),
+                }),
+              );
+            }
+            expect(mergeRanked(parts, ranks, topK)).toEqual(expected);
           }
         }
       }),

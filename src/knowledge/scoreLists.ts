@@ -89,6 +89,16 @@ export type QueryLists = {
 };
 
 /**
+ * A part of a search (see `splitScoring.ts`): only the documents in [`from`, `to`) are ranked. `exchange`, when
+ * given, is called before each window with this part's threshold (its K-th score held, minus infinity before) and
+ * returns a lower bound of the whole search's K-th score known from the other parts (minus infinity when none). A
+ * document below that floor cannot be among the whole search's best K, so pruning may skip it: the part's result
+ * is then not its own top K, but every document of the whole search's top K in the range is in it, with its exact
+ * score, so merging the parts' results (`mergeRanked`) gives the whole top K exactly.
+ */
+export type ScoringPart = { from: number; to: number; exchange?: (threshold: number) => number };
+
+/**
  * {@link scoreQuery}'s loop over lists given by the caller (the PostgreSQL backend scores the postings it fetched
  * with it): the best `topK` documents of `lists` (dense ids below `documentCount`), score descending, ties by
  * `ranks`, each score summed in the list order. `positions`: filled with each ranked document's position in
@@ -102,7 +112,10 @@ export function scoreLists(
   mask: Uint8Array | null,
   windows: ScoringWindows = DEFAULT_WINDOWS,
   positions?: Map<number, Int32Array>,
+  part?: ScoringPart,
 ): { doc: number; score: number }[] {
+  const rangeStart = part ? Math.max(0, part.from) : 0;
+  const rangeEnd = part ? Math.min(documentCount, part.to) : documentCount;
   const firstWindow = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.first));
   const laterWindows = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.later));
   const listCount = lists.postings.length;
@@ -140,7 +153,12 @@ export function scoreLists(
   // The best documents so far.
   const top = new TopDocuments(capacity, ranks);
   const offer = (score: number, doc: number, exact: boolean): void => top.offer(score, doc, exact);
-  const threshold = (): number => top.threshold();
+  const exchange = part?.exchange;
+  /** The other parts' floor (see {@link ScoringPart}), read before each window. */
+  let floor = Number.NEGATIVE_INFINITY;
+  /** The pruning's threshold: the K-th score held, or the other parts' floor when higher. */
+  const threshold =
+    exchange === undefined ? (): number => top.threshold() : (): number => Math.max(top.threshold(), floor);
 
   // Documents are probed in ascending order, so a skipped list's cursor only moves forward.
   /** The contribution of `doc` in skipped `list` (0 when absent), moving the list's cursor up to `doc`. */
@@ -287,9 +305,13 @@ export function scoreLists(
   let pruneAfter = 0;
   let cooldown = 2;
   let windowIndex = 0;
-  let windowStart = 0;
-  while (windowStart < documentCount) {
-    const windowEnd = Math.min(documentCount, windowStart + (windowStart === 0 ? firstWindow : laterWindows));
+  let windowStart = rangeStart;
+  while (windowStart < rangeEnd) {
+    const windowEnd = Math.min(
+      rangeEnd,
+      windowStart + (windowStart === rangeStart ? firstWindow : laterWindows),
+    );
+    if (exchange !== undefined) floor = exchange(top.threshold());
     const windowThreshold =
       windows.pruning === false || windowIndex < pruneAfter ? Number.NEGATIVE_INFINITY : threshold();
     windowIndex++;
@@ -397,4 +419,19 @@ export function scoreLists(
   }
 
   return top.ranked(exactScore, positions !== undefined);
+}
+
+/**
+ * The best `topK` of the parts' results (each ranked best first, see {@link ScoringPart}): score descending, ties
+ * by `ranks`, as one search over every part's range would rank them.
+ */
+export function mergeRanked(
+  parts: readonly { doc: number; score: number }[][],
+  ranks: Int32Array,
+  topK: number,
+): { doc: number; score: number }[] {
+  const merged = parts.flat();
+  merged.sort((left, right) => right.score - left.score || ranks[left.doc]! - ranks[right.doc]!);
+  if (merged.length > topK) merged.length = Math.max(0, Math.ceil(topK));
+  return merged;
 }

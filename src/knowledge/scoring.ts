@@ -18,6 +18,7 @@ import {
   type ScoringWindows,
   scoreLists,
 } from "./scoreLists.js";
+import { scoreListsSplit } from "./splitScoring.js";
 
 export {
   matchesFromAccumulators,
@@ -80,7 +81,17 @@ export function scoreQuery(
   // Each selected document's posting position in every list, found while its exact score is summed: its
   // per-field breakdown reads them instead of searching every list again.
   const positions = new Map<number, Int32Array>();
-  const ranked = scoreLists(lists, index.ids.length, index.ranks, topK, mask, windows, positions);
+  // A long search may be split with the scoring worker (`splitScoring.ts`): the same documents, scores and
+  // positions.
+  const ranked =
+    scoreListsSplit(
+      { postings: index.postings, ranks: index.ranks, documentCount: index.ids.length },
+      lists,
+      topK,
+      mask,
+      positions,
+      windows,
+    ) ?? scoreLists(lists, index.ids.length, index.ranks, topK, mask, windows, positions);
   return ranked.map(({ doc, score }) => ({
     id: index.ids[doc]!,
     score,

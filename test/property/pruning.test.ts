@@ -8,12 +8,18 @@
  * threshold for the skipped lists. Matches must be identical: ids, order, scores and per-field breakdowns bit for bit.
  */
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KNOWLEDGE_FIELD_NAMES } from "../../src/knowledge/defaults.js";
 import { KnowledgeLexicalIndex } from "../../src/knowledge/lexicalIndex.js";
 import { longListBoundSteps } from "../../src/knowledge/listBounds.js";
 import { FIELD_COUNT } from "../../src/knowledge/postings.js";
 import { type ScoredIndex, scoreQuery, scoreQueryExhaustive } from "../../src/knowledge/scoring.js";
+import {
+  type SplitSettings,
+  scoringWorkerReady,
+  setSplitScoring,
+  splitSearchCount,
+} from "../../src/knowledge/splitScoring.js";
 import type { KnowledgeFieldWeights } from "../../src/types/knowledge.js";
 import { propertyRuns, propertySeed } from "./seed.js";
 
@@ -134,6 +140,37 @@ describe("pruned top-K scoring", () => {
       queries: longQueries,
     });
     fc.assert(fc.property(longCase, checkCase), { seed, numRuns: propertyRuns(60) });
+  });
+});
+
+describe("pruned top-K scoring split with the scoring worker", () => {
+  let previous: SplitSettings;
+  beforeAll(async () => {
+    previous = setSplitScoring({ minimumPostings: 0, enabled: true });
+    expect(await scoringWorkerReady()).toBe(true);
+  });
+  afterAll(() => {
+    setSplitScoring(previous);
+  });
+
+  it("returns exactly the exhaustive scorer's matches when every search is split in two threads (property)", () => {
+    const seed = propertySeed("pruning-split");
+    const splitBefore = splitSearchCount();
+    fc.assert(fc.property(caseArbitrary, checkCase), { seed, numRuns: propertyRuns(40) });
+    fc.assert(
+      fc.property(
+        fc.record({
+          ...caseFields,
+          documents: fc.array(documentArbitrary, { minLength: 100, maxLength: 300 }),
+          weights: fc.tuple(...Array.from({ length: FIELD_COUNT }, () => fc.constantFrom(0.5, 1, 3, 5))),
+          scoring: fc.constant("sum" as const),
+          queries: longQueries,
+        }),
+        checkCase,
+      ),
+      { seed, numRuns: propertyRuns(20) },
+    );
+    expect(splitSearchCount()).toBeGreaterThan(splitBefore);
   });
 });
 

@@ -1,0 +1,316 @@
+/**
+ * A long search split between two threads (issue 14's 1M turn): the main thread scores the lower part of the
+ * document ids and a resident scoring worker (`scoringWorker.ts`) the upper part, over the same postings in shared
+ * memory (a build allocates them there: `allocateFieldArrays`), each reading the other's threshold as a floor while
+ * both run (`ScoringPart`); the two results are merged into the whole search's top K (`mergeRanked`). Exact: every
+ * document of the whole top K is in its part's result with the score one thread would have summed, bit for bit
+ * (property tests `scoreLists.test.ts`, `pruning.test.ts`).
+ *
+ * Only in Node with at least two cores, only for searches of at least {@link SplitSettings.minimumPostings}
+ * postings whose every list is in shared memory and has a finite bound; the worker is started by the first such
+ * search (which, like any search while it starts, runs on the main thread alone) and never keeps a process alive.
+ * When the worker fails or is late, the main thread scores its part itself.
+ */
+import { availableCores, isNode } from "./buildThreads.js";
+import { nodeBuiltin } from "./runtime.js";
+import {
+  DEFAULT_WINDOWS,
+  mergeRanked,
+  type QueryLists,
+  type ScoringList,
+  type ScoringWindows,
+  scoreLists,
+} from "./scoreLists.js";
+import {
+  CANCELLED,
+  CONTROL_WORDS,
+  DONE,
+  decodeThreshold,
+  encodeThreshold,
+  FAILED,
+  MAIN_THRESHOLD,
+  resultBytes,
+  resultViews,
+  SCORING_WORKER_MARKER,
+  type ScoringMessage,
+  type ScoringReply,
+  type ScoringWorkerData,
+  WORKER_THRESHOLD,
+} from "./scoringProtocol.js";
+
+/** When searches are split. @internal */
+export type SplitSettings = {
+  /** Postings (summed over the query's lists) from which a search is split. */
+  minimumPostings: number;
+  /** False: never split (and start no worker). */
+  enabled: boolean;
+};
+
+/**
+ * From about 2 million postings a search costs ~8 ms or more of CPU (at a million entries the slowest read ~30
+ * million): a hand-off of ~0.1 ms is then noise.
+ */
+const settings: SplitSettings = { minimumPostings: 1 << 21, enabled: true };
+
+/** Changes when searches are split (tests, benchmarks); returns the previous settings. @internal */
+export function setSplitScoring(changes: Partial<SplitSettings>): SplitSettings {
+  const previous = { ...settings };
+  Object.assign(settings, changes);
+  return previous;
+}
+
+/** The least time the main thread waits for the worker's part, and how many times its own part's time it waits. */
+const LEAST_WAIT_MILLISECONDS = 2000;
+const WAIT_FACTOR = 20;
+
+/** The script a worker runs from the TypeScript sources: tsx's loader, then the worker module. */
+const SOURCE_WORKER = `const { workerData } = process.getBuiltinModule("node:worker_threads");
+import("tsx/esm/api").then((api) => { api.register(); return import(workerData.entry); });`;
+
+type NodeWorker = {
+  on(event: "message", listener: (message: ScoringReply) => void): void;
+  on(event: "error" | "exit", listener: (value: unknown) => void): void;
+  postMessage(message: ScoringMessage): void;
+  unref(): void;
+};
+type WorkerThreads = { Worker: new (filename: URL | string, options: object) => NodeWorker };
+
+/** The index a split search reads: its postings by field, ranks and size. */
+export type SplitIndex = { postings: readonly ScoringList[]; ranks: Int32Array; documentCount: number };
+
+let splitSearches = 0;
+
+/** Searches split with the worker in this process so far (tests check the worker was used). @internal */
+export function splitSearchCount(): number {
+  return splitSearches;
+}
+
+/** The resident scoring worker, once started (null: not yet, or cannot). */
+let helper: ScoringHelper | null = null;
+let helperStarted = false;
+
+class ScoringHelper {
+  private readonly worker: NodeWorker;
+  readonly control: Int32Array;
+  ready = false;
+  failed = false;
+  private readyWaiters: ((ready: boolean) => void)[] = [];
+  private readonly indexIds = new WeakMap<object, number>();
+  private nextIndex = 1;
+  private sequence = 0;
+  private result = new SharedArrayBuffer(0);
+  /** Tells the worker to drop an index's postings once the main thread no longer holds them. */
+  private readonly dropped = new FinalizationRegistry<number>((id) => {
+    if (!this.failed) this.worker.postMessage({ kind: "drop", id });
+  });
+
+  constructor(worker: NodeWorker, control: Int32Array) {
+    this.worker = worker;
+    this.control = control;
+    worker.on("message", (message) => {
+      if (message.kind === "ready") this.settle(true);
+    });
+    worker.on("error", () => this.fail());
+    worker.on("exit", () => this.fail());
+    // An idle worker never keeps a process alive (a search waits for it synchronously, with no event).
+    worker.unref();
+  }
+
+  fail(): void {
+    this.failed = true;
+    this.settle(false);
+  }
+
+  private settle(ready: boolean): void {
+    this.ready = ready && !this.failed;
+    for (const waiter of this.readyWaiters.splice(0)) waiter(this.ready);
+  }
+
+  whenReady(): Promise<boolean> {
+    if (this.ready || this.failed) return Promise.resolve(this.ready);
+    return new Promise((resolve) => this.readyWaiters.push(resolve));
+  }
+
+  /** The worker's id of `index` (keyed by its postings array), registering it first. */
+  indexId(index: SplitIndex): number {
+    let id = this.indexIds.get(index.postings);
+    if (id !== undefined) return id;
+    id = this.nextIndex++;
+    this.worker.postMessage({
+      kind: "index",
+      id,
+      fields: index.postings.map((field) =>
+        field.docs.buffer instanceof SharedArrayBuffer
+          ? { docs: field.docs, contributions: field.contributions }
+          : null,
+      ),
+      ranks: index.ranks,
+      documentCount: index.documentCount,
+    });
+    this.indexIds.set(index.postings, id);
+    this.dropped.register(index.postings, id);
+    return id;
+  }
+
+  /** Posts a search of the part [from, to) and returns its sequence number and result buffer. */
+  post(
+    id: number,
+    lists: QueryLists & { fields: Int32Array },
+    topK: number,
+    mask: Uint8Array | null,
+    windows: ScoringWindows,
+    from: number,
+    to: number,
+    capacity: number,
+  ): { sequence: number; result: SharedArrayBuffer } {
+    const bytes = resultBytes(capacity, lists.fields.length);
+    if (this.result.byteLength < bytes) this.result = new SharedArrayBuffer(bytes);
+    const sequence = ++this.sequence;
+    Atomics.store(this.control, MAIN_THRESHOLD, -1);
+    Atomics.store(this.control, WORKER_THRESHOLD, -1);
+    this.worker.postMessage({
+      kind: "search",
+      sequence,
+      id,
+      fields: lists.fields,
+      starts: lists.starts,
+      ends: lists.ends,
+      upper: lists.upper,
+      topK,
+      mask,
+      windows,
+      from,
+      to,
+      result: this.result,
+    });
+    return { sequence, result: this.result };
+  }
+
+  /** Waits until the worker finished `sequence` (true) or `milliseconds` passed (false: the search is cancelled). */
+  wait(sequence: number, milliseconds: number): boolean {
+    const deadline = performance.now() + milliseconds;
+    for (;;) {
+      const done = Atomics.load(this.control, DONE);
+      if (done === sequence) return Atomics.load(this.control, FAILED) !== sequence;
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        Atomics.store(this.control, CANCELLED, sequence);
+        // A worker that misses a deadline this long is not used again.
+        this.failed = true;
+        return false;
+      }
+      Atomics.wait(this.control, DONE, done, Math.min(left, 100));
+    }
+  }
+}
+
+/** Starts the resident worker (once per process), when this runtime can run it. */
+function startHelper(): void {
+  helperStarted = true;
+  if (!isNode() || availableCores() < 2) return;
+  const threads = nodeBuiltin<WorkerThreads>("node:worker_threads");
+  if (!threads) return;
+  try {
+    // A file name in a variable: bundlers leave this `new URL` alone (the worker only ever runs in Node).
+    const here = import.meta.url;
+    const entry = new URL(here.endsWith(".ts") ? "./scoringWorker.ts" : "./scoringWorker.js", here);
+    const control = new SharedArrayBuffer(CONTROL_WORDS * 4);
+    const workerData: ScoringWorkerData = { marker: SCORING_WORKER_MARKER, control, entry: entry.href };
+    const worker = entry.pathname.endsWith(".ts")
+      ? new threads.Worker(SOURCE_WORKER, { workerData, eval: true })
+      : new threads.Worker(entry, { workerData });
+    helper = new ScoringHelper(worker, new Int32Array(control));
+  } catch {
+    helper = null;
+  }
+}
+
+/**
+ * Starts the scoring worker if it is not started, and resolves once it can take searches (false when it cannot:
+ * not Node, one core, failed). Tests and benchmarks wait for it; searches never do. @internal
+ */
+export function scoringWorkerReady(): Promise<boolean> {
+  if (!settings.enabled) return Promise.resolve(false);
+  if (!helperStarted) startHelper();
+  return helper ? helper.whenReady() : Promise.resolve(false);
+}
+
+/** Whether every list of `lists` is in shared memory and bounded (a split needs both). */
+function splittable(lists: QueryLists): boolean {
+  for (let list = 0; list < lists.postings.length; list++) {
+    const { docs, contributions } = lists.postings[list]!;
+    if (!(docs.buffer instanceof SharedArrayBuffer) || !(contributions.buffer instanceof SharedArrayBuffer))
+      return false;
+    if (!Number.isFinite(lists.upper[list]!)) return false;
+  }
+  return true;
+}
+
+/**
+ * The best `topK` of `lists` split between this thread and the scoring worker, as `scoreLists` ranks them (with
+ * `windows`, which tests make tiny), with every ranked document's positions in `positions`; or null when the search is not split
+ * (small, not in shared memory, no worker yet): the caller then scores it alone.
+ */
+export function scoreListsSplit(
+  index: SplitIndex,
+  lists: QueryLists & { fields: Int32Array },
+  topK: number,
+  mask: Uint8Array | null,
+  positions: Map<number, Int32Array>,
+  windows: ScoringWindows = DEFAULT_WINDOWS,
+): { doc: number; score: number }[] | null {
+  if (!settings.enabled) return null;
+  const { documentCount, ranks } = index;
+  const listCount = lists.postings.length;
+  let postingCount = 0;
+  let longest = 0;
+  for (let list = 0; list < listCount; list++) {
+    const count = lists.ends[list]! - lists.starts[list]!;
+    postingCount += count;
+    if (count > lists.ends[longest]! - lists.starts[longest]!) longest = list;
+  }
+  if (postingCount < settings.minimumPostings || listCount === 0 || documentCount < 2) return null;
+  if (windows.pruning === false) return null;
+  if (!helperStarted) startHelper();
+  if (!helper?.ready || helper.failed || !splittable(lists)) return null;
+  const capacity = Math.min(Math.ceil(topK), documentCount);
+  if (!(capacity > 0)) return null;
+  // The cut: the longest list's middle document, so both parts read about as many of the heaviest postings.
+  const middle = (lists.starts[longest]! + lists.ends[longest]!) >>> 1;
+  const cut = Math.min(documentCount - 1, Math.max(1, lists.postings[longest]!.docs[middle]!));
+  const scoring = helper;
+  const id = scoring.indexId(index);
+  const { sequence, result } = scoring.post(id, lists, topK, mask, windows, cut, documentCount, capacity);
+  const control = scoring.control;
+  const started = performance.now();
+  const lower = scoreLists(lists, documentCount, ranks, topK, mask, windows, positions, {
+    from: 0,
+    to: cut,
+    exchange: (threshold) => {
+      const word = encodeThreshold(threshold);
+      if (word > Atomics.load(control, MAIN_THRESHOLD)) Atomics.store(control, MAIN_THRESHOLD, word);
+      return decodeThreshold(Atomics.load(control, WORKER_THRESHOLD));
+    },
+  });
+  const ownMilliseconds = performance.now() - started;
+  let upper: { doc: number; score: number }[];
+  if (scoring.wait(sequence, Math.max(LEAST_WAIT_MILLISECONDS, ownMilliseconds * WAIT_FACTOR))) {
+    const views = resultViews(result, capacity, listCount);
+    upper = [];
+    for (let slot = 0; slot < views.count[0]!; slot++) {
+      const doc = views.docs[slot]!;
+      upper.push({ doc, score: views.scores[slot]! });
+      positions.set(doc, views.positions.slice(slot * listCount, (slot + 1) * listCount));
+    }
+  } else {
+    // The worker failed or is late: this thread scores the upper part too (its own threshold as the floor).
+    const floor = lower.length >= capacity ? lower[lower.length - 1]!.score : Number.NEGATIVE_INFINITY;
+    upper = scoreLists(lists, documentCount, ranks, topK, mask, windows, positions, {
+      from: cut,
+      to: documentCount,
+      exchange: () => floor,
+    });
+  }
+  splitSearches++;
+  return mergeRanked([lower, upper], ranks, capacity);
+}
