@@ -23,6 +23,7 @@ import { getCompiledSnapshot } from "../src/knowledge/compiledSnapshot.js";
 import { startIndexBuild } from "../src/knowledge/knowledgeIndex.js";
 import { lastParallelBuildStats } from "../src/knowledge/parallelBuild.js";
 import { normalizeSources } from "../src/knowledge/resolve.js";
+import { splitSearchCount } from "../src/knowledge/splitScoring.js";
 import {
   median,
   REPO_ROOT,
@@ -290,6 +291,7 @@ async function main(): Promise<void> {
   const latencies: number[] = [];
   const turnCpu: number[] = [];
   const spans: { start: number; end: number }[] = [];
+  const splitBefore = splitSearchCount();
   const details: ReturnType<typeof threadDelta>[] = [];
   const processCpu: number[] = [];
   for (const query of queries.slice(0, queryCount)) {
@@ -313,8 +315,10 @@ async function main(): Promise<void> {
     latencies.push(turnEnd - turnStart);
     spans.push({ start: turnStart, end: turnEnd });
   }
+  const splitSearches = splitSearchCount() - splitBefore;
   await new Promise((resolve) => setTimeout(resolve, 100));
   pauseObserver.disconnect();
+  rows.push(["turn: searches split with the scoring worker (splitScoring.ts)", `${splitSearches}`]);
   // The slowest turns (wall), each with what its thread and the process's other threads did, then each replayed
   // once: a turn whose replay costs the same CPU but less wall was waiting, not working.
   const slowest = latencies
@@ -356,8 +360,8 @@ async function main(): Promise<void> {
   ]);
   if (!Number.isNaN(turnCpu[0]!))
     rows.push([
-      "turn: main thread CPU p50 / p99",
-      `${percentile(turnCpu, 0.5).toFixed(1)} / ${percentile(turnCpu, 0.99).toFixed(1)} ms`,
+      "turn: main thread CPU p50 / p99; process CPU (every thread: the scoring worker's part too) p50 / p99",
+      `${percentile(turnCpu, 0.5).toFixed(1)} / ${percentile(turnCpu, 0.99).toFixed(1)} ms; ${percentile(processCpu, 0.5).toFixed(1)} / ${percentile(processCpu, 0.99).toFixed(1)} ms`,
     ]);
   const paused = spans.map(({ start, end }) =>
     pauses.filter((pause) => pause.start < end && pause.end > start),

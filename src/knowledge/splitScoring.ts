@@ -44,6 +44,8 @@ export type SplitSettings = {
   minimumPostings: number;
   /** False: never split (and start no worker). */
   enabled: boolean;
+  /** How long the main thread waits for the worker's part; by default see {@link LEAST_WAIT_MILLISECONDS}. */
+  waitMilliseconds?: number;
 };
 
 /**
@@ -72,6 +74,7 @@ type NodeWorker = {
   on(event: "error" | "exit", listener: (value: unknown) => void): void;
   postMessage(message: ScoringMessage): void;
   unref(): void;
+  terminate(): Promise<number>;
 };
 type WorkerThreads = { Worker: new (filename: URL | string, options: object) => NodeWorker };
 
@@ -114,6 +117,11 @@ class ScoringHelper {
     worker.on("exit", () => this.fail());
     // An idle worker never keeps a process alive (a search waits for it synchronously, with no event).
     worker.unref();
+  }
+
+  stop(): Promise<unknown> {
+    this.failed = true;
+    return this.worker.terminate().catch(() => undefined);
   }
 
   fail(): void {
@@ -186,17 +194,20 @@ class ScoringHelper {
     return { sequence, result: this.result };
   }
 
-  /** Waits until the worker finished `sequence` (true) or `milliseconds` passed (false: the search is cancelled). */
+  /**
+   * Waits until the worker finished `sequence` (true) or `milliseconds` passed (false: the search is cancelled; at
+   * once when not positive).
+   */
   wait(sequence: number, milliseconds: number): boolean {
     const deadline = performance.now() + milliseconds;
     for (;;) {
       const done = Atomics.load(this.control, DONE);
-      if (done === sequence) return Atomics.load(this.control, FAILED) !== sequence;
+      if (done === sequence && milliseconds > 0) return Atomics.load(this.control, FAILED) !== sequence;
       const left = deadline - performance.now();
       if (left <= 0) {
         Atomics.store(this.control, CANCELLED, sequence);
-        // A worker that misses a deadline this long is not used again.
-        this.failed = true;
+        // A worker that misses a deadline this long is not used again (nor kept: it holds the postings too).
+        void this.stop();
         return false;
       }
       Atomics.wait(this.control, DONE, done, Math.min(left, 100));
@@ -223,6 +234,14 @@ function startHelper(): void {
   } catch {
     helper = null;
   }
+}
+
+/** Ends the scoring worker, if any; the next long search starts a new one (tests). @internal */
+export async function stopScoringWorker(): Promise<void> {
+  const stopping = helper;
+  helper = null;
+  helperStarted = false;
+  await stopping?.stop();
 }
 
 /**
@@ -294,7 +313,9 @@ export function scoreListsSplit(
   });
   const ownMilliseconds = performance.now() - started;
   let upper: { doc: number; score: number }[];
-  if (scoring.wait(sequence, Math.max(LEAST_WAIT_MILLISECONDS, ownMilliseconds * WAIT_FACTOR))) {
+  const patience =
+    settings.waitMilliseconds ?? Math.max(LEAST_WAIT_MILLISECONDS, ownMilliseconds * WAIT_FACTOR);
+  if (scoring.wait(sequence, patience)) {
     const views = resultViews(result, capacity, listCount);
     upper = [];
     for (let slot = 0; slot < views.count[0]!; slot++) {
