@@ -20,10 +20,13 @@ export function requireGc(): GcFunction {
 /**
  * Memory the process holds for JavaScript objects: the V8 heap in use plus memory outside it that objects own
  * (typed-array backing stores above a small size live there, so a typed-array index would look free otherwise).
+ * Node counts `SharedArrayBuffer`s (a build's postings) in `arrayBuffers` but not in `external`, and ordinary
+ * array buffers in both: the larger of the two is taken (it misses at most the smaller of the shared bytes and the
+ * external memory that is not an array buffer).
  */
 export function usedMemory(): number {
   const usage = process.memoryUsage();
-  return usage.heapUsed + usage.external;
+  return usage.heapUsed + Math.max(usage.external, usage.arrayBuffers);
 }
 
 /** Collects garbage until the used memory stops shrinking (a single gc() can leave weak/finalizable objects). */
