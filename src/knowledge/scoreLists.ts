@@ -156,9 +156,8 @@ export function scoreLists(
   const exchange = part?.exchange;
   /** The other parts' floor (see {@link ScoringPart}), read before each window. */
   let floor = Number.NEGATIVE_INFINITY;
-  /** The pruning's threshold: the K-th score held, or the other parts' floor when higher. */
-  const threshold =
-    exchange === undefined ? (): number => top.threshold() : (): number => Math.max(top.threshold(), floor);
+  /** The pruning's threshold: the K-th score held, or the other parts' floor when higher (one closure either way). */
+  const threshold = (): number => Math.max(floor, top.threshold());
 
   // Documents are probed in ascending order, so a skipped list's cursor only moves forward.
   /** The contribution of `doc` in skipped `list` (0 when absent), moving the list's cursor up to `doc`. */
