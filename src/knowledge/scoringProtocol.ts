@@ -17,7 +17,9 @@ export const MAIN_THRESHOLD = 1;
 export const WORKER_THRESHOLD = 2;
 export const CANCELLED = 3;
 export const FAILED = 4;
-export const CONTROL_WORDS = 5;
+/** 1 once the worker serves searches: read synchronously, since a busy main thread may not see its message. */
+export const READY = 5;
+export const CONTROL_WORDS = 6;
 
 /** The mark of a scoring worker's `workerData`. */
 export const SCORING_WORKER_MARKER = "lexground.scoringWorker";

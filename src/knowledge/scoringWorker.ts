@@ -15,6 +15,7 @@ import {
   encodeThreshold,
   FAILED,
   MAIN_THRESHOLD,
+  READY,
   resultViews,
   SCORING_WORKER_MARKER,
   type ScoringMessage,
@@ -109,6 +110,7 @@ function serve(port: WorkerPort, data: ScoringWorkerData): void {
       Atomics.notify(control, DONE);
     }
   });
+  Atomics.store(control, READY, 1);
   port.postMessage({ kind: "ready" });
 }
 

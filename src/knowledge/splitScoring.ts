@@ -29,6 +29,7 @@ import {
   encodeThreshold,
   FAILED,
   MAIN_THRESHOLD,
+  READY,
   resultBytes,
   resultViews,
   SCORING_WORKER_MARKER,
@@ -291,6 +292,8 @@ export function scoreListsSplit(
   if (postingCount < settings.minimumPostings || listCount === 0 || documentCount < 2) return null;
   if (windows.pruning === false) return null;
   if (!helperStarted) startHelper();
+  // Ready as soon as the worker says so in shared memory: turns run back to back may never let its message in.
+  if (helper && !helper.ready && Atomics.load(helper.control, READY) === 1) helper.ready = !helper.failed;
   if (!helper?.ready || helper.failed || !splittable(lists)) return null;
   const capacity = Math.min(Math.ceil(topK), documentCount);
   if (!(capacity > 0)) return null;
