@@ -50,10 +50,12 @@ export type SplitSettings = {
 };
 
 /**
- * From about 2 million postings a search costs ~8 ms or more of CPU (at a million entries the slowest read ~30
- * million): a hand-off of ~0.1 ms is then noise.
+ * From about 8 million postings a search costs ~30 ms or more of CPU (at a million entries the slowest read ~30
+ * million), where the second core pays. From 2 million (the first choice) the 100k turns that followed a compaction
+ * were slower (p50 4.0 -> 6.0-6.9 ms in bench/updates.ts, 4.0-4.2 ms with 8 million or with no split): at that size
+ * the main thread's wait for the worker costs more than the half of the search it saves.
  */
-const settings: SplitSettings = { minimumPostings: 1 << 21, enabled: true };
+const settings: SplitSettings = { minimumPostings: 1 << 23, enabled: true };
 
 /** Changes when searches are split (tests, benchmarks); returns the previous settings. @internal */
 export function setSplitScoring(changes: Partial<SplitSettings>): SplitSettings {
