@@ -90,34 +90,7 @@ describe("scoreLists", () => {
     fc.assert(
       fc.property(caseArbitrary, (testCase) => {
         const { documentCount, topK } = testCase;
-        const postings = testCase.lists.map((pairs) => {
-          const byDoc = new Map<number, number>();
-          for (const [doc, value] of pairs) byDoc.set(doc % documentCount, value);
-          const docs = Int32Array.from([...byDoc.keys()].sort((left, right) => left - right));
-          return { docs, contributions: Float64Array.from(docs, (doc) => byDoc.get(doc)!) };
-        });
-        const lists: QueryLists = {
-          postings,
-          starts: new Int32Array(postings.length),
-          ends: Int32Array.from(postings, ({ docs }) => docs.length),
-          upper: Float64Array.from(postings, ({ contributions }) =>
-            listUpperBound(contributions, 0, contributions.length),
-          ),
-        };
-        // Ranks (a permutation) unrelated to dense ids, so ties are decided by rank.
-        const byHash = Array.from({ length: documentCount }, (_, doc) => doc).sort(
-          (left, right) => Math.imul(left, 0x9e3779b1) - Math.imul(right, 0x9e3779b1),
-        );
-        const ranks = new Int32Array(documentCount);
-        byHash.forEach((doc, rank) => {
-          ranks[doc] = rank;
-        });
-        const mask =
-          testCase.maskSeed === null
-            ? null
-            : Uint8Array.from({ length: documentCount }, (_, doc) =>
-                (doc * 7 + testCase.maskSeed!) % 3 === 0 ? 0 : 1,
-              );
+        const { lists, ranks, mask } = caseInputs(testCase);
         const expected = plainTop(lists, ranks, topK, mask);
         for (const [layout, unmarked] of [
           ["dense", true],
