@@ -5,66 +5,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { payoutSources } from "../../test/fixtures/payouts.js";
-import type { KnowledgeGroundingInput, NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import { PromisedBackend } from "../../test/support/promisedBackend.js";
+import type { KnowledgeGroundingInput } from "../types/knowledge.js";
 import { KnowledgeGroundingEngine } from "./engine.js";
-import { buildIndexSnapshot, type KnowledgeIndexBuildOptions } from "./knowledgeIndex.js";
-import { snapshotSearchBackend } from "./retrieval.js";
-import type {
-  KnowledgeBackendIndex,
-  KnowledgeBackendStatus,
-  KnowledgeCandidateQuery,
-  KnowledgeIndexBackend,
-} from "./searchBackend.js";
-
-/** The in-memory snapshot behind promises, publishing generations like an external store. */
-class PromisedBackend implements KnowledgeIndexBackend {
-  readonly name = "promised";
-  index: KnowledgeBackendIndex | null = null;
-  failure: Error | null = null;
-  publishes = 0;
-  private contentKey: string | null = null;
-
-  async publish(
-    entries: readonly NormalizedKnowledgeEntry[],
-    options: { indexOptions: KnowledgeIndexBuildOptions; contentKey: string },
-  ) {
-    if (this.failure) throw this.failure;
-    if (this.index && this.contentKey === options.contentKey)
-      return { generation: this.index.generation, entryCount: this.index.entryCount, reused: true };
-    this.publishes++;
-    const snapshot = buildIndexSnapshot(entries, options.indexOptions);
-    const memory = snapshotSearchBackend(snapshot);
-    const generation = (this.index?.generation ?? 0) + 1;
-    this.index = {
-      generation,
-      entryCount: snapshot.entryCount,
-      options: options.indexOptions,
-      searcher: {
-        candidates: async (query: KnowledgeCandidateQuery) => memory.candidates(query),
-        selectionEntries: async (ids, query) => memory.selectionEntries(ids, query),
-      },
-    };
-    this.contentKey = options.contentKey;
-    return { generation, entryCount: snapshot.entryCount, reused: false };
-  }
-
-  async current() {
-    if (this.failure) throw this.failure;
-    return this.index;
-  }
-
-  status(): KnowledgeBackendStatus {
-    return {
-      name: this.name,
-      degraded: this.failure !== null,
-      lastError: this.failure?.message ?? null,
-      generation: this.index?.generation ?? null,
-      entryCount: this.index?.entryCount ?? 0,
-    };
-  }
-
-  async close() {}
-}
+import type { KnowledgeIndexBackend } from "./searchBackend.js";
 
 const sources = payoutSources("3", [
   {

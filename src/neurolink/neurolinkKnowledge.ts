@@ -34,8 +34,9 @@ export abstract class NeuroLinkKnowledge extends NeuroLinkState {
   // ---------------------------------------------------------------- knowledge
 
   /**
-   * Creates the grounding engine as NeuroLink does (when `enabled` is truthy and `sources` is a non-empty array;
-   * enabled without sources logs {@link KNOWLEDGE_NO_SOURCES_WARNING}), without ever throwing: `knowledgeGrounding`
+   * Creates the grounding engine as NeuroLink does (when `enabled` is truthy and `sources` is a non-empty array,
+   * or, lexground, an `indexArtifact` or a `backend` serves without sources; enabled with none of them logs
+   * {@link KNOWLEDGE_NO_SOURCES_WARNING}), without ever throwing: `knowledgeGrounding`
    * is read once, and options that cannot be read (throwing getters, revoked proxies) keep the engine, whose status
    * lists them. The engine logs through our logger.
    */
@@ -47,9 +48,10 @@ export abstract class NeuroLinkKnowledge extends NeuroLinkState {
     if (!read.config.enabled) return;
     const sources = read.config.sources;
     const length = shapeOf(sources) === "array" ? readProperty(sources as object, "length") : 0;
-    // A self-contained index artifact serves on its own, without sources (lexground).
-    const hasArtifact = read.config.indexArtifact !== undefined;
-    if ((typeof length === "number" && length > 0) || hasArtifact || read.issues.length > 0) {
+    // A self-contained index artifact serves on its own, without sources, and so does an external backend: a
+    // fleet's readers serve what a writer published (lexground).
+    const servesWithoutSources = read.config.indexArtifact !== undefined || read.config.backend !== undefined;
+    if ((typeof length === "number" && length > 0) || servesWithoutSources || read.issues.length > 0) {
       this.knowledgeGroundingEngine = new KnowledgeGroundingEngine(read.config, Date.now, {
         logger: this.logger,
         readIssues: read.issues,
