@@ -214,6 +214,11 @@ function declareAskCommand(program: Command, setRunner: (runner: Runner) => void
     .option("--no-stream", "wait for the whole answer instead of streaming it")
     .option("--offline", "never call a model: answer from the top entries' summaries")
     .option("--json", "print the answer, citations and grounding metadata as JSON")
+    .option(
+      "--backend <url>",
+      "ground the answer in the PostgreSQL index (postgres://…): publishes --kb first when given, else serves what is published",
+    )
+    .option("--backend-schema <name>", "the PostgreSQL schema of the index (default lexground)")
     .addHelpText(
       "after",
       examples([

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { answerSources, OFFLINE_NOTICE } from "../../src/cli/commands/ask.js";
+import { answerSources, describeFromKnowledgeBase, OFFLINE_NOTICE } from "../../src/cli/commands/ask.js";
 import { countExclusions, populationOf } from "../../src/cli/population.js";
 import { showQuestion } from "../../src/cli/question.js";
 import { prepareKnowledgeBase } from "../../src/cli/session.js";
@@ -540,7 +540,7 @@ describe("lexground ask (through the NeuroLink client)", () => {
     const sources = answerSources(
       `Yes ${spaced}, and ${citationMarker("a[1]", "v1")}; not [KB:missing.id@v1].`,
       metadata,
-      prepared,
+      describeFromKnowledgeBase(prepared),
     );
     expect(sources.cited.map((source) => source.id)).toEqual(["payments settings", "a[1]"]);
     expect(sources.alsoInContext.map((source) => source.id)).toEqual(["plain.id"]);

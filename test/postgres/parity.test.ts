@@ -25,6 +25,7 @@ import {
 } from "../../src/index.js";
 import type { PostgresBackend } from "../../src/postgres/index.js";
 import { run } from "../cli/helpers.js";
+import { startOpenAICompatibleServer } from "../neurolink/support/openaiCompatibleServer.js";
 import {
   blockedArbitrary,
   registryArbitrary,
@@ -554,4 +555,59 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     expect(databaseReport.selectedIds).toEqual(memoryReport.primary.map((entry) => entry.id));
     expect(databaseReport.context).toBe(memoryReport.context.text);
   }, 60_000);
+
+  it("the CLI: ask --backend answers as ask --kb does, offline and through a model", async () => {
+    const schema = ["--backend", url, "--backend-schema", "parity_ask"];
+    const cwd = process.cwd();
+    const question = "How do I turn on instant payouts?";
+    const local = ["--kb", "examples/knowledge-base"];
+    // Nothing published yet in this schema: a clear failure, not an empty answer.
+    const empty = await run(["ask", question, ...schema, "--offline"], { cwd });
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toMatch(/nothing is published to PostgreSQL/);
+    const offline = async (knowledge: string[]) => {
+      const result = await run(["ask", question, ...knowledge, "--offline", "--json"], { cwd });
+      expect(result.code, result.stderr).toBe(0);
+      return JSON.parse(result.stdout) as Record<string, unknown>;
+    };
+    const published = await offline([...local, ...schema]);
+    expect(published.answer).toMatch(/\[KB:/);
+    expect(published).toEqual(await offline(local));
+    // A reader: no --kb, serves what the first run published.
+    expect(await offline(schema)).toEqual(published);
+
+    const server = await startOpenAICompatibleServer();
+    try {
+      server.script("test-model", { kind: "text", text: "See [KB:payouts.instant@v1]." });
+      const model = async (knowledge: string[]) => {
+        const result = await run(
+          [
+            "ask",
+            question,
+            ...knowledge,
+            "--provider",
+            "openai-compatible",
+            "--model",
+            "test-model",
+            "--json",
+          ],
+          { cwd, env: { OPENAI_COMPATIBLE_BASE_URL: server.baseURL } },
+        );
+        expect(result.code, result.stderr).toBe(0);
+        const system = server.requests.at(-1)!.messages.find((message) => message.role === "system");
+        return { answer: JSON.parse(result.stdout) as Record<string, unknown>, system: system?.content };
+      };
+      const [fromBackend, fromKnowledgeBase] = [await model(schema), await model(local)];
+      expect(fromBackend.system).toContain("<knowledge_context>");
+      expect(fromBackend.system).toBe(fromKnowledgeBase.system);
+      const comparable = ({ knowledge, ...rest }: Record<string, unknown>) => ({
+        ...rest,
+        knowledge: { ...(knowledge as object), durationMs: 0 },
+      });
+      expect(comparable(fromBackend.answer)).toEqual(comparable(fromKnowledgeBase.answer));
+      expect(fromBackend.answer.alsoInContext).not.toEqual([]);
+    } finally {
+      await server.close();
+    }
+  }, 90_000);
 });

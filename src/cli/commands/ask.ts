@@ -22,6 +22,9 @@ export type AskFlags = RetrievalFlags & {
   stream?: boolean;
   offline?: boolean;
   file?: string;
+  /** A PostgreSQL URL: the answer is grounded in the shared index (see `backend.ts`). */
+  backend?: string;
+  backendSchema?: string;
 };
 
 /** Environment variables that configure a provider for the NeuroLink client (any one is enough). */
@@ -57,8 +60,15 @@ function scopeOf(flags: AskFlags): TurnScope {
   };
 }
 
+/** What an offline answer is assembled from: a turn's ranking, its primary entries and the block's citations. */
+export type OfflineAnswerInput = Pick<TurnReport, "confidence" | "primary"> & {
+  expanded: { id: string }[];
+  candidates: { id: string; score: number }[];
+  context: { citations: { id: string }[] };
+};
+
 /** The offline answer: the summaries of the top entries that made it into the context, each with its citation. */
-export function offlineAnswer(report: TurnReport): { text: string; citations: string[] } {
+export function offlineAnswer(report: OfflineAnswerInput): { text: string; citations: string[] } {
   const included = new Set(report.context.citations.map((citation) => citation.id));
   const scores = new Map(report.candidates.map((candidate) => [candidate.id, candidate.score]));
   const best = report.candidates[0]?.score ?? 0;
@@ -109,16 +119,12 @@ export type AnswerSources = {
 export function answerSources(
   answer: string,
   metadata: KnowledgeGroundingMetadata | undefined,
-  prepared: PreparedKnowledgeBase,
+  entryOf: EntryDescriber,
 ): AnswerSources {
   const inContext = metadata ? [...metadata.selectedIds, ...metadata.expandedIds] : [];
   const describe = (id: string) => {
-    const entry = prepared.snapshot.entriesById.get(id);
-    return {
-      id,
-      citation: citationMarker(id, entry?.version ?? prepared.knowledgeBase.manifest.contentVersion),
-      title: entry?.title ?? "",
-    };
+    const entry = entryOf(id);
+    return { id, citation: citationMarker(id, entry.version), title: entry.title };
   };
   const contextIds = new Set(inContext);
   const citedIds: string[] = [];
@@ -136,6 +142,20 @@ export function answerSources(
     cited: citedIds.map(describe),
     alsoInContext: inContext.filter((id) => !citedIds.includes(id)).map(describe),
     unknown,
+  };
+}
+
+/** The version and title of an entry of the context, by id (for the sources listed under an answer). */
+export type EntryDescriber = (id: string) => { version: string; title: string };
+
+/** Entries described from a knowledge base opened here (an unknown id gets the manifest's content version). */
+export function describeFromKnowledgeBase(prepared: PreparedKnowledgeBase): EntryDescriber {
+  return (id) => {
+    const entry = prepared.snapshot.entriesById.get(id);
+    return {
+      version: entry?.version ?? prepared.knowledgeBase.manifest.contentVersion,
+      title: entry?.title ?? "",
+    };
   };
 }
 
@@ -198,18 +218,73 @@ export function providerErrorForCli(error: unknown): CliUsageError | CliFailure 
   );
 }
 
+/**
+ * Where an answer's knowledge comes from: a knowledge base opened here (`--kb`), or the shared PostgreSQL index
+ * (`--backend`, in `backend.ts`).
+ */
+export type AskGrounding = {
+  /** One turn for the offline answer. */
+  offlineTurn(question: string): Promise<OfflineAnswerInput>;
+  /** The client's `knowledgeGrounding` option, `enabled` aside. */
+  knowledgeGrounding: Record<string, unknown>;
+  enabledIntegrations: string[];
+  /** Describes the entries of the question's context, for the sources listed under a model's answer. */
+  describer(question: string): Promise<EntryDescriber>;
+  close(): Promise<void>;
+};
+
+/** An answer grounded in a knowledge base opened here. */
+async function localGrounding(context: CommandContext, flags: AskFlags): Promise<AskGrounding> {
+  const prepared = await prepareFromFlags(context, flags);
+  const scope = scopeOf(flags);
+  const { enabledIntegrations, blockedDomains } = resolveScope(prepared, scope);
+  const { config } = prepared;
+  return {
+    offlineTurn: async (question) => runTurn(prepared, question, scope),
+    knowledgeGrounding: {
+      // A self-contained artifact (--kb kb.lxg) is the knowledge base on its own.
+      ...(prepared.artifactPath !== undefined
+        ? { indexArtifact: prepared.artifactPath }
+        : { sources: prepared.knowledgeBase.sources }),
+      blockedDomains,
+      ...(config.preset !== undefined ? { preset: config.preset } : {}),
+      ...(config.retrieval ? { retrieval: config.retrieval } : {}),
+      ...(config.context ? { context: config.context } : {}),
+      ...(config.timeoutMs !== undefined ? { timeoutMs: config.timeoutMs } : {}),
+    },
+    enabledIntegrations,
+    describer: async () => describeFromKnowledgeBase(prepared),
+    close: async () => {},
+  };
+}
+
 export async function runAsk(
   context: CommandContext,
   argument: string | undefined,
   flags: AskFlags,
 ): Promise<number> {
   const question = await readQuestion(context, argument, flags.file);
-  const prepared = await prepareFromFlags(context, flags);
-  const scope = scopeOf(flags);
-  const { out } = context;
+  const grounding =
+    flags.backend !== undefined
+      ? await (await import("./backend.js")).backendGrounding(context, { ...flags, backend: flags.backend })
+      : await localGrounding(context, flags);
+  try {
+    return await respond(context, question, flags, grounding);
+  } finally {
+    await grounding.close();
+  }
+}
 
+/** The answer: offline, or the model's through the client, with its sources. */
+async function respond(
+  context: CommandContext,
+  question: string,
+  flags: AskFlags,
+  grounding: AskGrounding,
+): Promise<number> {
+  const { out } = context;
   if (!hasProvider(flags, context.io.env)) {
-    const report = runTurn(prepared, question, scope);
+    const report = await grounding.offlineTurn(question);
     const answer = offlineAnswer(report);
     if (flags.json) {
       println(
@@ -242,21 +317,8 @@ export async function runAsk(
   // Only now: the client, which loads the AI SDK and the provider's package at its first call (a missing one is
   // a ProviderNotConfiguredError naming it, translated by providerErrorForCli).
   const { NeuroLink } = await import("../../neurolink/index.js");
-  const { enabledIntegrations, blockedDomains } = resolveScope(prepared, scope);
-  const { config } = prepared;
   const neurolink = new NeuroLink({
-    knowledgeGrounding: {
-      enabled: true,
-      // A self-contained artifact (--kb kb.lxg) is the knowledge base on its own.
-      ...(prepared.artifactPath !== undefined
-        ? { indexArtifact: prepared.artifactPath }
-        : { sources: prepared.knowledgeBase.sources }),
-      blockedDomains,
-      ...(config.preset !== undefined ? { preset: config.preset } : {}),
-      ...(config.retrieval ? { retrieval: config.retrieval } : {}),
-      ...(config.context ? { context: config.context } : {}),
-      ...(config.timeoutMs !== undefined ? { timeoutMs: config.timeoutMs } : {}),
-    },
+    knowledgeGrounding: { enabled: true, ...grounding.knowledgeGrounding },
     conversationMemory: { enabled: false },
     env: context.io.env,
     logger: {
@@ -274,7 +336,7 @@ export async function runAsk(
     ...(flags.model ? { model: flags.model } : {}),
     systemPrompt: flags.system ?? DEFAULT_ASK_SYSTEM_PROMPT,
     useKnowledgeGrounding: true,
-    knowledgeContext: { enabledIntegrations },
+    knowledgeContext: { enabledIntegrations: grounding.enabledIntegrations },
     conversationMessages: [],
   };
 
@@ -314,7 +376,7 @@ export async function runAsk(
       { cause: error },
     );
   }
-  const sources = answerSources(answer, metadata, prepared);
+  const sources = answerSources(answer, metadata, await grounding.describer(question));
   if (flags.json) {
     println(
       context,

@@ -1,7 +1,8 @@
 /**
  * `--backend postgres://…` for `build` (publish the knowledge base as a new generation, or reuse the serving one
- * when it holds the same content) and `query` (one turn through an engine over the shared index: with `--kb` it
- * publishes that knowledge base first, without it serves what is published). `lexground/postgres` (and so `pg`)
+ * when it holds the same content), `query` (one turn through an engine over the shared index: with `--kb` it
+ * publishes that knowledge base first, without it serves what is published) and `ask` (an answer grounded in the
+ * shared index, the same way). `lexground/postgres` (and so `pg`)
  * is imported only here, only when the flag is given.
  */
 import { KnowledgeGroundingEngine, type KnowledgeSource } from "../../index.js";
@@ -11,6 +12,7 @@ import { CliFailure, CliUsageError } from "../errors.js";
 import { type CommandContext, parseList, println } from "../io.js";
 import type { RetrievalFlags } from "../main.js";
 import { knowledgeBasePath, openKnowledgeBase, parsePreset } from "../session.js";
+import type { AskFlags, AskGrounding } from "./ask.js";
 
 /** Opens the backend named by `--backend` (a `postgres://` or `postgresql://` URL). */
 async function openBackend(url: string, schema: string | undefined) {
@@ -152,4 +154,83 @@ export async function runBackendQuery(
   } finally {
     await backend.close();
   }
+}
+
+/**
+ * `ask … --backend <url>`: the answer's knowledge from the shared index. With `--kb` the knowledge base is
+ * published first (or its publication reused); the offline answer is one engine turn, and the model's answer goes
+ * through a client over the same backend with no sources (a fleet replica's configuration).
+ */
+export async function backendGrounding(
+  context: CommandContext,
+  flags: AskFlags & { backend: string },
+): Promise<AskGrounding> {
+  if (flags.allIntegrations) {
+    throw new CliUsageError(
+      "--all-integrations needs the knowledge base's entries, which --backend does not read",
+      "name the integrations with --integrations a,b",
+    );
+  }
+  const fileConfig = flags.config ? await readConfigFile(context, flags.config) : {};
+  const preset = parsePreset(flags.preset);
+  const blockedDomains = parseList(flags.blockedDomains) ?? fileConfig.blockedDomains;
+  const config = {
+    ...fileConfig,
+    ...(preset !== undefined ? { preset } : {}),
+    ...(blockedDomains !== undefined ? { blockedDomains } : {}),
+  } as Record<string, unknown>;
+  let sources: KnowledgeSource[] = [];
+  if (flags.kb !== undefined || context.io.env.LEXGROUND_KB) {
+    const path = knowledgeBasePath(context, flags.kb);
+    sources = (await openKnowledgeBase(context, path, { requireManifestJson: true })).sources;
+  }
+  const { backend, engine } = await publish(flags.backend, flags.backendSchema, sources, config);
+  if (!engine.getStatus().ready) {
+    await backend.close();
+    throw new CliFailure(
+      "nothing is published to PostgreSQL in this schema",
+      "publish a knowledge base first: lexground build <kb> --backend <url>, or pass --kb",
+    );
+  }
+  const enabledIntegrations = parseList(flags.integrations) ?? [];
+  const turn = async (question: string) => {
+    const outcome = await engine.ground({ query: question, scope: { enabledIntegrations } });
+    if (outcome.metadata.failureReason && outcome.metadata.failureReason !== "index-not-ready") {
+      throw new CliFailure(`grounding in PostgreSQL failed: ${outcome.metadata.failureReason}`);
+    }
+    return outcome;
+  };
+  return {
+    async offlineTurn(question) {
+      const outcome = await turn(question);
+      const entries = new Map((outcome.retrieval?.entries ?? []).map((entry) => [entry.id, entry]));
+      const describe = (id: string) => {
+        const entry = entries.get(id);
+        return {
+          id,
+          title: entry?.title ?? "",
+          summary: entry?.summary ?? "",
+          version: entry?.version ?? "",
+        };
+      };
+      return {
+        confidence: outcome.metadata.confidence ?? "none",
+        primary: outcome.metadata.selectedIds.map(describe),
+        expanded: outcome.metadata.expandedIds.map((id) => ({ id })),
+        candidates: (outcome.retrieval?.candidates ?? []).map(({ id, score }) => ({ id, score })),
+        context: { citations: outcome.retrieval?.citations ?? [] },
+      };
+    },
+    knowledgeGrounding: { timeoutMs: 60_000, ...config, sources: [], backend },
+    enabledIntegrations,
+    // The client's turn names only ids: the same turn on this engine (the same generation, its lists cached by
+    // the shared backend) tells their versions and titles.
+    async describer(question) {
+      const entries = new Map(
+        ((await turn(question)).retrieval?.entries ?? []).map((entry) => [entry.id, entry]),
+      );
+      return (id) => ({ version: entries.get(id)?.version ?? "", title: entries.get(id)?.title ?? "" });
+    },
+    close: () => backend.close(),
+  };
 }
