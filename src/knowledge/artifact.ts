@@ -54,6 +54,7 @@ import {
 } from "./artifactHeader.js";
 import { readLexicalSections, type SectionReader } from "./artifactLexical.js";
 import { readPhrases } from "./artifactPhrases.js";
+import { allBelow } from "./artifactPostings.js";
 import { sectionReader } from "./artifactSections.js";
 import { RelationMap } from "./derivedMaps.js";
 import { type CompiledSnapshot, createEligibilityCache, registerCompiledSnapshot } from "./knowledgeIndex.js";
@@ -97,8 +98,7 @@ function readLists(
     if (start > end || end > docs.length) throw corrupt(`the ${prefix} lists are out of order`);
     map.set(name, docs.subarray(start, end));
   });
-  for (let position = 0; position < docs.length; position++)
-    if (docs[position]! >>> 0 >= count) throw corrupt(`a ${prefix} list names a missing entry`);
+  if (!allBelow(docs, 0, docs.length, count)) throw corrupt(`a ${prefix} list names a missing entry`);
   return map;
 }
 

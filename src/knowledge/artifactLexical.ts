@@ -52,6 +52,11 @@ export type SectionReader = {
   float64(name: string): Float64Array;
   /** A lazy section (see the module comment); its reads are checked by the caller, per block. */
   lazy(name: string): LazySection;
+  /**
+   * Zeroed bytes of lazy section `name`'s length (8-byte aligned), for its blocks to be read into: the same bytes
+   * at every call. Untouched pages cost no memory (see `artifactSections.ts`).
+   */
+  zeroed(name: string): Uint8Array;
   /** A blocked table (`artifactBlocks.ts`): lazy, read per checked block, in format 5; eager in format 4. */
   blockedInt32(name: string): BlockedArray<Int32Array>;
   /** {@link SectionReader.blockedInt32} of a `Float64Array` table. */
@@ -291,14 +296,19 @@ export function readLexicalSections(
     ];
     if (bm25f && index === 0)
       arrays.push(lazyArray("lexical.bm25fShares", 8 * FIELD_COUNT, new Uint8Array(0)));
-    // Allocated zeroed (the pages are committed only when a block is filled), filled block by block.
-    const docs = new Int32Array(postingCount);
-    const contributions = new Float64Array(postingCount);
-    arrays[0]!.bytes = bytesOf(docs);
-    arrays[1]!.bytes = bytesOf(contributions);
+    // Zeroed (the pages are committed only when a block is filled), filled block by block.
+    for (const array of arrays) array.bytes = read.zeroed(array.name);
+    const docsBytes = arrays[0]!.bytes;
+    const contributionBytes = arrays[1]!.bytes;
+    const docs = new Int32Array(docsBytes.buffer, docsBytes.byteOffset, postingCount);
+    const contributions = new Float64Array(
+      contributionBytes.buffer,
+      contributionBytes.byteOffset,
+      postingCount,
+    );
     if (arrays[2]) {
-      bm25fShares = new Float64Array(postingCount * FIELD_COUNT);
-      arrays[2].bytes = bytesOf(bm25fShares);
+      const shareBytes = arrays[2].bytes;
+      bm25fShares = new Float64Array(shareBytes.buffer, shareBytes.byteOffset, postingCount * FIELD_COUNT);
     }
     lists.push({ offsets, offsetBlocks, bounds, filled: new Uint8Array(blockCount), docs, arrays });
     return { active: true, offsets, docs, contributions };

@@ -11,6 +11,7 @@ import {
   strictDecoder,
 } from "./artifactHeader.js";
 import type { SectionReader } from "./artifactLexical.js";
+import { allBelow, ascending } from "./artifactPostings.js";
 import { checksum32 } from "./checksum.js";
 import { PhraseListMap } from "./derivedMaps.js";
 import { PhraseTrie } from "./phraseTrie.js";
@@ -35,10 +36,8 @@ class CheckedPhraseListMap extends PhraseListMap {
       const end = this.offsets[index + 1]!;
       if (!(start >= 0 && end >= start && end <= this.docs.length))
         throw corrupt(`the ${this.name} phrase lists are out of order`);
-      const count = this.ids.length;
-      for (let position = start; position < end; position++)
-        if (this.docs[position]! >>> 0 >= count)
-          throw corrupt(`an ${this.name} phrase names a missing entry`);
+      if (!allBelow(this.docs, start, end, this.ids.length))
+        throw corrupt(`an ${this.name} phrase names a missing entry`);
     }
     return super.idsAt(index);
   }
@@ -67,7 +66,7 @@ export function readPhrases(
     throw corrupt("the phrase key table does not match its keys");
   // Filled a block of keys at a time, each checked against its checksum (and its part of the key table checked to
   // rise within the section) before any key of it is decoded.
-  const keyBytes = new Uint8Array(keySection.byteLength);
+  const keyBytes = read.zeroed("phrases.keys");
   const keyBlockFilled = new Uint8Array(keyChecksums.length);
   const decodeKey = (index: number): string => {
     const block = Math.floor(index / KEYS_PER_BLOCK);
@@ -78,9 +77,7 @@ export function readPhrases(
       const start = keyOffsets[firstKey]!;
       const end = keyOffsets[endKey]!;
       if (!(start >= 0 && end <= keyBytes.length)) throw corrupt("the phrase key table is out of order");
-      for (let key = firstKey; key < endKey; key++)
-        if (!(keyOffsets[key + 1]! >= keyOffsets[key]!))
-          throw corrupt("the phrase key table is out of order");
+      if (!ascending(keyOffsets, firstKey, endKey + 1)) throw corrupt("the phrase key table is out of order");
       const target = keyBytes.subarray(start, end);
       keySection.readInto(start, target);
       if (checksum32(target) !== keyChecksums[block])
