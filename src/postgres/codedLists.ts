@@ -44,16 +44,16 @@ function nextStamp(): void {
 }
 
 /**
- * `list` coded: its documents and bound, its distinct contributions (first-seen order) and a code per posting,
- * one byte when at most 256 values are distinct; the list itself when coding would not make it smaller (more than
- * 65,536 distinct values, or too few postings per value).
+ * Codes `contributions` into `codes` (at least as long): returns the distinct values in first-seen order (a view of
+ * scratch space, valid until the next call), or null when coding would not make the list smaller (fewer than two
+ * postings, more than 65,536 distinct values, or too few postings per value). Codes are below 256 when at most
+ * 256 values are distinct (then one byte each). The publication writes lists coded this way (`wireLists.ts`) and
+ * the reader caches lists it fetched otherwise coded this way, so a list has one coded form.
  */
-export function codedList(list: FetchedList): FetchedList {
-  const contributions = list.contributions;
+export function contributionCodes(contributions: Float64Array, codes: Uint16Array): Float64Array | null {
   const count = contributions.length;
-  if (list.codes !== undefined || count < 2) return list;
+  if (count < 2) return null;
   const words = new Uint32Array(contributions.buffer, contributions.byteOffset, count * 2);
-  const codes = new Uint16Array(count);
   let bits = FIRST_SLOT_BITS;
   let mask = (1 << bits) - 1;
   nextStamp();
@@ -75,7 +75,7 @@ export function codedList(list: FetchedList): FetchedList {
       const held = slots[slot]!;
       if (held < stamp) {
         // Empty: a new value.
-        if (values === MAX_CODES) return list;
+        if (values === MAX_CODES) return null;
         code = values++;
         slots[slot] = stamp + code + 1;
         distinctWords[code * 2] = low;
@@ -102,12 +102,28 @@ export function codedList(list: FetchedList): FetchedList {
     previousHigh = high;
     previousCode = code;
   }
-  const codeBytes = values <= 256 ? 1 : 2;
-  if (values * 8 + count * codeBytes >= count * 8) return list;
+  if (values * 8 + count * codeWidth(values) >= count * 8) return null;
+  return distinct.subarray(0, values);
+}
+
+/** Bytes per code for a list of `values` distinct contributions. */
+export function codeWidth(values: number): 1 | 2 {
+  return values <= 256 ? 1 : 2;
+}
+
+/**
+ * `list` coded: its documents and bound, its distinct contributions (first-seen order) and a code per posting
+ * (see {@link contributionCodes}); the list itself when coding would not make it smaller.
+ */
+export function codedList(list: FetchedList): FetchedList {
+  if (list.codes !== undefined || list.contributions.length < 2) return list;
+  const codes = new Uint16Array(list.contributions.length);
+  const values = contributionCodes(list.contributions, codes);
+  if (values === null) return list;
   return {
     docs: list.docs,
-    contributions: distinct.slice(0, values),
-    codes: codeBytes === 1 ? narrowed(codes) : codes,
+    contributions: values.slice(),
+    codes: codeWidth(values.length) === 1 ? narrowed(codes) : codes,
     upper: list.upper,
   };
 }

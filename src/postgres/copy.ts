@@ -221,6 +221,14 @@ export class CopyEncoder {
     this.offset = offset;
   }
 
+  /** A `bytea` of these bytes. */
+  bytes(value: Uint8Array): void {
+    this.reserve(4 + value.byteLength);
+    this.buffer.writeInt32BE(value.byteLength, this.offset);
+    this.buffer.set(value, this.offset + 4);
+    this.offset += 4 + value.byteLength;
+  }
+
   /** A `bytea` of little-endian int32 values (see `packedInt32s`). */
   int4Bytes(values: ArrayLike<number>): void {
     const count = values.length;

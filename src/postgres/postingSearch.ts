@@ -11,28 +11,23 @@ import { contributionAt, type ScoringList, scoreLists, sumBreakdown } from "../k
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
-import { BinaryArrayError, decodeBinaryArray, int4Of, packedFloat64s, packedInt32s } from "./binaryArrays.js";
-import { codedList } from "./codedLists.js";
+import { BinaryArrayError, int4Of } from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import type { FetchTicket } from "./fetchBudget.js";
 import { COMBINED_FIELD } from "./fieldPairs.js";
 import { KEPT_IDS } from "./generationCache.js";
+import { listBytes, listOfRow } from "./listRows.js";
 import { type PhraseHitDoc, PhraseKeys, phraseGrams } from "./phraseKeys.js";
-import {
-  type FetchedList,
-  listUpperBound,
-  PostingCache,
-  type TermPostings,
-  termPostings,
-} from "./postingCache.js";
+import { type FetchedList, PostingCache, type TermPostings, termPostings } from "./postingCache.js";
 import type { GenerationRow } from "./serving.js";
 import {
   encodeKey,
   entryIdsStatement,
   type GenerationTables,
   int4Array,
+  type ListForm,
   type PhraseKeySource,
   phraseHitsStatement,
   termPostingsQuery,
@@ -50,8 +45,11 @@ export class PostingSearch {
   private readonly idsText: string;
   private readonly phrasesText: string;
   private readonly phraseGramsText: string;
-  /** Whether the postings table has packed lists (false once a turn found the columns missing). */
-  private packed = true;
+  /**
+   * How the postings table holds its lists: coded until a turn finds the column missing (a generation published
+   * by an older lexground), then packed, then arrays.
+   */
+  private form: ListForm = "coded";
   /** Entry ids by dense id, kept for the next turns. */
   private readonly ids = new LruCache<number, string>(KEPT_IDS);
   /** Tie-break ranks by dense id: dense ids are already in code-unit order of entry ids (identity, made once). */
@@ -147,12 +145,10 @@ export class PostingSearch {
     }
     const eligibleHits = hits.filter((hit) => mask[hit.doc] === 1);
     missing.forEach((position, index) => {
-      // Cached lists are coded (a third of the bytes on the benchmark's workload; the scorer reads them as they are).
-      const caching = this.cache.limitBytes > 0;
-      const lists = fetched[index]!;
-      const postings = termPostings(caching ? lists.map((list) => list && codedList(list)) : lists);
+      // Fetched lists arrive coded, or are coded when cached (the scorer reads them as they are).
+      const postings = termPostings(fetched[index]!);
       byTerm[position] = postings;
-      if (caching) this.cache.set(this.cacheKey(terms[position]!), postings);
+      if (this.cache.limitBytes > 0) this.cache.set(this.cacheKey(terms[position]!), postings);
     });
     const termLists = byTerm as TermPostings[];
     const rankStarted = performance.now();
@@ -244,70 +240,54 @@ export class PostingSearch {
             maxWords: String(phrases.maxWords),
           };
     const profile = this.backend.turnProfile;
+    const coding = this.cache.limitBytes > 0;
     const onTuple = (fields: (Uint8Array | null)[]) => {
       const started = profile ? performance.now() : 0;
-      this.decodeTuple(fields, fetched, hits);
-      if (profile || ticket) {
+      const held = this.decodeTuple(fields, fetched, hits, coding);
+      ticket?.add(held);
+      if (profile) {
         let bytes = 0;
         for (const field of fields) bytes += field?.byteLength ?? 0;
-        profile?.add("decode", performance.now() - started, bytes);
-        ticket?.add(bytes);
+        profile.add("decode", performance.now() - started, bytes);
       }
     };
-    if (this.packed) {
+    for (;;) {
       try {
-        await this.backend.readCopy(termPostingsQuery(this.tables, values, true), onTuple);
+        await this.backend.readCopy(termPostingsQuery(this.tables, values, this.form), onTuple);
         return;
       } catch (error) {
-        if ((error as { code?: unknown })?.code !== UNDEFINED_COLUMN) throw error;
-        this.packed = false;
+        if ((error as { code?: unknown })?.code !== UNDEFINED_COLUMN || this.form === "arrays") throw error;
+        // A generation published by an older lexground: the next older form, from the start.
+        this.form = this.form === "coded" ? "packed" : "arrays";
         hits.length = 0;
         for (const slot of fetched) slot.fill(null);
       }
     }
-    await this.backend.readCopy(termPostingsQuery(this.tables, values, false), onTuple);
   }
 
-  /** One row of round one: a phrase hit (into `hits`), or a term's list in one field (into `fetched`). */
+  /**
+   * One row of round one: a phrase hit (into `hits`), or a term's list in one field (into `fetched`, coded when
+   * `coding`); returns the bytes the list holds (0 for a hit).
+   */
   private decodeTuple(
     fields: (Uint8Array | null)[],
     fetched: (FetchedList | null)[][],
     hits: PhraseHitDoc[],
-  ): void {
+    coding: boolean,
+  ): number {
     const kind = int4Of(fields[0]!);
     const ord = int4Of(fields[3]!);
     if (kind !== 3) {
       hits.push({ kind, ord, doc: int4Of(fields[1]!) });
-      return;
+      return 0;
     }
     const slot = fetched[ord - 1];
     const field = int4Of(fields[4]!);
     if (!slot || !(field >= 0 && field < LIST_SLOTS))
       throw new BinaryArrayError("postings: a row names no term or field of the query");
-    slot[field] =
-      fields[5] && fields[6]
-        ? this.checkedList(packedInt32s(fields[5]), packedFloat64s(fields[6]))
-        : this.checkedList(decodeBinaryArray(fields[7]!), decodeBinaryArray(fields[8]!));
-  }
-
-  /** A fetched list, checked: documents ascending within the generation, one contribution each. */
-  private checkedList(
-    docs: Int32Array | Float64Array,
-    contributions: Int32Array | Float64Array,
-  ): FetchedList {
-    if (!(docs instanceof Int32Array) || !(contributions instanceof Float64Array))
-      throw new BinaryArrayError("postings: docs or contributions are not int4[] and float8[]");
-    if (docs.length !== contributions.length || docs.length === 0)
-      throw new BinaryArrayError("postings: docs and contributions differ in length");
-    let previous = -1;
-    for (let position = 0; position < docs.length; position++) {
-      const doc = docs[position]!;
-      if (doc <= previous) throw new BinaryArrayError("postings: documents are not ascending");
-      previous = doc;
-    }
-    if (previous >= this.generation.entryCount)
-      throw new BinaryArrayError("postings: a posting names a missing entry");
-    return { docs, contributions, upper: listUpperBound(contributions) };
+    const list = listOfRow(fields.slice(5), this.generation.entryCount, coding);
+    slot[field] = list;
+    return listBytes(list);
   }
 
   /**

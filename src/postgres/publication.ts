@@ -19,6 +19,7 @@ import {
   SCOPE_INTEGRATION,
   SCOPE_RESTRICTED,
 } from "./sql.js";
+import { encodeWireList } from "./wireLists.js";
 
 export async function writeGeneration(
   schema: string,
@@ -177,19 +178,18 @@ async function loadGeneration(
   });
   await copy(
     tables.postings,
-    ["term", "field", "document_frequency", "docs", "frequencies", "docs_bytes", "contribution_bytes"],
+    ["term", "field", "document_frequency", "docs", "frequencies", "coded_list"],
     async (encoder) => {
       for (const posting of data.postings()) {
-        await encoder.row(7);
+        await encoder.row(6);
         encoder.text(encodeKey(posting.term));
         encoder.int2(posting.field);
         encoder.int4(posting.documentFrequency);
         // The arrays an incremental update reads in SQL (it recomputes every contribution, so the contributions
-        // array stays null: turns read the packed lists, see `GenerationTables.postings`).
+        // array stays null: turns read the coded lists, see `GenerationTables.postings`).
         encoder.int4Array(posting.docs);
         encoder.int4Array(posting.frequencies);
-        encoder.int4Bytes(posting.docs);
-        encoder.float8Bytes(posting.contributions);
+        encoder.bytes(encodeWireList(posting.docs, posting.contributions));
       }
     },
   );

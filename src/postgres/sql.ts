@@ -105,10 +105,11 @@ export type GenerationTables = {
   /**
    * Per term and field: its documents and term frequencies as arrays (what incremental updates read and rewrite in
    * SQL), its contributions as an array (written by incremental updates, which compute them in SQL, and by
-   * older publications; null in publications now) and, packed for turns, `docs_bytes` and
-   * `contribution_bytes` (little-endian int32 and float64 values, read whole by the app): written by publications;
-   * null in generations written by an incremental update, absent from those published before they existed (turns
-   * then read the arrays). A row has its contributions in one of the two forms at least.
+   * older publications; null in publications now) and, for turns, `coded_list` (the list in the wire form of
+   * `wireLists.ts`: documents as gaps, contributions coded; read whole by the app): written by publications,
+   * null in generations written by an incremental update. Generations published before it existed (session 10)
+   * have `docs_bytes` and `contribution_bytes` instead (little-endian int32 and float64 values), and older ones
+   * neither: turns then read those columns, or the arrays. A row has its contributions in one form at least.
    */
   postings: string;
   phrases: string;
@@ -171,12 +172,11 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       docs integer[] not null,
       frequencies integer[] not null,
       contributions double precision[],
-      docs_bytes bytea,
-      contribution_bytes bytea
+      coded_list bytea
     )`,
     `alter table ${tables.postings} alter column docs set storage external,
       alter column frequencies set storage external, alter column contributions set storage external,
-      alter column docs_bytes set storage external, alter column contribution_bytes set storage external`,
+      alter column coded_list set storage external`,
     `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
     `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
     `alter table ${tables.scopes} alter column docs set storage external`,
@@ -270,29 +270,39 @@ export function selectionEntriesStatement(tables: GenerationTables): string {
 }
 
 /**
+ * How a generation's postings table holds the lists turns read: `coded` (`coded_list`, publications since session
+ * 11), `packed` (`docs_bytes` and `contribution_bytes`, publications of session 10), or `arrays` only (older).
+ */
+export type ListForm = "coded" | "packed" | "arrays";
+
+/**
  * A turn's round one, as the query of a binary COPY (see `copyOut.ts`; COPY takes no parameters, so the values
  * come as SQL expressions: `terms`, a `text[]` of the terms whose postings the app does not hold, encoded;
  * and the phrase keys, see {@link PhraseKeySource}). Rows: the phrase hits (kind 1 exact, 2 alias: doc, a null id,
- * ord: see {@link PhraseKeySource}; eligibility left to the caller), then every posting list of those terms (kind 3: ord is the term's position in `terms`, field, and its
- * documents and contributions: `docs_bytes` and `contribution_bytes`, little-endian int32 and float64 values, or,
- * where a generation has no packed lists (`packed` false: published before they existed; or the row is null:
- * written by an incremental update), the `docs` and `contributions` arrays in the binary array format). Each
- * term is looked up alone in the postings' primary key.
+ * ord: see {@link PhraseKeySource}; eligibility left to the caller), then every posting list of those terms (kind
+ * 3: ord is the term's position in `terms`, field, then its list in one of three forms, the others null: the
+ * coded list (`coded_list`), the packed `docs_bytes` and `contribution_bytes` (little-endian int32 and float64
+ * values), or, where a row has neither (written by an incremental update) or the table neither column (`form`,
+ * see {@link ListForm}), the `docs` and `contributions` arrays in the binary array format). Each term is looked
+ * up alone in the postings' primary key.
  */
 export function termPostingsQuery(
   tables: GenerationTables,
   values: { terms: string } & PhraseKeySource,
-  packed: boolean,
+  form: ListForm,
 ): string {
-  const lists = packed
-    ? `p.docs_bytes, p.contribution_bytes,
-      case when p.docs_bytes is null then array_send(p.docs) end,
-      case when p.docs_bytes is null then array_send(p.contributions) end`
-    : "null::bytea, null::bytea, array_send(p.docs), array_send(p.contributions)";
+  const arrays = (absent: string) =>
+    `case when ${absent} then array_send(p.docs) end, case when ${absent} then array_send(p.contributions) end`;
+  const lists =
+    form === "coded"
+      ? `p.coded_list, null::bytea, null::bytea, ${arrays("p.coded_list is null")}`
+      : form === "packed"
+        ? `null::bytea, p.docs_bytes, p.contribution_bytes, ${arrays("p.docs_bytes is null")}`
+        : "null::bytea, null::bytea, null::bytea, array_send(p.docs), array_send(p.contributions)";
   return `with
   ${phraseHitsCte(tables, values)}
   select h.kind::int4, h.doc::int4, null::text, h.ord::int4, null::int4,
-    null::bytea, null::bytea, null::bytea, null::bytea
+    null::bytea, null::bytea, null::bytea, null::bytea, null::bytea
   from hit_docs h
   union all
   select 3, null::int4, null::text, q.ord::int4, p.field::int4, ${lists}

@@ -24,6 +24,7 @@ import {
   retrieveFrom,
 } from "../../src/index.js";
 import type { PostgresBackend } from "../../src/postgres/index.js";
+import { decodeWireList } from "../../src/postgres/wireLists.js";
 import { run } from "../cli/helpers.js";
 import { startOpenAICompatibleServer } from "../neurolink/support/openaiCompatibleServer.js";
 import {
@@ -266,15 +267,53 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     await compare(second);
     expect(pg.postingCache.counts.misses).toBeGreaterThan(afterFirst.misses);
     expect(cold.postingCache.size).toBe(0);
-    // A generation published before the packed lists existed (no such columns, the contributions as an array):
-    // turns read the arrays. Publications now leave that array null, so it is filled from the packed values.
+    // Generations published by older lexground: session 10's packed lists (little-endian documents and
+    // contributions, no coded lists), then older ones (the contributions as an array only). Readers fall back
+    // to each form in turn; publications leave that array null, so it is filled from the coded lists.
     const { generation } = pg.status();
     const olderPool = suite.newPool();
     const postings = `parity_scored.g${generation}_postings`;
-    const packed = await olderPool.query({ text: `select term, field, contribution_bytes from ${postings}` });
-    for (const row of packed.rows) {
-      const bytes = row.contribution_bytes as Buffer;
-      const values = Array.from({ length: bytes.length / 8 }, (_, index) => bytes.readDoubleLE(index * 8));
+    const coded = await olderPool.query({ text: `select term, field, coded_list from ${postings}` });
+    await olderPool.query({
+      text: `alter table ${postings} add column docs_bytes bytea, add column contribution_bytes bytea`,
+    });
+    const snapshot = buildIndexSnapshot(second, {});
+    const compareOlder = async () => {
+      const older = suite.backend({ schema: "parity_scored", postingCacheBytes: 0 });
+      for (const request of requests) {
+        const database = await retrieveFrom((await older.current())!.searcher, request, resolved, []);
+        const memory = retrieve(snapshot, request, resolved, []);
+        expect(
+          database.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+        ).toEqual(
+          memory.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
+        );
+      }
+    };
+    for (const row of coded.rows) {
+      const list = decodeWireList(row.coded_list as Buffer, 0x7fff_ffff);
+      const values = Float64Array.from(
+        list.docs,
+        (_, position) => list.contributions[list.codes === undefined ? position : list.codes[position]!]!,
+      );
+      await olderPool.query({
+        text: `update ${postings} set docs_bytes = $3, contribution_bytes = $4 where term = $1 and field = $2`,
+        values: [
+          row.term,
+          row.field,
+          Buffer.from(list.docs.buffer, list.docs.byteOffset, list.docs.byteLength),
+          Buffer.from(values.buffer, values.byteOffset, values.byteLength),
+        ],
+      });
+    }
+    await olderPool.query({ text: `alter table ${postings} drop column coded_list` });
+    await compareOlder();
+    for (const row of coded.rows) {
+      const list = decodeWireList(row.coded_list as Buffer, 0x7fff_ffff);
+      const values = Array.from(
+        list.docs,
+        (_, position) => list.contributions[list.codes === undefined ? position : list.codes[position]!]!,
+      );
       await olderPool.query({
         // Each value as JavaScript's shortest round-trip text: PostgreSQL reads it back to the same double.
         text: `update ${postings} set contributions = $3::float8[] where term = $1 and field = $2`,
@@ -285,17 +324,7 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
       text: `alter table ${postings} drop column docs_bytes, drop column contribution_bytes`,
     });
     await olderPool.end();
-    const older = suite.backend({ schema: "parity_scored", postingCacheBytes: 0 });
-    const snapshot = buildIndexSnapshot(second, {});
-    for (const request of requests) {
-      const database = await retrieveFrom((await older.current())!.searcher, request, resolved, []);
-      const memory = retrieve(snapshot, request, resolved, []);
-      expect(
-        database.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
-      ).toEqual(
-        memory.candidates.map((candidate) => [candidate.id, candidate.lexical, candidate.fieldScores]),
-      );
-    }
+    await compareOlder();
   });
 
   it("with hostile ids, domains and integrations (NUL, unpaired surrogates, astral vs U+E000–U+FFFF)", async () => {

@@ -64,7 +64,7 @@ describePostgres("a turn's statements read phrases and entries by index", () => 
     const scanned = [
       ...(await explain(phraseHitsStatement(tables), [keys])),
       ...(await explain(phraseHitsStatement(tables, true), [tokens, 4])),
-      ...(await explain(termPostingsQuery(tables, { terms: "$1::text[]", keys: "$2::text[]" }, true), [
+      ...(await explain(termPostingsQuery(tables, { terms: "$1::text[]", keys: "$2::text[]" }, "coded"), [
         terms,
         keys,
       ])),
@@ -77,7 +77,7 @@ describePostgres("a turn's statements read phrases and entries by index", () => 
     const copyQuery = termPostingsQuery(
       tables,
       { terms: sqlTextArray(terms), keys: sqlTextArray(keys) },
-      true,
+      "coded",
     );
     const planned = await jitPool.query({ text: `explain (format json) ${copyQuery}` });
     const plan = (planned.rows[0]!["QUERY PLAN"] as { Plan: PlanNode; JIT?: unknown }[])[0]!;

@@ -19,6 +19,7 @@ import {
   type KnowledgeSource,
 } from "../../src/index.js";
 import type { PostgresBackend, PostgresBackendOptions, PostgresPool } from "../../src/postgres/index.js";
+import { decodeWireList } from "../../src/postgres/wireLists.js";
 import { registryArbitrary, requestArbitrary, updateOperationsArbitrary } from "../property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../property/seed.js";
 import { instrumentedPool } from "../support/postgresCluster.js";
@@ -69,22 +70,22 @@ async function generationContent(schema: string) {
         `select term, field, document_frequency, docs::text, frequencies::text,
           (select string_agg(encode(float8send(c), 'hex'), ',' order by o)
             from unnest(contributions) with ordinality as u(c, o)) as array_bits,
-          encode(contribution_bytes, 'hex') as packed_bits
+          coded_list
         from ${table("postings")} order by term collate "C", field`,
       )
-    ).map(({ array_bits, packed_bits, ...row }) => ({
+    ).map(({ array_bits, coded_list, ...row }) => ({
       ...row,
-      bits: contributionBits(array_bits, packed_bits),
+      bits: contributionBits(array_bits, coded_list, String(row.docs)),
     })),
-    /** How the postings hold their contributions: `array` (float8[]), `packed` (little-endian bytes), or both. */
+    /** How the postings hold their contributions: `array` (float8[]), `coded` (`wireLists.ts`), or both. */
     contributionForms: [
       ...new Set(
         (
           await rows(
-            `select distinct (contributions is not null)::int + 2 * (contribution_bytes is not null)::int as form
+            `select distinct (contributions is not null)::int + 2 * (coded_list is not null)::int as form
             from ${table("postings")}`,
           )
-        ).map((row) => ["none", "array", "packed", "both"][Number(row.form)]),
+        ).map((row) => ["none", "array", "coded", "both"][Number(row.form)]),
       ),
     ].sort(),
     phrases: await rows(
@@ -96,16 +97,18 @@ async function generationContent(schema: string) {
 
 /**
  * A posting row's contributions as comparable text (each float64's big-endian bits in hex, comma-separated), from
- * whichever form it holds: the packed little-endian bytes (publications) or the `float8[]` array (updates).
+ * whichever form it holds: the coded list (publications; its documents checked against the row's `docs`, as text)
+ * or the `float8[]` array (updates).
  */
-function contributionBits(arrayBits: unknown, packedBits: unknown): string | null {
-  if (typeof packedBits !== "string") return typeof arrayBits === "string" ? arrayBits : null;
-  const values: string[] = [];
-  for (let offset = 0; offset < packedBits.length; offset += 16) {
-    const littleEndian = packedBits.slice(offset, offset + 16);
-    values.push(littleEndian.match(/../g)!.reverse().join(""));
-  }
-  return values.join(",");
+function contributionBits(arrayBits: unknown, coded: unknown, docs: string): string | null {
+  if (!(coded instanceof Uint8Array)) return typeof arrayBits === "string" ? arrayBits : null;
+  const list = decodeWireList(coded, 0x7fff_ffff);
+  expect(`{${list.docs.join(",")}}`).toBe(docs);
+  const view = new DataView(new ArrayBuffer(8));
+  return Array.from(list.docs, (_, position) => {
+    view.setFloat64(0, list.contributions[list.codes === undefined ? position : list.codes[position]!]!);
+    return view.getBigUint64(0).toString(16).padStart(16, "0");
+  }).join(",");
 }
 
 const operationsArbitrary = updateOperationsArbitrary(6);
@@ -185,9 +188,9 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
           // Field-by-field scoring: the last update wrote its generation from the previous one.
           if (changed && config.preset !== "recommended") expect(updated.derived).toBe(true);
           expect(published.derived).toBe(false);
-          // A publication writes each list's contributions once, packed (what turns read); an update computes
+          // A publication writes each list's contributions once, coded (what turns read); an update computes
           // them in SQL as an array. Either holds the same bits (compared below).
-          if (published.postings.length > 0) expect(published.contributionForms).toEqual(["packed"]);
+          if (published.postings.length > 0) expect(published.contributionForms).toEqual(["coded"]);
           if (updated.derived && updated.postings.length > 0)
             expect(updated.contributionForms).toEqual(["array"]);
           expect(updated.summary).toEqual(published.summary);
@@ -356,14 +359,14 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
     expect(updated.derived).toBe(true);
     expect(compacted.derived).toBe(false);
     expect(compacted.generation).toBeGreaterThan(updated.generation);
-    // The same content; only the form of the contributions differs (packed, against the update's array).
+    // The same content; only the form of the contributions differs (coded, against the update's array).
     expect({ ...compacted, generation: 0, derived: false, contributionForms: [] }).toEqual({
       ...updated,
       generation: 0,
       derived: false,
       contributionForms: [],
     });
-    expect(compacted.contributionForms).toEqual(["packed"]);
+    expect(compacted.contributionForms).toEqual(["coded"]);
     expect(comparable(await engine.ground({ query: "refund a payout" }))).toEqual(before);
   }, 60_000);
 
