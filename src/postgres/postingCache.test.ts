@@ -38,11 +38,17 @@ describe("PostingCache", () => {
     expect(disabled.size).toBe(0);
   });
 
-  it("keys a term per generation and content key", () => {
-    expect(PostingCache.key(1, "k", "term")).not.toBe(PostingCache.key(2, "k", "term"));
-    expect(PostingCache.key(1, "k", "term")).not.toBe(PostingCache.key(1, "other", "term"));
-    // No ambiguity between where the content key ends and the term begins, whatever they hold.
-    expect(PostingCache.key(1, "a", "b\u0000c")).not.toBe(PostingCache.key(1, "a\u0000b", "c"));
+  it("keys a term per generation and content key, with a short prefix", () => {
+    const cache = new PostingCache(1_000);
+    const prefix = cache.prefix(1, "k");
+    expect(cache.prefix(1, "k")).toBe(prefix);
+    expect(prefix.length).toBeLessThan(4);
+    expect(cache.prefix(2, "k")).not.toBe(prefix);
+    expect(cache.prefix(1, "other")).not.toBe(prefix);
+    // No ambiguity between where the generation, the content key and the term end, whatever they hold.
+    expect(cache.prefix(1, "a\u0000b")).not.toBe(cache.prefix(1, "a"));
+    expect(cache.prefix(12, "k")).not.toBe(cache.prefix(1, "2:k"));
+    expect(`${cache.prefix(1, "k")}1:x`).not.toBe(`${cache.prefix(11, "k")}x`);
   });
 
   it("bounds a list by its largest contribution, or turns pruning off for negative or NaN ones", () => {

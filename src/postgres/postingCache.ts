@@ -48,6 +48,8 @@ export function termPostings(lists: (FetchedList | null)[]): TermPostings {
 /** The postings cache of one backend (shared by its generations and turns), bounded by bytes (`LruCache`). */
 export class PostingCache {
   private readonly entries: LruCache<string, TermPostings>;
+  /** Key prefix serials by generation and content key (one per generation a reader served). */
+  private readonly serials = new Map<string, number>();
   /** Lookups that found their term, and that did not (for benchmarks and tests). */
   readonly counts = { hits: 0, misses: 0 };
 
@@ -56,9 +58,19 @@ export class PostingCache {
     this.entries = new LruCache(limitBytes, undefined, (postings) => postings.bytes);
   }
 
-  /** The key of `term` in generation `generation` published with `contentKey` (length-prefixed: unambiguous). */
-  static key(generation: number, contentKey: string, term: string): string {
-    return `${generation}:${contentKey.length}:${contentKey}${term}`;
+  /**
+   * The key prefix of generation `generation` published with `contentKey` (a term's key is the prefix then the
+   * term): a short serial per generation and content, so that keys are short to build and to hash.
+   */
+  prefix(generation: number, contentKey: string): string {
+    // Length-prefixed: unambiguous.
+    const name = `${generation}:${contentKey.length}:${contentKey}`;
+    let serial = this.serials.get(name);
+    if (serial === undefined) {
+      serial = this.serials.size;
+      this.serials.set(name, serial);
+    }
+    return `${serial}:`;
   }
 
   /** The postings of `key`, marking them most recently used; undefined when not held. */

@@ -20,7 +20,7 @@ import { COMBINED_FIELD } from "./fieldPairs.js";
 import { KEPT_IDS } from "./generationCache.js";
 import { listBytes, listOfRow } from "./listRows.js";
 import { type PhraseHitDoc, PhraseKeys, phraseGrams } from "./phraseKeys.js";
-import { type FetchedList, PostingCache, type TermPostings, termPostings } from "./postingCache.js";
+import { type FetchedList, type PostingCache, type TermPostings, termPostings } from "./postingCache.js";
 import type { GenerationRow } from "./serving.js";
 import {
   encodeKey,
@@ -71,8 +71,11 @@ export class PostingSearch {
     this.phraseGramsText = phraseHitsStatement(tables, true);
   }
 
-  private cacheKey(term: string): string {
-    return PostingCache.key(this.generation.generation, this.generation.contentKey, term);
+  /** The posting cache's keys of `terms` (null when the cache is off). */
+  private cacheKeys(terms: readonly string[]): string[] | null {
+    if (this.cache.limitBytes === 0) return null;
+    const prefix = this.cache.prefix(this.generation.generation, this.generation.contentKey);
+    return terms.map((term) => prefix + term);
   }
 
   /**
@@ -87,29 +90,29 @@ export class PostingSearch {
   ): Promise<KnowledgeCandidateEvidence> {
     // A turn that fetches lists holds them until it has ranked them: admitted within the reader's fetch budget.
     // (Its lists are looked up in the cache in the same tick as this check when it need not wait.)
-    const held = this.cache.limitBytes > 0;
-    if (terms.every((term) => held && this.cache.has(this.cacheKey(term))))
-      return this.search(query, terms, topK, docs, null);
+    const keys = this.cacheKeys(terms);
+    if (keys?.every((key) => this.cache.has(key))) return this.search(query, terms, keys, topK, docs, null);
     const ticket = await this.backend.fetchBudget.admit();
     try {
-      return await this.search(query, terms, topK, docs, ticket);
+      return await this.search(query, terms, keys, topK, docs, ticket);
     } finally {
       ticket.release();
     }
   }
 
-  /** {@link candidates}, its fetched bytes counted on `ticket`. */
+  /** {@link candidates}, its fetched bytes counted on `ticket` (`keys`: the terms' cache keys, null: no cache). */
   private async search(
     query: KnowledgeCandidateQuery,
     terms: readonly string[],
+    keys: readonly string[] | null,
     topK: number,
     docs: Map<string, number>,
     ticket: FetchTicket | null,
   ): Promise<KnowledgeCandidateEvidence> {
     const tokens = query.phraseTokens;
-    const byTerm: (TermPostings | undefined)[] = terms.map((term) =>
-      this.cache.limitBytes > 0 ? this.cache.get(this.cacheKey(term)) : undefined,
-    );
+    const byTerm: (TermPostings | undefined)[] = keys
+      ? keys.map((key) => this.cache.get(key))
+      : terms.map(() => undefined);
     const missing: number[] = [];
     byTerm.forEach((postings, position) => {
       if (postings === undefined) missing.push(position);
@@ -148,7 +151,7 @@ export class PostingSearch {
       // Fetched lists arrive coded, or are coded when cached (the scorer reads them as they are).
       const postings = termPostings(fetched[index]!);
       byTerm[position] = postings;
-      if (this.cache.limitBytes > 0) this.cache.set(this.cacheKey(terms[position]!), postings);
+      if (keys) this.cache.set(keys[position]!, postings);
     });
     const termLists = byTerm as TermPostings[];
     const rankStarted = performance.now();
