@@ -1,8 +1,8 @@
 /**
  * Cold-start measuring shared by `bench/coldstart.ts` and `bench/million.ts`: writing an artifact's pieces to a
  * file, and spawning a fresh `node` on the built package (`dist/`, imported by package name as an application does,
- * no TypeScript loader) that constructs an engine and grounds one query, timed from the spawn to its exit, with the
- * child's own CPU time; the CLI's `query --kb kb.lxg`, timed the same way; and, for comparison in the same run, a
+ * no TypeScript loader) that constructs an engine and grounds one query, timed from the spawn to its report of that
+ * turn and to its exit, with the child's own CPU time up to the report; the CLI's `query --kb kb.lxg`, timed the same way; and, for comparison in the same run, a
  * bare `node -e ""` (Node's own start, which every figure includes).
  */
 import { spawn } from "node:child_process";
@@ -114,33 +114,50 @@ export function writeArtifactPieces(path: string, pieces: readonly Uint8Array[])
   return bytes;
 }
 
-/** Spawns `node` with `args`; resolves with the wall time from spawn to exit and what it printed. */
-function timedNode(args: string[]): Promise<{ milliseconds: number; output: string }> {
+/**
+ * Spawns `node` with `args`; resolves with the wall time from spawn to exit, what it printed, and the wall time from
+ * spawn to its report: the moment its standard output first held one whole JSON value (a child writes its report
+ * in one synchronous write right after its first turn; `NaN` when it printed none).
+ */
+function timedNode(
+  args: string[],
+): Promise<{ milliseconds: number; reportMilliseconds: number; output: string }> {
   return new Promise((resolvePromise, reject) => {
     const started = performance.now();
     const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
     let output = "";
+    let reportMilliseconds = Number.NaN;
     child.stdout.on("data", (chunk) => {
       output += chunk;
+      if (Number.isNaN(reportMilliseconds) && output.trimEnd().endsWith("}")) {
+        try {
+          JSON.parse(output);
+          reportMilliseconds = performance.now() - started;
+        } catch {
+          // Not whole yet, or not a report.
+        }
+      }
     });
     child.on("error", reject);
     child.on("close", (code) => {
       const milliseconds = performance.now() - started;
       if (code !== 0) reject(new Error(`node ${args.join(" ")} exited with ${code}`));
-      else resolvePromise({ milliseconds, output });
+      else resolvePromise({ milliseconds, reportMilliseconds, output });
     });
   });
 }
 
 /**
- * Times a fresh `node` from spawn to its first grounded turn: from the manifest when `manifestPath` is given,
- * with the artifact when `artifactPath` is given (both: the key-checked mode; the artifact alone: no sources).
+ * Times a fresh `node` from spawn to its first grounded turn (`milliseconds`: until the parent holds the child's
+ * report, written right after the turn) and to its exit (`exitMilliseconds`: Node's teardown included, and V8's
+ * background compilations still running, which the process waits for): from the manifest when `manifestPath` is
+ * given, with the artifact when `artifactPath` is given (both: the key-checked mode; the artifact alone: no sources).
  */
 export async function timeFirstTurn(
   childPath: string,
   turn: { manifestPath?: string; artifactPath?: string; query: string },
-): Promise<{ milliseconds: number; report: FirstTurnReport }> {
-  const { milliseconds, output } = await timedNode([
+): Promise<{ milliseconds: number; exitMilliseconds: number; report: FirstTurnReport }> {
+  const { milliseconds, reportMilliseconds, output } = await timedNode([
     "--max-old-space-size=8192",
     childPath,
     "lexground",
@@ -148,7 +165,12 @@ export async function timeFirstTurn(
     turn.artifactPath ?? "-",
     turn.query,
   ]);
-  return { milliseconds, report: JSON.parse(output) as FirstTurnReport };
+  if (Number.isNaN(reportMilliseconds)) throw new Error(`the child printed no report:\n${output}`);
+  return {
+    milliseconds: reportMilliseconds,
+    exitMilliseconds: milliseconds,
+    report: JSON.parse(output) as FirstTurnReport,
+  };
 }
 
 /**

@@ -399,6 +399,7 @@ async function main(): Promise<void> {
       const query = queries[0]!.query;
       const childPath = writeFirstTurnChild(directory);
       const walls: number[] = [];
+      const exitWalls: number[] = [];
       const cpuTimes: number[] = [];
       const bareTimes: number[] = [];
       let rssMb = 0;
@@ -408,15 +409,16 @@ async function main(): Promise<void> {
         if (result.report.origin !== "artifact" || !result.report.grounded)
           throw new Error(`unexpected: ${JSON.stringify(result.report)}`);
         walls.push(result.milliseconds);
+        exitWalls.push(result.exitMilliseconds);
         cpuTimes.push(result.report.cpuMs);
         rssMb = Math.max(rssMb, result.report.rssMb);
         log(
-          `first turn from the artifact: ${result.milliseconds.toFixed(0)} ms (CPU ${cpuTimes.at(-1)!.toFixed(0)} ms)`,
+          `first turn from the artifact: ${result.milliseconds.toFixed(0)} ms (CPU ${cpuTimes.at(-1)!.toFixed(0)} ms), exit ${result.exitMilliseconds.toFixed(0)} ms`,
         );
       }
       rows.push([
         `first turn from the artifact alone (spawn node → grounded turn), median of ${runs}`,
-        `${median(walls).toFixed(0)} ms (CPU ${median(cpuTimes).toFixed(0)} ms), RSS ${rssMb} MB`,
+        `${median(walls).toFixed(0)} ms (CPU ${median(cpuTimes).toFixed(0)} ms), exit ${median(exitWalls).toFixed(0)} ms, RSS ${rssMb} MB`,
       ]);
       rows.push([
         `bare \`node -e ""\` in the same runs, median of ${runs}`,

@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, writeFirstTurnChild } from "../../bench/firstTurn.js";
+import { REPO_ROOT, timeFirstTurn, writeFirstTurnChild } from "../../bench/firstTurn.js";
 
 const directory = mkdtempSync(join(tmpdir(), "lexground-first-turn-"));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -46,5 +46,17 @@ describe("the first-turn child", () => {
     expect(report.origin).toBe("artifact");
     expect(report.grounded).toBe(true);
     expect(report.cpuMs).toBeGreaterThan(0);
+  });
+
+  it("times the first turn until its report, and the exit apart (a child that lingers after reporting)", async () => {
+    const lingering = join(directory, "lingering.mjs");
+    writeFileSync(
+      lingering,
+      `process.getBuiltinModule("node:fs").writeSync(1, JSON.stringify({ origin: "artifact", grounded: true }));
+setTimeout(() => {}, 1000);`,
+    );
+    const timed = await timeFirstTurn(lingering, { artifactPath: "kb.lxg", query: "a query" });
+    expect(timed.report).toMatchObject({ origin: "artifact", grounded: true });
+    expect(timed.exitMilliseconds - timed.milliseconds).toBeGreaterThanOrEqual(500);
   });
 });
