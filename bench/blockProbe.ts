@@ -9,20 +9,38 @@ import { openSync, readSync } from "node:fs";
 import { Session } from "node:inspector";
 import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 
-/** Longest event-loop blocks over a period, three ways. */
+/** Event-loop blocks over a period, read several ways: the longest of each, and how many went over the target. */
 export type BlockReadings = {
   /** Longest delay seen by `monitorEventLoopDelay` (1 ms resolution; wall clock). */
   histogramMilliseconds: number;
   /** Longest gap between 1 ms interval ticks (wall clock: on a loaded machine it counts waits for a core). */
   timerGapMilliseconds: number;
   /**
+   * Longest gap between two ticks less the time the main thread waited for a core in it (Linux: the run-queue
+   * delay of `/proc/thread-self/schedstat`, exact to the nanosecond since it is added when the thread gets a core
+   * back): what the thread itself ran, collector pauses and waits for its helper threads included. Equal to the
+   * timer gap where that file is missing.
+   */
+  ownMilliseconds: number;
+  /**
    * Most CPU time the main thread itself ran between two ticks (Linux `/proc/thread-self/schedstat`: excludes
-   * waiting for a core and the collector's helper threads; includes collector pauses on the main thread). Where
-   * that file is missing, the process CPU time (all threads), an upper bound.
+   * waiting for a core and the collector's helper threads; includes collector pauses on the main thread). The
+   * kernel updates that figure at its scheduler tick and at context switches, so it moves in steps of the tick
+   * (4 ms here, `CONFIG_HZ=250`): a 6 ms block reads 4 or 8 ms. Where that file is missing, the process CPU time
+   * (all threads), an upper bound.
    */
   mainThreadCpuMilliseconds: number;
   /** Longest garbage-collection pause of the main thread (Node's `gc` performance entries). */
   collectorPauseMilliseconds: number;
+  /**
+   * How many tick gaps were longer than {@link LOGGED_BLOCK_MS} (the target): by wall clock, and by own time (the
+   * gap less the waits for a core).
+   */
+  overTarget: { byTimerGap: number; byOwnTime: number };
+  /** The five longest tick gaps, longest first: wall clock and, after a slash, less the waits for a core. */
+  longestGaps: { gapMs: number; ownMs: number }[];
+  /** Ticks seen (about one per millisecond when nothing blocks). */
+  ticks: number;
 };
 
 /** Node's `gc` entry kinds, named. */
@@ -47,21 +65,37 @@ const schedstat: { descriptor: number; buffer: Buffer } | null = (() => {
   }
 })();
 
-/** CPU nanoseconds the main thread has run (Linux), or null where the kernel does not say. */
-export function threadCpuNanoseconds(): number | null {
+/** The `index`-th number of the schedstat line read into the buffer (0: CPU time, 1: run-queue delay), in ns. */
+function schedstatField(length: number, index: number): number {
+  const bytes = schedstat!.buffer;
+  let at = 0;
+  for (let skipped = 0; skipped < index; skipped++) {
+    while (at < length && bytes[at] !== 32) at++;
+    at++;
+  }
+  let nanoseconds = 0;
+  for (; at < length; at++) {
+    const digit = bytes[at]! - 48;
+    if (digit < 0 || digit > 9) break;
+    nanoseconds = nanoseconds * 10 + digit;
+  }
+  return nanoseconds;
+}
+
+/** The main thread's CPU time and time spent waiting for a core, in ns (Linux), or null where unknown. */
+function readSchedstat(): { cpu: number; waited: number } | null {
   if (!schedstat) return null;
   try {
     const length = readSync(schedstat.descriptor, schedstat.buffer, 0, schedstat.buffer.length, 0);
-    let nanoseconds = 0;
-    for (let at = 0; at < length; at++) {
-      const digit = schedstat.buffer[at]! - 48;
-      if (digit < 0 || digit > 9) break;
-      nanoseconds = nanoseconds * 10 + digit;
-    }
-    return nanoseconds;
+    return { cpu: schedstatField(length, 0), waited: schedstatField(length, 1) };
   } catch {
     return null;
   }
+}
+
+/** CPU nanoseconds the main thread has run (Linux), or null where the kernel does not say. */
+export function threadCpuNanoseconds(): number | null {
+  return readSchedstat()?.cpu ?? null;
 }
 
 /** Microseconds of the monotonic clock the V8 profiler stamps its samples with. */
@@ -79,6 +113,8 @@ export type LongBlock = {
   /** The same instant on the profiler's clock. */
   endedAtMicroseconds: number;
   cpuMs: number;
+  /** The gap less the main thread's waits for a core in it. */
+  ownMs: number;
   gapMs: number;
 };
 
@@ -88,12 +124,19 @@ export class BlockProbe {
   private ticker: ReturnType<typeof setInterval> | null = null;
   private lastTick = 0;
   private lastThreadCpu: number | null = null;
+  private lastWaited: number | null = null;
+  private maxOwn = 0;
+  private gapsOver = 0;
+  private ownOver = 0;
+  private ticks = 0;
+  /** The five longest gaps so far, longest first. */
+  private longest: { gapMs: number; ownMs: number }[] = [];
   private lastProcessCpu = process.cpuUsage();
   private maxGap = 0;
   private maxCpu = 0;
   private phase = "";
   private maxPause = 0;
-  /** Every main-thread CPU block over {@link LOGGED_BLOCK_MS} since the last {@link logLongBlocks}. */
+  /** Every block over the listing threshold since the last {@link logLongBlocks}. */
   readonly longBlocks: LongBlock[] = [];
   /** Collector pauses of the main thread over {@link LOGGED_BLOCK_MS} (Node's `gc` performance entries). */
   readonly longPauses: { phase: string; startedAtMs: number; durationMs: number; kind: string }[] = [];
@@ -112,8 +155,15 @@ export class BlockProbe {
     }
   });
 
-  /** @param markPhases print each phase change on stdout too, to place `--trace-gc` lines (also on stdout). */
-  constructor(private readonly markPhases = false) {}
+  /**
+   * @param markPhases print each phase change on stdout too, to place `--trace-gc` lines (also on stdout).
+   * @param listedOverMs blocks kept for {@link logLongBlocks}: over this many milliseconds of CPU or own time
+   * (`--list-blocks-over`; the counts of {@link BlockReadings.overTarget} stay at the target's 20 ms).
+   */
+  constructor(
+    private readonly markPhases = false,
+    private readonly listedOverMs = LOGGED_BLOCK_MS,
+  ) {}
 
   start(phase = ""): void {
     this.setPhase(phase);
@@ -122,9 +172,16 @@ export class BlockProbe {
     this.maxGap = 0;
     this.maxCpu = 0;
     this.maxPause = 0;
+    this.maxOwn = 0;
+    this.gapsOver = 0;
+    this.ownOver = 0;
+    this.ticks = 0;
+    this.longest = [];
     this.collector.observe({ entryTypes: ["gc"] });
     this.lastTick = performance.now();
-    this.lastThreadCpu = threadCpuNanoseconds();
+    const sched = readSchedstat();
+    this.lastThreadCpu = sched?.cpu ?? null;
+    this.lastWaited = sched?.waited ?? null;
     this.lastProcessCpu = process.cpuUsage();
     this.ticker = setInterval(() => this.tick(), 1);
   }
@@ -134,7 +191,20 @@ export class BlockProbe {
     const gap = now - this.lastTick;
     this.maxGap = Math.max(this.maxGap, gap);
     this.lastTick = now;
-    const thread = threadCpuNanoseconds();
+    const sched = readSchedstat();
+    const thread = sched?.cpu ?? null;
+    let ownMs = gap;
+    if (sched && this.lastWaited !== null) ownMs = Math.max(0, gap - (sched.waited - this.lastWaited) / 1e6);
+    this.lastWaited = sched?.waited ?? null;
+    this.ticks++;
+    this.maxOwn = Math.max(this.maxOwn, ownMs);
+    if (gap > LOGGED_BLOCK_MS) this.gapsOver++;
+    if (ownMs > LOGGED_BLOCK_MS) this.ownOver++;
+    if (this.longest.length < 5 || gap > this.longest[this.longest.length - 1]!.gapMs) {
+      this.longest.push({ gapMs: gap, ownMs });
+      this.longest.sort((left, right) => right.gapMs - left.gapMs);
+      if (this.longest.length > 5) this.longest.pop();
+    }
     let cpuMs: number;
     if (thread !== null && this.lastThreadCpu !== null) {
       cpuMs = (thread - this.lastThreadCpu) / 1e6;
@@ -145,12 +215,13 @@ export class BlockProbe {
       this.lastProcessCpu = process.cpuUsage();
     }
     this.maxCpu = Math.max(this.maxCpu, cpuMs);
-    if (cpuMs > LOGGED_BLOCK_MS)
+    if (cpuMs > this.listedOverMs || ownMs > this.listedOverMs)
       this.longBlocks.push({
         phase: this.phase,
         endedAtMs: now,
         endedAtMicroseconds: monotonicMicroseconds(),
         cpuMs,
+        ownMs,
         gapMs: gap,
       });
   }
@@ -159,7 +230,7 @@ export class BlockProbe {
   logLongBlocks(profile?: SampledProfile): void {
     for (const block of this.longBlocks) {
       console.error(
-        `block ${block.cpuMs.toFixed(1)} ms CPU (${block.gapMs.toFixed(1)} ms wall) ending at ${block.endedAtMs.toFixed(0)} ms: ${block.phase}`,
+        `block ${block.cpuMs.toFixed(1)} ms CPU, ${block.ownMs.toFixed(1)} ms own (${block.gapMs.toFixed(1)} ms wall) ending at ${block.endedAtMs.toFixed(0)} ms: ${block.phase}`,
       );
       if (profile) console.error(describeBlock(profile, block));
     }
@@ -186,7 +257,11 @@ export class BlockProbe {
       collectorPauseMilliseconds: this.maxPause,
       histogramMilliseconds: this.histogram.max / 1e6,
       timerGapMilliseconds: this.maxGap,
+      ownMilliseconds: this.maxOwn,
       mainThreadCpuMilliseconds: this.maxCpu,
+      overTarget: { byTimerGap: this.gapsOver, byOwnTime: this.ownOver },
+      longestGaps: this.longest,
+      ticks: this.ticks,
     };
   }
 }

@@ -110,6 +110,8 @@ export async function measureUpdates(
      * (to place the lines of `--trace-gc`, which go to stdout too).
      */
     logBlocks?: boolean;
+    /** Blocks listed by `logBlocks`: over this many milliseconds of CPU or own time (default 20). */
+    listBlocksOverMs?: number;
     /** Samples the main thread and says, for each listed block, what ran in it (implies `logBlocks`). */
     profileBlocks?: boolean;
     /**
@@ -142,7 +144,7 @@ export async function measureUpdates(
   await turnTimes(engine, workload.warmupQueries.slice(0, 20));
 
   const logBlocks = options.logBlocks === true || options.profileBlocks === true;
-  const probe = new BlockProbe(logBlocks);
+  const probe = new BlockProbe(logBlocks, options.listBlocksOverMs);
   const profiler = options.profileBlocks ? new BlockProfiler() : null;
   await profiler?.start();
   let allocations: AllocationSampler | null = null;
@@ -313,15 +315,19 @@ export async function measureUpdates(
 export function printUpdates(name: string, report: UpdateReport): string {
   const ms = (value: number) => value.toFixed(1);
   const blocks = (readings: BlockReadings) =>
-    `${ms(readings.mainThreadCpuMilliseconds)} / ${ms(readings.histogramMilliseconds)} / ${ms(readings.timerGapMilliseconds)} / ${ms(readings.collectorPauseMilliseconds)} ms`;
+    `${ms(readings.timerGapMilliseconds)} / ${ms(readings.ownMilliseconds)} / ${ms(readings.histogramMilliseconds)} / ${ms(readings.mainThreadCpuMilliseconds)} / ${ms(readings.collectorPauseMilliseconds)} ms`;
+  const distribution = (readings: BlockReadings) =>
+    `${readings.overTarget.byTimerGap} / ${readings.overTarget.byOwnTime} of ${readings.ticks} (longest: ${readings.longestGaps.map((gap) => `${ms(gap.gapMs)}/${ms(gap.ownMs)}`).join(", ")} ms)`;
   return [
     `### ${name}: incremental updates (${report.entryCount} entries at the end)`,
     "",
     "| measure | value |",
     "|---|---|",
     `| replace ${report.batchSize} entries, live after (p50 / p99 / max of ${report.rounds}) | ${ms(report.liveMilliseconds.p50)} / ${ms(report.liveMilliseconds.p99)} / ${ms(report.liveMilliseconds.max)} ms |`,
-    `| longest event-loop block during the update rounds (main-thread CPU between 1 ms ticks / delay histogram / timer gap / longest collector pause) | ${blocks(report.blockedDuringUpdates)} |`,
+    `| longest event-loop block during the update rounds (gap between 1 ms timer ticks / the same less the main thread's waits for a core / delay histogram / main-thread CPU between ticks, in 4 ms steps / longest collector pause) | ${blocks(report.blockedDuringUpdates)} |`,
+    `| gaps over 20 ms during the update rounds (by wall clock / by own time, of all ticks; the five longest, wall/own) | ${distribution(report.blockedDuringUpdates)} |`,
     `| longest event-loop block during the compaction (same readings) | ${blocks(report.blockedDuringCompaction)} |`,
+    `| gaps over 20 ms during the compaction (same) | ${distribution(report.blockedDuringCompaction)} |`,
     `| background compaction after the rounds, from the last update, 200-400 ms of waiting for quiet included (wall / main-thread CPU) | ${ms(report.compactionMilliseconds)} / ${report.compactionCpuMilliseconds === null ? "-" : ms(report.compactionCpuMilliseconds)} ms |`,
     `| turn p50 / p99 while changes are pending (after a second series of rounds; the compaction starts among them) | ${ms(report.turnWhilePendingMilliseconds.p50)} / ${ms(report.turnWhilePendingMilliseconds.p99)} ms |`,
     `| turn p50 / p99 after the compaction | ${ms(report.turnAfterCompactionMilliseconds.p50)} / ${ms(report.turnAfterCompactionMilliseconds.p99)} ms |`,
@@ -332,7 +338,7 @@ export function printUpdates(name: string, report: UpdateReport): string {
 
 /**
  * Run alone: `node --expose-gc --import tsx bench/updates.ts [--size 100000] [--rounds 30] [--random 1000]
- * [--seed 42] [--log-blocks] [--profile-blocks] [--sample-allocations]` measures the scenario on a synthetic registry without the rest of the benchmark (the figures
+ * [--seed 42] [--log-blocks] [--list-blocks-over 20] [--profile-blocks] [--sample-allocations]` measures the scenario on a synthetic registry without the rest of the benchmark (the figures
  * `npm run bench -- --updates` reports after each synthetic workload).
  */
 async function main(): Promise<void> {
@@ -360,6 +366,7 @@ async function main(): Promise<void> {
     rounds: option("--rounds", 30),
     randomUpdates: option("--random", 1000),
     logBlocks: argv.includes("--log-blocks"),
+    listBlocksOverMs: option("--list-blocks-over", 20),
     profileBlocks: argv.includes("--profile-blocks"),
     sampleAllocations: argv.includes("--sample-allocations"),
   });
