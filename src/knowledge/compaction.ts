@@ -22,6 +22,7 @@ import {
   compactedLengths,
   renumbering,
 } from "./compactionInputs.js";
+import { compactionStep } from "./compactionStep.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import type { IndexBase, IndexChanges } from "./indexChanges.js";
 import {
@@ -33,9 +34,6 @@ import {
   LARGE_FREQUENCY,
   termFrequencies,
 } from "./postings.js";
-
-/** Postings (or documents) handled between two yields. */
-const WORK_PER_STEP = 1 << 14;
 
 /** The finished state of a compacted index (see {@link compactedPostings}). */
 export type CompactedIndex = {
@@ -158,30 +156,39 @@ export const ORDINARY_ARRAYS: FieldArrayAllocator = {
   float64: (length) => new Float64Array(length),
 };
 
-/** One field of {@link compactedPostings}; `allocate`: where the kept arrays go. */
-export function* compactedField(
-  input: FieldCompactionInput,
-  allocate: FieldArrayAllocator = ORDINARY_ARRAYS,
-): Generator<void, FieldCompactionResult, void> {
-  const { base: basePostings, added, newDenseIds, termCount } = input;
-  let scored: { weight: number; k1: number; documentCount: number; normalizations: Float64Array } | null =
-    null;
-  if (input.scored) {
-    const { weight, k1, b, documentCount, averageLength, lengths } = input.scored;
-    // Per fresh dense id, the length part of BM25's denominator.
-    const normalizations = new Float64Array(documentCount);
-    for (let doc = 0; doc < documentCount; doc++)
-      normalizations[doc] = bm25LengthNormalization(k1, b, lengths[doc]!, averageLength);
-    scored = { weight, k1, documentCount, normalizations };
-  }
+/** One field's compaction between two steps: its inputs, the arrays being written, and where it is. */
+type FieldWriting = {
+  basePostings: FrequencyPostings;
+  baseTermCount: number;
+  added: AddedFieldPostings;
+  newDenseIds: Int32Array;
+  termCount: number;
+  scored: { weight: number; k1: number; documentCount: number; normalizations: Float64Array } | null;
+  offsets: Int32Array;
+  docs: Int32Array;
+  frequencies: Uint8Array;
+  contributions: Float64Array;
+  largeFrequencies: Map<number, number> | null;
+  /** The next of the added postings' terms. */
+  addedAt: number;
+  /** The next posting written. */
+  slot: number;
+};
+
+/**
+ * Counting, from term `from`: each term's live postings, base then added, into `offsets`, until about
+ * `compactionStep.work` postings were read; returns the term to go on from. Plain functions, not the generator's
+ * own loops: a generator run once per compaction stays in V8's interpreter, where a step took milliseconds.
+ */
+function countPostings(writing: FieldWriting, from: number): number {
+  const { basePostings, baseTermCount, added, newDenseIds, termCount, offsets } = writing;
   const baseOffsets = basePostings.offsets;
   const baseDocs = basePostings.docs;
-  const baseTermCount = Math.max(0, baseOffsets.length - 1);
-  // Counting: each term's live postings, base then added.
-  const offsets = allocate.int32(termCount + 1);
+  let addedAt = writing.addedAt;
   let work = 0;
-  let addedAt = 0;
-  for (let term = 0; term < termCount; term++) {
+  let term = from;
+  const budget = compactionStep.work;
+  while (term < termCount && work < budget) {
     let count = 0;
     if (term < baseTermCount) {
       const end = baseOffsets[term + 1]!;
@@ -194,20 +201,30 @@ export function* compactedField(
       addedAt++;
     }
     offsets[term + 1] = offsets[term]! + count;
-    if (++work >= WORK_PER_STEP) {
-      work = 0;
-      yield;
-    }
+    work++;
+    term++;
   }
-  const postingCount = offsets[termCount]!;
-  const docs = allocate.int32(postingCount);
-  const frequencies = allocate.uint8(postingCount);
-  let largeFrequencies: Map<number, number> | null = null;
-  const contributions = allocate.float64(scored ? postingCount : 0);
+  compactionStep.done += work;
+  writing.addedAt = addedAt;
+  return term;
+}
+
+/**
+ * Writing, from term `from`: each term's documents, frequencies and contributions, merged from the base's and the
+ * added postings, until about `compactionStep.work` postings were read; returns the term to go on from.
+ */
+function writePostings(writing: FieldWriting, from: number): number {
+  const { basePostings, baseTermCount, added, newDenseIds, termCount, scored, offsets } = writing;
+  const { docs, frequencies, contributions } = writing;
+  const baseOffsets = basePostings.offsets;
+  const baseDocs = basePostings.docs;
   const pairs = added.pairs;
-  addedAt = 0;
-  let slot = 0;
-  for (let term = 0; term < termCount; term++) {
+  let addedAt = writing.addedAt;
+  let slot = writing.slot;
+  let work = 0;
+  let term = from;
+  const budget = compactionStep.work;
+  for (; term < termCount && work < budget; term++) {
     const documentFrequency = offsets[term + 1]! - offsets[term]!;
     if (documentFrequency === 0) {
       if (addedAt < added.terms.length && added.terms[addedAt] === term) addedAt++;
@@ -248,20 +265,94 @@ export function* compactedField(
       docs[slot] = doc;
       if (frequency >= LARGE_FREQUENCY) {
         frequencies[slot] = LARGE_FREQUENCY;
-        largeFrequencies ??= new Map();
-        largeFrequencies.set(slot, frequency);
+        writing.largeFrequencies ??= new Map();
+        writing.largeFrequencies.set(slot, frequency);
       } else frequencies[slot] = frequency;
       if (scored)
         contributions[slot] = bm25TermScore(weightedIdf, frequency, scored.k1, scored.normalizations[doc]!);
       slot++;
     }
-    if (work >= WORK_PER_STEP) {
-      work = 0;
+  }
+  compactionStep.done += work;
+  writing.addedAt = addedAt;
+  writing.slot = slot;
+  return term;
+}
+
+/**
+ * One field of {@link compactedPostings}; `allocate`: where the kept arrays go. Yields after about
+ * `compactionStep.work` postings (or documents) read.
+ */
+export function* compactedField(
+  input: FieldCompactionInput,
+  allocate: FieldArrayAllocator = ORDINARY_ARRAYS,
+): Generator<void, FieldCompactionResult, void> {
+  const { base: basePostings, added, newDenseIds, termCount } = input;
+  let scored: FieldWriting["scored"] = null;
+  if (input.scored) {
+    const { weight, k1, b, documentCount, averageLength, lengths } = input.scored;
+    // Per fresh dense id, the length part of BM25's denominator.
+    const normalizations = new Float64Array(documentCount);
+    for (let from = 0; from < documentCount; from += compactionStep.work) {
+      normalizeLengths(
+        normalizations,
+        lengths,
+        k1,
+        b,
+        averageLength,
+        from,
+        Math.min(documentCount, from + compactionStep.work),
+      );
       yield;
     }
+    scored = { weight, k1, documentCount, normalizations };
   }
+  const writing: FieldWriting = {
+    basePostings,
+    baseTermCount: Math.max(0, basePostings.offsets.length - 1),
+    added,
+    newDenseIds,
+    termCount,
+    scored,
+    offsets: allocate.int32(termCount + 1),
+    docs: new Int32Array(0),
+    frequencies: new Uint8Array(0),
+    contributions: new Float64Array(0),
+    largeFrequencies: null,
+    addedAt: 0,
+    slot: 0,
+  };
+  for (let term = 0; term < termCount; ) {
+    term = countPostings(writing, term);
+    yield;
+  }
+  const postingCount = writing.offsets[termCount]!;
+  writing.docs = allocate.int32(postingCount);
+  writing.frequencies = allocate.uint8(postingCount);
+  writing.contributions = allocate.float64(scored ? postingCount : 0);
+  writing.addedAt = 0;
+  for (let term = 0; term < termCount; ) {
+    term = writePostings(writing, term);
+    yield;
+  }
+  const { offsets, docs, frequencies, contributions, largeFrequencies } = writing;
   return {
     postings: scored ? { offsets, docs, contributions, active: true } : inactivePostings(),
     frequencies: { offsets, docs, frequencies, largeFrequencies, recovery: null },
   };
+}
+
+/** Per fresh dense id from `from` to `to`: the length part of BM25's denominator. */
+function normalizeLengths(
+  normalizations: Float64Array,
+  lengths: Int32Array,
+  k1: number,
+  b: number,
+  averageLength: number,
+  from: number,
+  to: number,
+): void {
+  for (let doc = from; doc < to; doc++)
+    normalizations[doc] = bm25LengthNormalization(k1, b, lengths[doc]!, averageLength);
+  compactionStep.done += to - from;
 }

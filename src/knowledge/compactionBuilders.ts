@@ -5,12 +5,10 @@
  */
 import type { KnowledgeFieldWeights } from "../types/knowledge.js";
 import { compactedLengths, renumbering } from "./compactionInputs.js";
+import { compactionStep } from "./compactionStep.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import type { IndexBase, IndexChanges } from "./indexChanges.js";
 import { FIELD_COUNT, type FieldBuilder, frequencyAt, IntBuffer } from "./postings.js";
-
-/** Postings (or documents) handled between two yields. */
-const WORK_PER_STEP = 1 << 14;
 
 function bufferOf(data: Int32Array, length: number): IntBuffer {
   const buffer = new IntBuffer();
@@ -43,7 +41,7 @@ export function* compactedBuilders(
       for (let position = 0; position < postings.docs.length; position++) {
         const target = newDenseIds[postings.docs[position]!]!;
         if (target >= 0) ends[target]!++;
-        if ((position & (WORK_PER_STEP - 1)) === 0) yield;
+        if (position % compactionStep.work === 0) yield;
       }
       addedTerms.forEach((terms, index) => {
         const target = newDenseIds[baseCount + index]!;
@@ -72,7 +70,7 @@ export function* compactedBuilders(
           frequencies[slot] = frequencyAt(postings, term, position);
         }
         sinceYield += end - postings.offsets[term]!;
-        if (sinceYield >= WORK_PER_STEP) {
+        if (sinceYield >= compactionStep.work) {
           sinceYield = 0;
           yield;
         }

@@ -3,11 +3,9 @@
  * renumbering (the live documents in code-unit order of their ids, and where each dense id goes), the fields'
  * lengths, and the live added documents' postings per term. Generators, sliced as the writing is.
  */
+import { compactionStep } from "./compactionStep.js";
 import { baseOrder, type IndexBase, type IndexChanges } from "./indexChanges.js";
 import { FIELD_COUNT } from "./postings.js";
-
-/** Postings (or documents) handled between two yields. */
-const WORK_PER_STEP = 1 << 14;
 
 /** The live documents of a changed index in code-unit order of their ids, and where each dense id goes. */
 type Renumbering = {
@@ -20,21 +18,66 @@ type Renumbering = {
   addedInOrder: Int32Array;
 };
 
+/** Where {@link renumbering} is in the base's rank order: the next added document, ids written so far. */
+type RenumberingCursor = {
+  base: IndexBase;
+  order: Int32Array;
+  live: Uint8Array;
+  addedIds: readonly string[];
+  rankKeys: Float64Array;
+  addedInOrder: Int32Array;
+  ids: string[];
+  newDenseIds: Int32Array;
+  /** The next added document (index into `addedInOrder`), and its key. */
+  next: number;
+  nextKey: number;
+  written: number;
+  baseInOrder: boolean;
+};
+
+/**
+ * Ranks `from` to `to` of {@link renumbering} (with `to` the base's count, the added documents after the last
+ * base id too). A plain function, not the generator's own loop: a generator that runs once per compaction stays
+ * in V8's interpreter, where a step of 16,384 ranks took several milliseconds; this loop is optimized like any.
+ */
+function renumberRanks(cursor: RenumberingCursor, from: number, to: number): void {
+  const { base, order, live, addedIds, rankKeys, addedInOrder, ids, newDenseIds } = cursor;
+  const baseCount = base.ids.length;
+  let { next, nextKey, written, baseInOrder } = cursor;
+  for (let rank = from; rank < to || (to === baseCount && rank === baseCount); rank++) {
+    // Added ids below the base id of this rank (a dead base document with the same id emits nothing).
+    while (next < addedInOrder.length && (rank === baseCount || nextKey < rank)) {
+      newDenseIds[baseCount + addedInOrder[next]!] = written;
+      ids[written++] = addedIds[addedInOrder[next++]!]!;
+      if (next < addedInOrder.length) nextKey = rankKeys[baseCount + addedInOrder[next]!]!;
+    }
+    if (rank === baseCount) break;
+    const doc = order[rank]!;
+    if (doc !== rank) baseInOrder = false;
+    if (live[doc] === 0) continue;
+    newDenseIds[doc] = written;
+    ids[written++] = base.ids[doc]!;
+  }
+  compactionStep.done += to - from;
+  cursor.next = next;
+  cursor.nextKey = nextKey;
+  cursor.written = written;
+  cursor.baseInOrder = baseInOrder;
+}
+
 /**
  * Merges the live base documents (in rank order) with the live added ones (sorted by id). Where each added
  * document goes among the base's is its tie-break key (the number of base ids below its id, less a half: see
  * `IndexChanges.rankKeys`), found by binary search when it was added: the merge compares no ids with the base's
  * (one string comparison per base document was most of a compaction's main-thread time at 100k entries). The
  * fresh ids are written into an array of the live count allocated once (growing it by pushes allocated about three
- * times its size in copies: 3 MB of the young generation per compaction at 100k entries).
+ * times its size in copies: 3 MB of the young generation per compaction at 100k entries). Yields every
+ * `compactionStep.work` ranks (`compactionStep.ts`).
  */
 export function* renumbering(base: IndexBase, changes: IndexChanges): Generator<void, Renumbering, void> {
   const baseCount = base.ids.length;
-  const order = baseOrder(base);
   const live = changes.live;
   const added = changes.added;
-  const ids = new Array<string>(changes.documentCount);
-  const newDenseIds = new Int32Array(baseCount + changes.addedCount).fill(-1);
   let liveAdded = 0;
   for (let index = 0; index < changes.addedCount; index++) if (live[baseCount + index] === 1) liveAdded++;
   const addedInOrder = new Int32Array(liveAdded);
@@ -43,33 +86,68 @@ export function* renumbering(base: IndexBase, changes: IndexChanges): Generator<
     if (live[baseCount + index] === 1) addedInOrder[liveAdded++] = index;
   // Live ids are distinct, so the order of the added ones is strict.
   addedInOrder.sort((left, right) => (added.ids[left]! < added.ids[right]! ? -1 : 1));
-  let baseInOrder = true;
-  let next = 0;
-  let written = 0;
-  // The next added document's key, read once per added document: read per rank, the unoptimized code a one-off
-  // generator runs in boxed a number per base document (1.4 MB of the young generation at 100k entries).
-  let nextKey = addedInOrder.length > 0 ? changes.rankKeys[baseCount + addedInOrder[0]!]! : baseCount;
-  for (let rank = 0; rank <= baseCount; rank++) {
-    // Added ids below the base id of this rank (a dead base document with the same id emits nothing).
-    while (next < addedInOrder.length && (rank === baseCount || nextKey < rank)) {
-      newDenseIds[baseCount + addedInOrder[next]!] = written;
-      ids[written++] = added.ids[addedInOrder[next++]!]!;
-      if (next < addedInOrder.length) nextKey = changes.rankKeys[baseCount + addedInOrder[next]!]!;
-    }
-    if (rank === baseCount) break;
-    const doc = order[rank]!;
-    if (doc !== rank) baseInOrder = false;
-    if (live[doc] === 0) continue;
-    newDenseIds[doc] = written;
-    ids[written++] = base.ids[doc]!;
-    if ((rank & (WORK_PER_STEP - 1)) === 0) yield;
+  yield;
+  const order = baseOrder(base);
+  const cursor: RenumberingCursor = {
+    base,
+    order,
+    live,
+    addedIds: added.ids,
+    rankKeys: changes.rankKeys,
+    addedInOrder,
+    ids: new Array<string>(changes.documentCount),
+    newDenseIds: new Int32Array(baseCount + changes.addedCount).fill(-1),
+    next: 0,
+    nextKey: addedInOrder.length > 0 ? changes.rankKeys[baseCount + addedInOrder[0]!]! : baseCount,
+    written: 0,
+    baseInOrder: true,
+  };
+  yield;
+  for (let from = 0; ; from += compactionStep.work) {
+    const to = Math.min(baseCount, from + compactionStep.work);
+    renumberRanks(cursor, from, to);
+    if (to === baseCount) break;
+    yield;
   }
+  const { ids, newDenseIds, written, baseInOrder } = cursor;
   // The live count is the changes' document count; a shorter array would leave holes.
   if (written !== ids.length) ids.length = written;
   return { ids, newDenseIds, baseInOrder, addedInOrder };
 }
 
-/** Per field and live document (fresh dense ids): the field's length, and per field the sum of the lengths. */
+/**
+ * Lengths of `field` of dense ids `from` to `to` (of the changed index: base, then added) written at their fresh
+ * dense ids; returns their sum (of integers: exact in any order). A plain function, for the reason
+ * {@link renumberRanks} is.
+ */
+function copyLengths(
+  base: IndexBase,
+  changes: IndexChanges,
+  field: number,
+  newDenseIds: Int32Array,
+  target: Int32Array,
+  from: number,
+  to: number,
+): number {
+  const baseCount = base.ids.length;
+  const baseLengths = base.lengths[field]!;
+  const added = changes.added.terms;
+  let total = 0;
+  for (let doc = from; doc < to; doc++) {
+    const fresh = newDenseIds[doc]!;
+    if (fresh < 0) continue;
+    const length = doc < baseCount ? baseLengths[doc]! : added[doc - baseCount]!.lengths[field]!;
+    target[fresh] = length;
+    total += length;
+  }
+  compactionStep.done += to - from;
+  return total;
+}
+
+/**
+ * Per field and live document (fresh dense ids): the field's length, and per field the sum of the lengths. Yields
+ * every `compactionStep.work` documents (once per field, as it did, was a step of a few milliseconds at 100k).
+ */
 export function* compactedLengths(
   base: IndexBase,
   changes: IndexChanges,
@@ -77,28 +155,19 @@ export function* compactedLengths(
   documentCount: number,
 ): Generator<void, { lengths: Int32Array[]; totals: number[] }, void> {
   const baseCount = base.ids.length;
+  const capacity = baseCount + changes.addedCount;
   const lengths: Int32Array[] = [];
   const totals: number[] = [];
   for (let field = 0; field < FIELD_COUNT; field++) {
     const fieldLengths = new Int32Array(documentCount);
     let total = 0;
-    const baseLengths = base.lengths[field]!;
-    for (let doc = 0; doc < baseCount; doc++) {
-      const target = newDenseIds[doc]!;
-      if (target < 0) continue;
-      fieldLengths[target] = baseLengths[doc]!;
-      total += baseLengths[doc]!;
-    }
-    for (let index = 0; index < changes.addedCount; index++) {
-      const target = newDenseIds[baseCount + index]!;
-      if (target < 0) continue;
-      const length = changes.added.terms[index]!.lengths[field]!;
-      fieldLengths[target] = length;
-      total += length;
+    for (let from = 0; from < capacity; from += compactionStep.work) {
+      const to = Math.min(capacity, from + compactionStep.work);
+      total += copyLengths(base, changes, field, newDenseIds, fieldLengths, from, to);
+      yield;
     }
     lengths.push(fieldLengths);
     totals.push(total);
-    yield;
   }
   return { lengths, totals };
 }
@@ -143,7 +212,8 @@ export function* addedFieldPostings(
       if (termCounts[term]!++ === 0) distinct[termTotal++] = term;
     }
     work += count + 1;
-    if (work >= WORK_PER_STEP) {
+    compactionStep.done += count + 1;
+    if (work >= compactionStep.work) {
       work = 0;
       yield;
     }
@@ -172,7 +242,8 @@ export function* addedFieldPostings(
       pairs[slot * 2 + 1] = frequencies[position]!;
     }
     work += count + 1;
-    if (work >= WORK_PER_STEP) {
+    compactionStep.done += count + 1;
+    if (work >= compactionStep.work) {
       work = 0;
       yield;
     }

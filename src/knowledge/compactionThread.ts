@@ -3,7 +3,7 @@
  * contributions (`compactedField`, about all of a compaction's CPU) runs in `compactionWorker.ts`, so the main
  * thread neither computes them nor allocates the memory that computing them takes. What stays on the main thread
  * is cheap and sliced: the renumbering, the lengths, streaming each field's inputs to the worker in chunks of
- * {@link CHUNK_BYTES} through a shared staging buffer (one copy of a few megabytes per event-loop turn), and
+ * {@link CHUNK_BYTES} through a shared staging buffer (copied {@link COPY_BYTES} per step), and
  * adopting the finished arrays, which the worker writes on `SharedArrayBuffer`s when `compactionMemory.ts` allows
  * (their arrival then starts no collection of the host's heap) or else transfers (moved, not copied).
  *
@@ -29,8 +29,10 @@ import {
 import { inactivePostings } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
 
-/** Bytes copied to the worker per chunk (one event-loop turn each: well under a millisecond of copying). */
+/** Bytes sent to the worker per chunk (one message and one reply each). */
 const CHUNK_BYTES = 4 << 20;
+/** Bytes of a chunk copied into the staging buffer per step (a fraction of a millisecond). */
+const COPY_BYTES = 1 << 20;
 
 /** Registries smaller than this are compacted on the main thread (a few milliseconds; a worker costs more). */
 const DEFAULT_MINIMUM_DOCUMENTS = 16_384;
@@ -179,7 +181,13 @@ export class CompactionThread {
     let byteOffset = 0;
     do {
       const byteLength = Math.min(CHUNK_BYTES, bytes.length - byteOffset);
-      this.staging.set(bytes.subarray(byteOffset, byteOffset + byteLength));
+      // Copied a piece per step: a whole chunk was a step of several milliseconds on a loaded machine.
+      for (let copied = 0; copied < byteLength; copied += COPY_BYTES) {
+        const piece = Math.min(COPY_BYTES, byteLength - copied);
+        const from = byteOffset + copied;
+        this.staging.set(bytes.subarray(from, from + piece), copied);
+        if (copied + piece < byteLength) yield;
+      }
       this.request({
         kind: "chunk",
         name,

@@ -43,7 +43,7 @@ const COMPACTION_DELAY_MS = 200;
  */
 const COMPACTION_MAX_WAITS = 10;
 /** Longest slice of compaction work between two yields to the event loop. */
-const COMPACTION_SLICE_MS = 8;
+const COMPACTION_SLICE_MS = 4;
 
 /** Updates and their background compaction, on top of {@link KnowledgeEngineBuilds}. */
 export abstract class KnowledgeEngineUpdates extends KnowledgeEngineBuilds {
