@@ -110,7 +110,7 @@ export async function measureUpdates(
      * (to place the lines of `--trace-gc`, which go to stdout too).
      */
     logBlocks?: boolean;
-    /** Blocks listed by `logBlocks`: over this many milliseconds of CPU or own time (default 20). */
+    /** Blocks listed by `logBlocks`: over this many milliseconds of main-thread CPU (default 20). */
     listBlocksOverMs?: number;
     /** Samples the main thread and says, for each listed block, what ran in it (implies `logBlocks`). */
     profileBlocks?: boolean;
@@ -315,17 +315,17 @@ export async function measureUpdates(
 export function printUpdates(name: string, report: UpdateReport): string {
   const ms = (value: number) => value.toFixed(1);
   const blocks = (readings: BlockReadings) =>
-    `${ms(readings.timerGapMilliseconds)} / ${ms(readings.ownMilliseconds)} / ${ms(readings.histogramMilliseconds)} / ${ms(readings.mainThreadCpuMilliseconds)} / ${ms(readings.collectorPauseMilliseconds)} ms`;
+    `${ms(readings.timerGapMilliseconds)} / ${ms(readings.histogramMilliseconds)} / ${ms(readings.mainThreadCpuMilliseconds)} / ${ms(readings.collectorPauseMilliseconds)} ms`;
   const distribution = (readings: BlockReadings) =>
-    `${readings.overTarget.byTimerGap} / ${readings.overTarget.byOwnTime} of ${readings.ticks} (longest: ${readings.longestGaps.map((gap) => `${ms(gap.gapMs)}/${ms(gap.ownMs)}`).join(", ")} ms)`;
+    `${readings.overTarget.byTimerGap} / ${readings.overTarget.byCpu} of ${readings.ticks} (longest: ${readings.longestGaps.map((gap) => `${ms(gap.gapMs)}/${ms(gap.cpuMs)}`).join(", ")} ms)`;
   return [
     `### ${name}: incremental updates (${report.entryCount} entries at the end)`,
     "",
     "| measure | value |",
     "|---|---|",
     `| replace ${report.batchSize} entries, live after (p50 / p99 / max of ${report.rounds}) | ${ms(report.liveMilliseconds.p50)} / ${ms(report.liveMilliseconds.p99)} / ${ms(report.liveMilliseconds.max)} ms |`,
-    `| longest event-loop block during the update rounds (gap between 1 ms timer ticks / the same less the main thread's waits for a core / delay histogram / main-thread CPU between ticks, in 4 ms steps / longest collector pause) | ${blocks(report.blockedDuringUpdates)} |`,
-    `| gaps over 20 ms during the update rounds (by wall clock / by own time, of all ticks; the five longest, wall/own) | ${distribution(report.blockedDuringUpdates)} |`,
+    `| longest event-loop block during the update rounds (gap between 1 ms timer ticks / delay histogram / main-thread CPU between ticks, in 4 ms steps / longest collector pause) | ${blocks(report.blockedDuringUpdates)} |`,
+    `| gaps over 20 ms during the update rounds (by wall clock / by main-thread CPU, of all ticks; the five longest gaps, wall/CPU) | ${distribution(report.blockedDuringUpdates)} |`,
     `| longest event-loop block during the compaction (same readings) | ${blocks(report.blockedDuringCompaction)} |`,
     `| gaps over 20 ms during the compaction (same) | ${distribution(report.blockedDuringCompaction)} |`,
     `| background compaction after the rounds, from the last update, 200-400 ms of waiting for quiet included (wall / main-thread CPU) | ${ms(report.compactionMilliseconds)} / ${report.compactionCpuMilliseconds === null ? "-" : ms(report.compactionCpuMilliseconds)} ms |`,
