@@ -2,7 +2,7 @@
  * A reader's bound on the postings its concurrent turns hold (option `fetchBudgetBytes`): a turn that must fetch
  * lists from the database is admitted only while the turns already fetching hold (or are expected to hold) less
  * than the budget; the others wait their turn, first come first served. A turn holds its fetched lists until it is
- * ranked (12 bytes per posting: millions of postings for a history-heavy turn at a million entries), so without
+ * ranked (as decoded, about 5 to 6 bytes per posting, 12 before session 11: millions of postings for a history-heavy turn at a million entries), so without
  * a bound 16 such turns in flight held 16 times that (1.4 GB at 500,000 entries). Answers are unchanged: a turn
  * waits, it is not cut.
  *

@@ -37,13 +37,13 @@ export type PostgresBackendOptions = {
   compactionDelayMs?: number;
   /**
    * Bytes of decoded postings a reader keeps for its next turns (per backend, least recently used terms forgotten
-   * first; 12 bytes per posting). A turn fetches from the database only the postings of terms not held for the
+   * first; coded: about 5 to 6 bytes per posting, 12 for a list of too many distinct contributions). A turn fetches from the database only the postings of terms not held for the
    * serving generation. 0 disables it. Default 64 MiB.
    */
   postingCacheBytes?: number;
   /**
-   * Bytes of fetched postings the reader's concurrent turns may hold together while they rank them (12 bytes per
-   * posting): a turn that must fetch lists waits, first come first served, while the turns already fetching hold
+   * Bytes of fetched postings the reader's concurrent turns may hold together while they rank them (as decoded:
+   * about 5 to 6 bytes per posting): a turn that must fetch lists waits, first come first served, while the turns already fetching hold
    * that much; one turn always runs, however large. Bounds a reader's memory under many concurrent
    * history-heavy turns without changing any answer. 0: no bound. Default 32 MiB.
    */
