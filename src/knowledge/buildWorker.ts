@@ -11,7 +11,7 @@ import type { KnowledgeAnalyzerName } from "../types/knowledge.js";
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { BUILD_WORKER_MARKER } from "./buildWorkerMarker.js";
 import { tokenizeList } from "./document.js";
-import { type ScatteredRange, type ScatterInput, scatterRange } from "./fieldPostings.js";
+import { type ScatteredRange, type ScatterInput, type ScatterTarget, scatterRange } from "./fieldPostings.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import { FIELD_COUNT, IntBuffer } from "./postings.js";
 import { nodeBuiltin } from "./runtime.js";
@@ -49,6 +49,8 @@ export type BuildWorkerScatterTask = {
   request: number;
   input: ScatterInput;
   fromTerm: number;
+  /** The field's shared finished arrays to write into (else the range comes back in arrays of its own). */
+  target?: ScatterTarget | null;
 };
 
 /**
@@ -182,7 +184,7 @@ function serve(data: BuildWorkerData): void {
   data.port.on("message", (task) => {
     if (task.kind === "scatter") {
       try {
-        const range = scatterRange(task.input, task.fromTerm);
+        const range = scatterRange(task.input, task.fromTerm, task.target ?? null);
         const transfer = [range.docs.buffer, range.contributions.buffer] as ArrayBuffer[];
         if (range.frequencies) transfer.push(range.frequencies.buffer as ArrayBuffer);
         reply({ kind: "scattered", request: task.request, range }, transfer);

@@ -118,22 +118,47 @@ export function* scatterTerms(
   }
 }
 
-/** The postings of terms [`fromTerm`, `termCount`) scattered in one go (what a build worker runs). */
-export function scatterRange(input: ScatterInput, fromTerm: number): ScatteredRange {
+/**
+ * The field's finished arrays in shared memory, which a build worker writes its range of postings into directly
+ * (see {@link scatterRange}).
+ */
+export type ScatterTarget = { docs: Int32Array; contributions: Float64Array };
+
+/**
+ * The postings of terms [`fromTerm`, `termCount`) scattered in one go (what a build worker runs): into `target`
+ * at their final positions when given (the range then comes back empty), else into arrays of their own.
+ */
+export function scatterRange(
+  input: ScatterInput,
+  fromTerm: number,
+  target: ScatterTarget | null = null,
+): ScatteredRange {
   const termCount = input.offsets.length - 1;
-  const base = input.offsets[fromTerm]!;
-  const count = input.offsets[termCount]! - base;
+  const base = target ? 0 : input.offsets[fromTerm]!;
+  const count = target ? 0 : input.offsets[termCount]! - base;
   const out: ScatteredRange = {
-    docs: new Int32Array(count),
-    contributions: new Float64Array(input.scored ? count : 0),
+    docs: target ? target.docs : new Int32Array(count),
+    contributions: target ? target.contributions : new Float64Array(input.scored ? count : 0),
     frequencies: input.keepFrequencies ? new Uint8Array(count) : null,
     large: null,
   };
+  if (target && input.keepFrequencies)
+    throw new RangeError("scatterRange: kept frequencies need their own range");
   const steps = scatterTerms(input, fromTerm, termCount, out, base);
   while (!steps.next().done) {
     // Runs to completion.
   }
-  return out;
+  return target
+    ? { docs: new Int32Array(0), contributions: new Float64Array(0), frequencies: null, large: null }
+    : out;
+}
+
+/** Whether a worker can write into these arrays (shared memory, or nothing to write). */
+function isShared(array: Int32Array | Float64Array): boolean {
+  return (
+    array.length === 0 ||
+    (typeof SharedArrayBuffer === "function" && array.buffer instanceof SharedArrayBuffer)
+  );
 }
 
 /**
@@ -144,7 +169,8 @@ export function scatterRange(input: ScatterInput, fromTerm: number): ScatteredRa
 export type ScatterHelper = {
   /** Fields with fewer postings are not split ({@link PARALLEL_SCATTER_MIN_POSTINGS}; tests split every field). */
   minimumPostings: number;
-  start(input: ScatterInput, fromTerm: number): number | null;
+  /** `target`: the finished arrays when the worker can write into them directly (see {@link scatterRange}). */
+  start(input: ScatterInput, fromTerm: number, target: ScatterTarget | null): number | null;
   result(request: number, milliseconds: number): ScatteredRange | null | undefined;
 };
 
@@ -273,10 +299,15 @@ export function* fieldPostings(
   const cursor = arrays ? arrays.cursor : null;
   let split = termCount;
   let request: number | null = null;
+  let target: ScatterTarget | null = null;
   if (helper && postingCount >= helper.minimumPostings && postingCount > 0) {
     split = 0;
     while (split < termCount && offsets[split + 1]! <= postingCount * OWN_SCATTER_SHARE) split++;
-    request = split < termCount ? helper.start(input, split) : null;
+    // Shared finished arrays (and no frequencies to keep): the worker writes its range in place, with no copy
+    // (at a million entries, half the body's postings: ~1 GB the worker allocated and this thread copied).
+    const inPlace = out.frequencies === null && isShared(out.docs) && isShared(out.contributions);
+    target = inPlace ? { docs: out.docs, contributions: out.contributions } : null;
+    request = split < termCount ? helper.start(input, split, target) : null;
     if (request === null) split = termCount;
   }
   yield* scatterTerms(input, 0, split, out, 0, cursor);
@@ -287,7 +318,7 @@ export function* fieldPostings(
       range = helper.result(request, SCATTER_WAIT_MILLISECONDS);
     }
     if (range === null) yield* scatterTerms(input, split, termCount, out, 0, cursor);
-    else {
+    else if (!target) {
       const base = offsets[split]!;
       out.docs.set(range.docs, base);
       if (scored) out.contributions.set(range.contributions, base);

@@ -47,6 +47,7 @@ describe("parallel build", () => {
     const seed = propertySeed("parallel build");
     let counted = 0;
     let scattered = 0;
+    let scatteredInPlace = 0;
     fc.assert(
       fc.property(
         fc.array(registryArbitrary, { minLength: 1, maxLength: 3 }).map((registries) => registries.flat()),
@@ -67,6 +68,7 @@ describe("parallel build", () => {
           if (entries.length >= 4 * partEntries * threads) expect(stats.countedEntries).toBeGreaterThan(0);
           counted += stats.countedEntries;
           scattered += stats.scatteredRanges;
+          scatteredInPlace += stats.scatteredInPlace;
           expect(parallel).toEqual(single);
         },
       ),
@@ -75,6 +77,8 @@ describe("parallel build", () => {
     expect(counted).toBeGreaterThan(0);
     // A worker also scattered ranges of postings when finalizing (tests split every field).
     expect(scattered).toBeGreaterThan(0);
+    // Into the shared finished arrays, where the frequencies are left to recovery (sum scoring), with no copy.
+    expect(scatteredInPlace).toBeGreaterThan(0);
   }, 120_000);
 
   it("one thread, a small registry with automatic threads, or no entries: no worker starts", () => {

@@ -11,6 +11,7 @@ import {
   type ScatteredRange,
   type ScatterHelper,
   type ScatterInput,
+  type ScatterTarget,
 } from "./fieldPostings.js";
 
 /** Entries per part, before the parts of a round are sized by the measured speeds. */
@@ -53,6 +54,8 @@ export type ParallelBuildStats = {
   waitedMilliseconds: number;
   /** Ranges of postings a worker scattered when finalizing. */
   scatteredRanges: number;
+  /** Of those, the ranges it wrote straight into the shared finished arrays (no copy on this thread). */
+  scatteredInPlace: number;
 };
 
 /**
@@ -74,6 +77,7 @@ export abstract class ParallelBuildWorkers {
     countedEntries: 0,
     waitedMilliseconds: 0,
     scatteredRanges: 0,
+    scatteredInPlace: 0,
   };
 
   constructor(partEntries: number) {
@@ -137,16 +141,17 @@ export abstract class ParallelBuildWorkers {
    */
   scatterHelper(): ScatterHelper {
     const requests = new Map<number, number>();
+    const inPlace = new Set<number>();
     let nextRequest = 0;
     return {
       // Tests (small parts) split every field, so that the split is exercised at any size.
       minimumPostings: this.partEntries === DEFAULT_PART_ENTRIES ? PARALLEL_SCATTER_MIN_POSTINGS : 1,
-      start: (input: ScatterInput, fromTerm: number): number | null => {
+      start: (input: ScatterInput, fromTerm: number, target: ScatterTarget | null): number | null => {
         this.receive();
         const index = this.helpers.findIndex((helper) => helper.ready && !helper.failed);
         if (index < 0 || this.closed) return null;
         const request = nextRequest++;
-        const task: BuildWorkerScatterTask = { kind: "scatter", request, input, fromTerm };
+        const task: BuildWorkerScatterTask = { kind: "scatter", request, input, fromTerm, target };
         try {
           this.helpers[index]!.port.postMessage(task);
         } catch {
@@ -155,6 +160,7 @@ export abstract class ParallelBuildWorkers {
         }
         this.helpers[index]!.lastHeard = performance.now();
         requests.set(request, index);
+        if (target) inPlace.add(request);
         return request;
       },
       result: (request: number, milliseconds: number): ScatteredRange | null | undefined => {
@@ -169,6 +175,7 @@ export abstract class ParallelBuildWorkers {
             helper.scattered.delete(request);
             requests.delete(request);
             this.stats.scatteredRanges++;
+            if (inPlace.delete(request)) this.stats.scatteredInPlace++;
             return range;
           }
           if (helper.failed || performance.now() - helper.lastHeard > STALL_MILLISECONDS) {
