@@ -5,6 +5,7 @@
  * id), and `relationIndex` read from the entries. Built snapshots and snapshots loaded from an artifact share them.
  */
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
+import { buildInt32Array } from "./buildMemory.js";
 import type { PhraseTrie } from "./phraseTrie.js";
 
 /**
@@ -174,11 +175,11 @@ export class RelationMap extends DerivedReadOnlyMap<string[]> {
 
 /** A growable Int32 list (build state). */
 class IntList {
-  data = new Int32Array(256);
+  data: Int32Array<ArrayBufferLike> = new Int32Array(256);
   length = 0;
   push(value: number): void {
     if (this.length === this.data.length) {
-      const grown = new Int32Array(this.data.length * 2);
+      const grown = buildInt32Array(this.data.length * 2);
       grown.set(this.data);
       this.data = grown;
     }
@@ -195,14 +196,14 @@ export class PhraseListsBuilder {
   private readonly keys = new IntList();
   private readonly docs = new IntList();
   /** Per key index: the last document filed under it, plus one (0 = none yet). */
-  private lastDocument = new Int32Array(1024);
+  private lastDocument: Int32Array<ArrayBufferLike> = new Int32Array(1024);
 
   /** Files `doc` under the key at trie index `keyIndex` (documents must come in ascending order). */
   add(keyIndex: number, doc: number): void {
     if (keyIndex >= this.lastDocument.length) {
       let length = this.lastDocument.length * 2;
       while (length <= keyIndex) length *= 2;
-      const grown = new Int32Array(length);
+      const grown = buildInt32Array(length);
       grown.set(this.lastDocument);
       this.lastDocument = grown;
     }

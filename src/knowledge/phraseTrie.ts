@@ -11,6 +11,7 @@
  * way, straight to that key ("collapsed leaf"): the rest of the path is read from the key string itself. Tokens
  * are never stored: an edge's token is read from a key under it, at the character offset of its parent's prefix.
  */
+import { buildInt32Array } from "./buildMemory.js";
 import type { TableBlocks } from "./termDictionary.js";
 
 /** Int32s per edge slot: token hash, parent node + 1 (0 = empty slot), target (node id, or `~keyIndex` for a leaf). */
@@ -437,7 +438,7 @@ export class PhraseTrie {
   private grow(): void {
     const previous = this.table;
     const capacity = (this.mask + 1) * 2;
-    const table = new Int32Array(capacity * SLOT);
+    const table = buildInt32Array(capacity * SLOT);
     const mask = capacity - 1;
     for (let slot = 0; slot < previous.length; slot += SLOT) {
       const parent = previous[slot + 1]!;
@@ -456,7 +457,7 @@ export class PhraseTrie {
     if (this.nodeCount === this.nodePrefixLength.length) {
       const capacity = this.nodeCount * 2;
       const grow = (array: Int32Array, fill: number): Int32Array => {
-        const next = new Int32Array(capacity).fill(fill);
+        const next = buildInt32Array(capacity).fill(fill);
         next.set(array);
         return next;
       };
