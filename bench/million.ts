@@ -6,7 +6,8 @@
  * self-contained artifact (write time and size), then a fresh `node` started from the artifact alone to its first
  * grounded turn (wall and CPU time). Run with
  * `node --expose-gc --max-old-space-size=14336 --import tsx bench/million.ts [--size N] [--queries N] [--runs N]
- * [--skip-artifact]`; it builds `dist/` first (not with `--skip-artifact`, which stops after the turns). Progress on
+ * [--skip-artifact] [--skip-turns]`; it builds `dist/` first (not with `--skip-artifact`, which stops after the turns,
+ * nor with `--skip-turns`, which stops after the build). Progress on
  * stderr, a Markdown table on stdout.
  */
 import { execFileSync } from "node:child_process";
@@ -43,6 +44,8 @@ const size = Number(option("size", "1000000"));
 const queryCount = Number(option("queries", "300"));
 const runs = Number(option("runs", "3"));
 const skipArtifact = process.argv.includes("--skip-artifact");
+/** `--skip-turns`: stop after the build (its figures only; implies `--skip-artifact`). */
+const skipTurns = process.argv.includes("--skip-turns");
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error("run with node --expose-gc");
 
@@ -194,7 +197,7 @@ function percentile(values: number[], fraction: number): number {
 }
 
 async function main(): Promise<void> {
-  if (!skipArtifact) execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
+  if (!skipArtifact && !skipTurns) execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
   const rows: [string, string][] = [];
   log(`generating ${size} entries`);
   let started = performance.now();
@@ -259,6 +262,10 @@ async function main(): Promise<void> {
       boundMaps.reduce((count, bounds) => count + bounds.size, 0).toLocaleString("en-US"),
     ]);
   log(`built in ${buildSeconds.toFixed(1)} s, ${heapGb.toFixed(2)} GB retained`);
+  if (skipTurns) {
+    printTable(rows);
+    return;
+  }
 
   // The benchmark's turns: its blocked domains, each query's integrations and recent turns (as bench/run.ts does).
   const engine = new KnowledgeGroundingEngine({
@@ -429,6 +436,10 @@ async function main(): Promise<void> {
     }
   }
 
+  printTable(rows);
+}
+
+function printTable(rows: readonly [string, string][]): void {
   console.log(
     `A million entries: ${size.toLocaleString("en-US")} synthetic entries, ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load ${loadavg()[0]!.toFixed(2)} at the end`,
   );
