@@ -67,7 +67,16 @@ function eligibilityMask(
   const cache = compiled.eligibilityCache;
   const cached = cache.get(key);
   if (cached) return cached;
-  const mask = compiled.universalMask.slice();
+  // A full cache lends the least recently used scope's mask to the new scope (masks never outlive a search): at a
+  // million entries each new mask was 1 MB of array buffer, and the evicted ones, old by then, are only freed by a
+  // full collection; ~64 of them started one (V8's external memory limit), marking the whole 2.4 GB heap.
+  let mask: Uint8Array;
+  const oldest = cache.size >= cache.limit ? cache.keys().next() : undefined;
+  if (oldest !== undefined && !oldest.done) {
+    mask = cache.peek(oldest.value)!;
+    cache.delete(oldest.value);
+    mask.set(compiled.universalMask);
+  } else mask = compiled.universalMask.slice();
   for (const integration of enabled) {
     const docs = compiled.activeByIntegration.get(integration);
     if (docs) for (const doc of docs) mask[doc] = 1;

@@ -103,4 +103,41 @@ describe("caches bounded by entries, not only by count", () => {
     // floor(10 bytes / 3 entries) = 3 masks, raised to the minimum of 4 (the default would keep 10 of 64).
     expect(getCompiledSnapshot(snapshot)!.eligibilityCache.size).toBe(4);
   });
+
+  it("a full cache's least recently used mask is reused for a new scope, which selects as a fresh snapshot does", () => {
+    // Fails when each new scope allocates its own mask (10 arrays seen, not 4), or when a reused mask keeps the
+    // evicted scope's eligible entries.
+    const sources = () => [
+      {
+        id: "s",
+        version: "1",
+        entries: Array.from({ length: 6 }, (_, index) => ({
+          ...base,
+          id: `e${index}`,
+          // e0, e1 are in every scope; each of e2..e5 only where its integration is enabled.
+          ...(index >= 2 ? { integrations: [`i${index}`] } : {}),
+        })),
+      },
+    ];
+    const snapshot = buildIndexSnapshot(normalizeAndValidate(sources()).entries);
+    const resolved = resolveRetrieval();
+    const cache = getCompiledSnapshot(snapshot)!.eligibilityCache;
+    const masks = new Set<Uint8Array>();
+    const selected = (target: typeof snapshot, enabledIntegrations: string[]) =>
+      retrieve(target, { query: "title", recentTurns: [], enabledIntegrations }, resolved)
+        .primary.map((entry) => entry.id)
+        .sort();
+    for (let round = 0; round < 2; round++) {
+      for (let scope = 0; scope < 10; scope++) {
+        // Ten scopes, each enabling one of e2..e5 (and an integration no entry has, to tell them apart).
+        const enabled = [`i${2 + (scope % 4)}`, `x${scope}`];
+        const fresh = buildIndexSnapshot(normalizeAndValidate(sources()).entries);
+        expect(selected(snapshot, enabled)).toEqual(selected(fresh, enabled));
+        expect(selected(snapshot, enabled)).toHaveLength(3);
+        for (const key of cache.keys()) masks.add(cache.peek(key)!);
+      }
+    }
+    expect(cache.size).toBe(4);
+    expect(masks.size).toBe(4);
+  });
 });
