@@ -93,6 +93,29 @@ describe("compaction", () => {
     );
   });
 
+  it("gives a compacted index its long lists' bounds, as a full build of its entries computes them", () => {
+    // Lists of at least LONG_LIST_POSTINGS (4,096) postings: "alpha" in every body, "entry" in every title. Without
+    // them a compacted index's first turns scanned each frequent term's whole list; fails when they are left out.
+    const many = (count: number, from = 0) =>
+      Array.from({ length: count }, (_, index) =>
+        entry(`e.${String(from + index).padStart(5, "0")}`, `Entry ${from + index}`, `alpha beta${index % 7}`),
+      );
+    const initial = normalized(many(4200));
+    const added = normalized(many(3, 9000));
+    const changed = applySnapshotChanges(buildIndexSnapshot(initial), ["e.00007"], added);
+    const compacted = drain(compactSnapshotSteps(changed));
+    const full = buildIndexSnapshot(
+      normalized([...many(4200).filter((item) => item.id !== "e.00007"), ...many(3, 9000)]),
+    );
+    const bounds = (snapshot: typeof full) =>
+      (snapshot.lexical as unknown as { upperBounds: Map<number, number>[] | null }).upperBounds;
+    expect(bounds(full)!.reduce((count, field) => count + field.size, 0)).toBeGreaterThanOrEqual(2);
+    expect(bounds(compacted)).toEqual(bounds(full));
+    expect(searches(compacted.lexical as KnowledgeLexicalIndex)).toEqual(
+      searches(full.lexical as KnowledgeLexicalIndex),
+    );
+  });
+
   it("compacts an index whose dense ids are not in id order as a full build of its entries", () => {
     const entries = normalized([
       entry("z.last", "Zeta", "alpha beta"),

@@ -17,6 +17,7 @@ import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
 import { buildDocument, entryFieldTexts } from "./document.js";
 import { type DocumentTerms, deriveChanges } from "./indexChanges.js";
 import type { FinishedLexicalState } from "./indexParts.js";
+import { longListBoundSteps } from "./listBounds.js";
 import { FIELD_COUNT } from "./postings.js";
 import { RankedIdMap } from "./rankedIdMap.js";
 import { TermCounter } from "./termCounter.js";
@@ -133,6 +134,9 @@ export function* compactedState(
     yield;
   }
   const denseIds = RankedIdMap.ofSorted(ids);
+  // The long lists' bounds, as a build computes them: without them the first turns after a compaction each scanned
+  // their frequent terms' whole lists (at 100k, turn p99 25-47 ms after a compaction against 19.5 before).
+  const upperBounds = yield* longListBoundSteps(compacted.postings, termCount);
   return {
     state: {
       dictionary: state.dictionary,
@@ -156,6 +160,7 @@ export function* compactedState(
       },
       changes: null,
       postingLoader: null,
+      upperBounds,
     },
     newDenseIds: compacted.newDenseIds,
   };
