@@ -98,7 +98,11 @@ describe("compaction", () => {
     // them a compacted index's first turns scanned each frequent term's whole list; fails when they are left out.
     const many = (count: number, from = 0) =>
       Array.from({ length: count }, (_, index) =>
-        entry(`e.${String(from + index).padStart(5, "0")}`, `Entry ${from + index}`, `alpha beta${index % 7}`),
+        entry(
+          `e.${String(from + index).padStart(5, "0")}`,
+          `Entry ${from + index}`,
+          `alpha beta${index % 7}`,
+        ),
       );
     const initial = normalized(many(4200));
     const added = normalized(many(3, 9000));
