@@ -7,19 +7,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { clearKnowledgeIndexCache, KnowledgeGroundingEngine } from "../../src/index.js";
 import { KNOWLEDGE_NO_SOURCES_WARNING, NeuroLink } from "../../src/neurolink/index.js";
 import { PromisedBackend } from "../support/promisedBackend.js";
-import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
-import { answeringModel, systemOf } from "./support/models.js";
+import { recordingLogger, SOURCES } from "./support/fixtures.js";
+import { groundedTurn } from "./support/groundedTurn.js";
+import { systemOf } from "./support/models.js";
 
 afterEach(() => clearKnowledgeIndexCache());
 
-async function groundedTurn(neurolink: NeuroLink) {
-  const model = answeringModel("answer");
-  const result = await neurolink.generate({
-    input: { text: GROUNDED_QUERY },
-    model,
-    useKnowledgeGrounding: true,
-    knowledgeContext: SCOPE,
-  });
+/** One grounded turn, with the system prompt its model call received. */
+async function turnWithSystem(neurolink: NeuroLink) {
+  const { result, model } = await groundedTurn(neurolink);
   return { result, system: systemOf(model.doGenerateCalls[0]) };
 }
 
@@ -32,7 +28,7 @@ describe("the client over a backend", () => {
     expect(await reader.knowledgeReady()).toMatchObject({ ready: true, backend: { generation: 1 } });
     const local = new NeuroLink({ knowledgeGrounding: { enabled: true, sources: SOURCES }, logger });
 
-    const [fromBackend, fromSources] = [await groundedTurn(reader), await groundedTurn(local)];
+    const [fromBackend, fromSources] = [await turnWithSystem(reader), await turnWithSystem(local)];
     expect(fromBackend.result.knowledge?.selectedIds.length).toBeGreaterThan(0);
     expect(fromBackend.result.knowledge?.selectedIds).toEqual(fromSources.result.knowledge?.selectedIds);
     expect(fromBackend.system).toContain("<knowledge_context>");
@@ -46,11 +42,11 @@ describe("the client over a backend", () => {
       knowledgeGrounding: { enabled: true, sources: [], backend },
       logger: recordingLogger(),
     });
-    const before = await groundedTurn(reader);
+    const before = await turnWithSystem(reader);
     expect(before.result.knowledge?.failureReason).toBe("index-not-ready");
     expect(before.system ?? "").not.toContain("<knowledge_context>");
     await new KnowledgeGroundingEngine({ enabled: true, sources: SOURCES, backend }).ready();
-    const after = await groundedTurn(reader);
+    const after = await turnWithSystem(reader);
     expect(after.result.knowledge?.failureReason).toBeUndefined();
     expect(after.system).toContain("<knowledge_context>");
   });

@@ -13,7 +13,8 @@ import {
   NeuroLink,
   NeuroLinkError,
 } from "../../src/neurolink/index.js";
-import { GROUNDED_QUERY, recordingLogger, SCOPE, SOURCES } from "./support/fixtures.js";
+import { GROUNDED_QUERY, recordingLogger, SOURCES } from "./support/fixtures.js";
+import { groundedTurn } from "./support/groundedTurn.js";
 import { answeringModel, systemOf } from "./support/models.js";
 
 afterEach(() => clearKnowledgeIndexCache());
@@ -42,17 +43,6 @@ const oneInvalid = (tag = "a"): KnowledgeSource[] => [
     entries: [{ id: `payments.refunds-${tag}`, title: "", summary: "s", domain: "d", integrations: [] }],
   },
 ];
-
-async function groundedTurn(neurolink: NeuroLink) {
-  const model = answeringModel("answer");
-  const result = await neurolink.generate({
-    input: { text: GROUNDED_QUERY },
-    model,
-    useKnowledgeGrounding: true,
-    knowledgeContext: SCOPE,
-  });
-  return { result, model };
-}
 
 describe("the constructor never throws on a hostile knowledgeGrounding", () => {
   it.each(["enabled", "sources", "blockedDomains", "retrieval", "context", "timeoutMs"])(
