@@ -23,6 +23,7 @@ import {
   retrieve,
   retrieveFrom,
 } from "../../src/index.js";
+import { contributionAt } from "../../src/knowledge/scoringList.js";
 import type { PostgresBackend } from "../../src/postgres/index.js";
 import { decodeWireList } from "../../src/postgres/wireLists.js";
 import { run } from "../cli/helpers.js";
@@ -292,10 +293,7 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     };
     for (const row of coded.rows) {
       const list = decodeWireList(row.coded_list as Buffer, 0x7fff_ffff);
-      const values = Float64Array.from(
-        list.docs,
-        (_, position) => list.contributions[list.codes === undefined ? position : list.codes[position]!]!,
-      );
+      const values = Float64Array.from(list.docs, (_, position) => contributionAt(list, position));
       await olderPool.query({
         text: `update ${postings} set docs_bytes = $3, contribution_bytes = $4 where term = $1 and field = $2`,
         values: [
@@ -310,10 +308,7 @@ describePostgres("the PostgreSQL backend selects what the in-memory index select
     await compareOlder();
     for (const row of coded.rows) {
       const list = decodeWireList(row.coded_list as Buffer, 0x7fff_ffff);
-      const values = Array.from(
-        list.docs,
-        (_, position) => list.contributions[list.codes === undefined ? position : list.codes[position]!]!,
-      );
+      const values = Array.from(list.docs, (_, position) => contributionAt(list, position));
       await olderPool.query({
         // Each value as JavaScript's shortest round-trip text: PostgreSQL reads it back to the same double.
         text: `update ${postings} set contributions = $3::float8[] where term = $1 and field = $2`,
