@@ -387,7 +387,9 @@ describePostgres("faults: turns fail open, the status says degraded, recovery ne
       enabled: true,
       sources: sources("1"),
       backend: backend({ schema: "exhausted", pool }),
-      timeoutMs: 2_000,
+      // Well above the pool's 300 ms wait, which is what this turn must give up on (on a loaded machine a 2 s
+      // turn timeout could also fire first, or the recovered turn after it).
+      timeoutMs: 20_000,
       logger: null,
     });
     await engine.ready();

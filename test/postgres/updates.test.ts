@@ -129,6 +129,8 @@ function comparable(outcome: KnowledgeGroundingOutcome) {
 }
 
 let schemas = 0;
+/** Turns are compared, not timed: a loaded machine can pause one past the default 800 ms, and it would fail open. */
+const TURN_TIMEOUT_MS = 60_000;
 
 describePostgres("incremental updates on the PostgreSQL backend", () => {
   it("after random upserts and removals, the updated generation equals a full publication of the final registry, and turns equal the in-memory engine's on a full build", async () => {
@@ -147,6 +149,7 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
             sources,
             backend: backend(`updated_${run}`),
             logger: null,
+            timeoutMs: TURN_TIMEOUT_MS,
             ...config,
           });
           await engine.ready();
@@ -178,6 +181,7 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
             sources: finalSources,
             backend: backend(`full_${run}`),
             logger: null,
+            timeoutMs: TURN_TIMEOUT_MS,
             ...config,
           });
           await full.ready();
@@ -202,6 +206,7 @@ describePostgres("incremental updates on the PostgreSQL backend", () => {
             enabled: true,
             sources: finalSources,
             logger: null,
+            timeoutMs: TURN_TIMEOUT_MS,
             ...config,
           });
           await memory.ready();
