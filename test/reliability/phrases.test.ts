@@ -93,7 +93,11 @@ describe("phrase lookup is bounded by what matches", () => {
     async (_name, stress) => {
       // The bound below is the test; the turn's own timeout is out of the way (a loaded machine can pause a turn
       // past the default 800 ms, and it would fail open).
-      const engine = new KnowledgeGroundingEngine({ enabled: true, sources: stress.sources, timeoutMs: 60_000 });
+      const engine = new KnowledgeGroundingEngine({
+        enabled: true,
+        sources: stress.sources,
+        timeoutMs: 60_000,
+      });
       await engine.ready();
       expect(engine.getStatus().ready).toBe(true);
       const timings: number[] = [];
