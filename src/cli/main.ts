@@ -243,15 +243,22 @@ function declareMcpCommand(program: Command, setRunner: (runner: Runner) => void
       ),
   )
     .option("--limit <n>", "entries a search returns when the caller gives no limit (default 8)")
+    .option(
+      "--backend <url>",
+      "serve the PostgreSQL index (postgres://…): publishes --kb first when given, else serves what is published",
+    )
+    .option("--backend-schema <name>", "the PostgreSQL schema of the index (default lexground)")
     .addHelpText(
       "after",
       examples([
         "lexground mcp --kb examples/knowledge-base",
+        "lexground mcp --backend postgres://app@db/app --integrations shopify   # a fleet's shared index",
         "lexground mcp --kb kb.json --integrations shopify   # calls may narrow to shopify, never add others",
         'claude mcp add kb -- npx lexground mcp --kb "$PWD/manifest.json"',
       ]) +
         "\nTool search_knowledge({query, limit?, integrations?}) returns the selected entries, their citations,\nthe confidence and the rendered context block. Tool get_entry({id}) returns one entry's full text and\ncitation. Resources lexground://entries/<id> list and read the entries. All are read-only. Requires\n@modelcontextprotocol/sdk (an optional peer dependency: npm install @modelcontextprotocol/sdk).\n" +
-        "\nScope: --integrations (or --all-integrations) and --blocked-domains are the most a client can see. A call's\nintegrations only narrow them: integrations the server does not enable are ignored, so without\n--integrations every call gets integration-free entries only. No call argument unblocks a domain.\nget_entry and the resources show active entries in that scope only; any other id is not found.\n",
+        "\nScope: --integrations (or --all-integrations) and --blocked-domains are the most a client can see. A call's\nintegrations only narrow them: integrations the server does not enable are ignored, so without\n--integrations every call gets integration-free entries only. No call argument unblocks a domain.\nget_entry and the resources show active entries in that scope only; any other id is not found.\n" +
+        "\nWith --backend the resources are read by URI but not listed (a shared index may hold millions of entries),\nand --all-integrations is refused (name the integrations).\n",
     )
     .action(async (options) => {
       setRunner(async (ctx) => (await import("./commands/mcp.js")).runMcp(ctx, options));

@@ -87,6 +87,11 @@ export type KnowledgeBackendIndex = {
   /** The index parameters it was built with. */
   options: KnowledgeIndexBuildOptions;
   searcher: KnowledgeSearchBackend;
+  /**
+   * Optional: the entries of this generation with these ids (unknown ids are absent; any order), whatever their
+   * status or scope: callers that show an entry (the MCP server's `get_entry`) check eligibility themselves.
+   */
+  entriesById?(ids: readonly string[]): Promise<NormalizedKnowledgeEntry[]>;
 };
 
 /** The outcome of {@link KnowledgeIndexBackend.publish}. */

@@ -79,15 +79,13 @@ export class PostgresBackend extends PostgresBackendState implements KnowledgeIn
       previous.checkedAt = Date.now();
       return previous.index;
     }
+    const searcher = new PostgresSearcher(this, parsed, generationTables(this.schema, generation));
     const index: KnowledgeBackendIndex = {
       generation,
       entryCount: parsed.entryCount,
       options: parsed.parameters,
-      searcher: new GenerationFallbackSearcher(
-        this,
-        generation,
-        new PostgresSearcher(this, parsed, generationTables(this.schema, generation)),
-      ),
+      searcher: new GenerationFallbackSearcher(this, generation, searcher),
+      entriesById: (ids) => searcher.entriesById(ids),
     };
     this.serving = { index, row: parsed, checkedAt: Date.now() };
     return index;

@@ -18,7 +18,13 @@ import { GenerationEligibility } from "./eligibility.js";
 import { KEPT_ENTRY_CHARACTERS } from "./generationCache.js";
 import { PostingSearch } from "./postingSearch.js";
 import type { GenerationRow } from "./serving.js";
-import { type GenerationTables, int4Array, scopesStatement, selectionEntriesStatement } from "./sql.js";
+import {
+  entriesByIdStatement,
+  type GenerationTables,
+  int4Array,
+  scopesStatement,
+  selectionEntriesStatement,
+} from "./sql.js";
 
 /** A kept entry: its relations' dense ids (null: none; undefined: not known) and its text's length. */
 type KeptEntry = {
@@ -33,6 +39,7 @@ const candidateDocs = new WeakMap<KnowledgeCandidateQuery, Map<string, number>>(
 /** A turn's searches against one generation. */
 export class PostgresSearcher implements KnowledgeSearchBackend {
   private readonly entriesText: string;
+  private readonly entriesByIdText: string;
   private readonly analyzer: ReturnType<typeof getAnalyzer>;
   private readonly bm25f: boolean;
   private readonly scored: PostingSearch;
@@ -54,6 +61,7 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
   ) {
     this.bm25f = generation.parameters.scoring === "bm25f";
     this.entriesText = selectionEntriesStatement(tables);
+    this.entriesByIdText = entriesByIdStatement(tables);
     const statementName = (kind: string) => this.statementName(kind);
     this.eligibility = new GenerationEligibility(backend, generation, scopesStatement(tables), statementName);
     this.scored = new PostingSearch(
@@ -95,6 +103,18 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     const scored = await this.scored.candidates(query, terms, topK, docs);
     this.backend.turnProfile?.add("scored", performance.now() - started);
     return scored;
+  }
+
+  /** The generation's entries with these ids (see `KnowledgeBackendIndex.entriesById`). */
+  async entriesById(ids: readonly string[]): Promise<NormalizedKnowledgeEntry[]> {
+    if (ids.length === 0) return [];
+    const result = await this.backend.read({
+      name: this.statementName("entries-by-id"),
+      text: this.entriesByIdText,
+      // The id column holds each id as JSON text (so a NUL or a lone surrogate is stored as an escape).
+      values: [ids.map((id) => JSON.stringify(id))],
+    });
+    return result.rows.map((row) => JSON.parse(String(row.entry)) as NormalizedKnowledgeEntry);
   }
 
   async selectionEntries(

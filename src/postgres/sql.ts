@@ -193,6 +193,8 @@ export function indexGenerationStatements(
       "index entries",
       `alter table ${tables.entries} add constraint g${generation}_entries_key primary key (doc)`,
     ],
+    // Entries by id: what the MCP server's get_entry reads (older generations, without it, scan the table).
+    ["index entry ids", `create index g${generation}_entries_id on ${tables.entries} (id)`],
     [
       "index postings",
       `alter table ${tables.postings} add constraint g${generation}_postings_key primary key (term, field)`,
@@ -328,6 +330,14 @@ export function phraseHitsStatement(tables: GenerationTables, byTokens = false):
  */
 export function entryIdsStatement(tables: GenerationTables): string {
   return `select doc, id from ${tables.entries} where doc = any($1::int4[])`;
+}
+
+/**
+ * The entries whose ids are in $1 (a `text[]` of ids as the `id` column holds them: JSON strings, see
+ * `publication.ts`), by the ids' index.
+ */
+export function entriesByIdStatement(tables: GenerationTables): string {
+  return `select entry from ${tables.entries} where id = any($1::text[])`;
 }
 
 /** The scope lists (kind, key, docs) of a generation, read once per generation by turns (eligibility). */

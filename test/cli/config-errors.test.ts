@@ -5,32 +5,17 @@
  */
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { CONFIG_FILE_KEYS, parseConfigText } from "../../src/cli/config.js";
-import { main } from "../../src/cli/main.js";
+import { callMcpOverStdio } from "../support/mcpClients.js";
 import { fixtures, run, withTemporaryDirectory } from "./helpers.js";
 
 const repository = join(import.meta.dirname, "..", "..");
 
-/** Runs `lexground mcp` until its stdin ends; returns the exit code and stderr. */
+/** Runs `lexground mcp` until it has answered `initialize` (or failed); returns the exit code and stderr. */
 async function runMcp(argv: string[], cwd: string): Promise<{ code: number; stderr: string }> {
-  const stdin = new PassThrough();
-  let stderr = "";
-  const exit = main(["mcp", ...argv], {
-    stdout: { write: () => true },
-    stderr: {
-      write: (chunk: string) => {
-        stderr += chunk;
-        return true;
-      },
-    },
-    env: { NO_COLOR: "1" },
-    cwd,
-    stdin,
-  });
-  setTimeout(() => stdin.end(), 50);
-  return { code: await exit, stderr };
+  const { exitCode, stderr } = await callMcpOverStdio(["mcp", ...argv], cwd, []);
+  return { code: exitCode, stderr };
 }
 
 /** Every ```json block of the README that is a config file (it holds a config key). */

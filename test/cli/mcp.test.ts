@@ -1,6 +1,4 @@
-import { PassThrough } from "node:stream";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   createKnowledgeMcpServer,
@@ -13,6 +11,7 @@ import {
 } from "../../src/cli/commands/mcp.js";
 import { prepareKnowledgeBase } from "../../src/cli/session.js";
 import { readKnowledgeBase } from "../../src/files/compile.js";
+import { callMcpOverStdio, connectInMemory } from "../support/mcpClients.js";
 import { fixtures, run } from "./helpers.js";
 
 const closers: (() => Promise<void>)[] = [];
@@ -24,13 +23,8 @@ async function connect(options: Parameters<typeof createKnowledgeMcpServer>[1] =
   const knowledgeBase = await readKnowledgeBase(kb, { cwd: fixtures });
   const prepared = prepareKnowledgeBase(knowledgeBase, {});
   const server = await createKnowledgeMcpServer(prepared, { version: "9.9.9", ...options });
-  const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
-  const client = new Client({ name: "test-client", version: "1.0.0" });
-  await Promise.all([server.connect(serverTransport), client.connect(clientTransport)]);
-  closers.push(async () => {
-    await client.close();
-    await server.close();
-  });
+  const { client, close } = await connectInMemory(server);
+  closers.push(close);
   return { client, version: knowledgeBase.manifest.contentVersion };
 }
 
@@ -313,116 +307,40 @@ describe("lexground mcp: get_entry and entry resources", () => {
 
 describe("lexground mcp over stdio (in-process)", () => {
   it("answers initialize and tools/call on stdout, logs on stderr, and exits 0 at end of input", async () => {
-    const stdin = new PassThrough();
-    const stdoutChunks: string[] = [];
-    let resolveResponses: () => void;
-    const responsesSeen = new Promise<void>((resolve) => {
-      resolveResponses = resolve;
-    });
-    const { main } = await import("../../src/cli/main.js");
-    let stderr = "";
-    const exit = main(["mcp", "--kb", "kb", "--integrations", "integration-a"], {
-      stdout: {
-        write: (chunk: string) => {
-          stdoutChunks.push(chunk);
-          if (stdoutChunks.join("").split("\n").filter(Boolean).length >= 2) resolveResponses();
-          return true;
-        },
-      },
-      stderr: {
-        write: (chunk: string) => {
-          stderr += chunk;
-          return true;
-        },
-      },
-      env: { NO_COLOR: "1" },
-      cwd: fixtures,
-      stdin,
-    });
-    const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
-    send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-    });
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "tools/call",
-      params: { name: "search_knowledge", arguments: { query: "enable multi step flow" } },
-    });
-    await responsesSeen;
-    stdin.end();
-    expect(await exit).toBe(0);
-    const messages = stdoutChunks
-      .join("")
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
+    const {
+      answers: messages,
+      stderr,
+      exitCode,
+    } = await callMcpOverStdio(["mcp", "--kb", "kb", "--integrations", "integration-a"], fixtures, [
+      { name: "search_knowledge", arguments: { query: "enable multi step flow" } },
+    ]);
+    expect(exitCode).toBe(0);
     expect(messages[0]).toMatchObject({ id: 1, result: { serverInfo: { name: "lexground" } } });
     expect(messages[1]).toMatchObject({ id: 2, result: { structuredContent: { confidence: "high" } } });
-    expect(messages[1].result.structuredContent.entries[0].id).toBe("settings.multi-step-flow");
+    const result = messages[1]!.result!.structuredContent as SearchKnowledgeResult;
+    expect(result.entries[0]!.id).toBe("settings.multi-step-flow");
     expect(stderr).toMatch(
       /^lexground mcp: serving 6 entries \(4 active, 4 in scope, content version [0-9a-f]{12}\) on stdio; tools: search_knowledge, get_entry; resources: lexground:\/\/entries\/<id>\n$/,
     );
   });
 
   it("keeps a call inside --integrations and --blocked-domains over stdio", async () => {
-    const stdin = new PassThrough();
-    let stdout = "";
-    let resolveResponses: () => void;
-    const responsesSeen = new Promise<void>((resolve) => {
-      resolveResponses = resolve;
-    });
-    const { main } = await import("../../src/cli/main.js");
-    const exit = main(
+    const { answers, exitCode } = await callMcpOverStdio(
       ["mcp", "--kb", "scoped", "--integrations", "shopify", "--blocked-domains", "internal"],
-      {
-        stdout: {
-          write: (chunk: string) => {
-            stdout += chunk;
-            if (stdout.split("\n").filter(Boolean).length >= 3) resolveResponses();
-            return true;
-          },
-        },
-        stderr: { write: () => true },
-        env: { NO_COLOR: "1" },
-        cwd: fixtures,
-        stdin,
-      },
+      fixtures,
+      [["staff-console"], ["staff-console", "shopify"]].map((integrations) => ({
+        name: "search_knowledge",
+        arguments: { query: "refund sync", integrations },
+      })),
     );
-    const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
-    send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-    });
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    for (const [id, integrations] of [
-      [2, ["staff-console"]],
-      [3, ["staff-console", "shopify"]],
-    ] as const) {
-      send({
-        jsonrpc: "2.0",
-        id,
-        method: "tools/call",
-        params: { name: "search_knowledge", arguments: { query: "refund sync", integrations } },
-      });
-    }
-    await responsesSeen;
-    stdin.end();
-    expect(await exit).toBe(0);
+    expect(exitCode).toBe(0);
     const byId = new Map(
-      stdout
-        .split("\n")
-        .filter(Boolean)
-        .map(
-          (line) => JSON.parse(line) as { id: number; result: { structuredContent: SearchKnowledgeResult } },
-        )
-        .map((message) => [message.id, message.result.structuredContent?.entries.map((entry) => entry.id)]),
+      answers.map((message) => [
+        message.id,
+        (message.result?.structuredContent as SearchKnowledgeResult | undefined)?.entries.map(
+          (entry) => entry.id,
+        ),
+      ]),
     );
     expect(byId.get(2)).toEqual(["refunds.general"]);
     expect(byId.get(3)?.sort()).toEqual(["refunds.general", "refunds.shopify"]);

@@ -7,11 +7,10 @@ import { writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { main } from "../../src/cli/main.js";
 import type { TurnReport } from "../../src/cli/turn.js";
 import { KNOWLEDGE_PRESETS } from "../../src/index.js";
+import { callMcpOverStdio } from "../support/mcpClients.js";
 import { run, withTemporaryDirectory } from "./helpers.js";
 
 const KB = join(import.meta.dirname, "..", "..", "examples", "knowledge-base");
@@ -196,47 +195,11 @@ describe("lexground ask --preset", () => {
 
 describe("lexground mcp --preset", () => {
   it("search_knowledge selects with the preset", async () => {
-    const stdin = new PassThrough();
-    let stdout = "";
-    let gotResponse: () => void = () => {};
-    const responded = new Promise<void>((resolve) => {
-      gotResponse = resolve;
-    });
-    const exit = main(["mcp", "--kb", KB, "--preset", "recommended"], {
-      stdout: {
-        write: (chunk: string) => {
-          stdout += chunk;
-          if (stdout.split("\n").filter(Boolean).length >= 2) gotResponse();
-          return true;
-        },
-      },
-      stderr: { write: () => true },
-      env: { NO_COLOR: "1" },
-      cwd: KB,
-      stdin,
-    });
-    const send = (message: object) => stdin.write(`${JSON.stringify(message)}\n`);
-    send({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "initialize",
-      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
-    });
-    send({ jsonrpc: "2.0", method: "notifications/initialized" });
-    send({
-      jsonrpc: "2.0",
-      id: 2,
-      method: "tools/call",
-      params: { name: "search_knowledge", arguments: { query: QUESTION } },
-    });
-    await responded;
-    stdin.end();
-    expect(await exit).toBe(0);
-    const [, response] = stdout
-      .split("\n")
-      .filter(Boolean)
-      .map((line) => JSON.parse(line));
-    const entries = response.result.structuredContent.entries as {
+    const { answers, exitCode } = await callMcpOverStdio(["mcp", "--kb", KB, "--preset", "recommended"], KB, [
+      { name: "search_knowledge", arguments: { query: QUESTION } },
+    ]);
+    expect(exitCode).toBe(0);
+    const entries = answers[1]!.result!.structuredContent!.entries as {
       id: string;
       expandedFrom: string | null;
     }[];

@@ -156,15 +156,16 @@ export async function runBackendQuery(
   }
 }
 
+/** The flags a command serving the shared index takes (`ask`, `mcp`). */
+export type ServingBackendFlags = RetrievalFlags & { backend: string; backendSchema?: string };
+
 /**
- * `ask … --backend <url>`: the answer's knowledge from the shared index. With `--kb` the knowledge base is
- * published first (or its publication reused); the offline answer is one engine turn, and the model's answer goes
- * through a client over the same backend with no sources (a fleet replica's configuration).
+ * Opens the shared index for a command that serves it: the configuration of `--config`, `--preset` and
+ * `--blocked-domains`; with `--kb` (or `LEXGROUND_KB`) the knowledge base is published first (or its publication
+ * reused), else what is published serves. Refuses `--all-integrations` (the integrations are the entries', which
+ * are not read here) and a schema with nothing published. The caller closes the backend.
  */
-export async function backendGrounding(
-  context: CommandContext,
-  flags: AskFlags & { backend: string },
-): Promise<AskGrounding> {
+export async function openServingBackend(context: CommandContext, flags: ServingBackendFlags) {
   if (flags.allIntegrations) {
     throw new CliUsageError(
       "--all-integrations needs the knowledge base's entries, which --backend does not read",
@@ -192,6 +193,19 @@ export async function backendGrounding(
       "publish a knowledge base first: lexground build <kb> --backend <url>, or pass --kb",
     );
   }
+  return { backend, engine, config };
+}
+
+/**
+ * `ask … --backend <url>`: the answer's knowledge from the shared index. With `--kb` the knowledge base is
+ * published first (or its publication reused); the offline answer is one engine turn, and the model's answer goes
+ * through a client over the same backend with no sources (a fleet replica's configuration).
+ */
+export async function backendGrounding(
+  context: CommandContext,
+  flags: AskFlags & { backend: string },
+): Promise<AskGrounding> {
+  const { backend, engine, config } = await openServingBackend(context, flags);
   const enabledIntegrations = parseList(flags.integrations) ?? [];
   const turn = async (question: string) => {
     const outcome = await engine.ground({ query: question, scope: { enabledIntegrations } });

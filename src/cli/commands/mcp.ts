@@ -3,7 +3,7 @@
  * `search_knowledge` and `get_entry`, and the entries as resources (`lexground://entries/<id>`). Every one of them
  * sees only what the server's scope allows: active entries, in the server's integrations, outside its blocked
  * domains. The MCP SDK (an optional peer dependency, several megabytes) and zod are imported here only, when the
- * command runs.
+ * command runs. With `--backend postgres://…` it serves the shared index of a fleet instead (see `mcpKnowledge.ts`).
  */
 import type { Readable, Writable } from "node:stream";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -14,20 +14,24 @@ import type { RetrievalFlags } from "../main.js";
 import { packageVersion } from "../packageVersion.js";
 import { type PreparedKnowledgeBase, parseCount, prepareFromFlags } from "../session.js";
 import {
+  backendMcpKnowledge,
+  type McpKnowledge,
+  McpKnowledgeError,
+  preparedMcpKnowledge,
+} from "./mcpKnowledge.js";
+import {
   ENTRY_RESOURCE_PREFIX,
   entryIdOfResourceUri,
   entryResourceUri,
-  getEntry,
   type KnowledgeMcpOptions,
   listEntries,
   MCP_MAX_ID_LENGTH,
   MCP_MAX_LIMIT,
-  narrowIntegrations,
   renderEntryDocument,
-  searchKnowledge,
 } from "./mcpTools.js";
 
 /** The tools' logic and shapes, exported from here as well (where callers import them). */
+export * from "./mcpKnowledge.js";
 export * from "./mcpTools.js";
 
 const INSTRUCTIONS =
@@ -43,11 +47,21 @@ const MCP_SDK = {
   feature: "lexground mcp",
 };
 
-/** Creates the MCP server for a prepared knowledge base (not yet connected to a transport). */
+/** What a tool answers when the knowledge could not be read (the shared index unreachable): an error result. */
+function failedCall(error: unknown) {
+  if (!(error instanceof McpKnowledgeError)) throw error;
+  return { content: [{ type: "text" as const, text: error.message }], isError: true };
+}
+
+/**
+ * Creates the MCP server (not yet connected to a transport) for a prepared knowledge base, or for any
+ * {@link McpKnowledge} (the shared index of `--backend`: `backendMcpKnowledge`).
+ */
 export async function createKnowledgeMcpServer(
-  prepared: PreparedKnowledgeBase,
+  source: PreparedKnowledgeBase | McpKnowledge,
   options: KnowledgeMcpOptions = {},
 ): Promise<McpServer> {
+  const knowledge = "search" in source ? source : preparedMcpKnowledge(source);
   const [{ McpServer: Server, ResourceTemplate }, { McpError, ErrorCode }, { z }] = await Promise.all([
     importPeerDependency(MCP_SDK, () => import("@modelcontextprotocol/sdk/server/mcp.js")),
     importPeerDependency(MCP_SDK, () => import("@modelcontextprotocol/sdk/types.js")),
@@ -107,13 +121,18 @@ export async function createKnowledgeMcpServer(
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     async ({ query, limit, integrations }) => {
-      const result = searchKnowledge(prepared, query, {
-        ...options,
-        ...(integrations !== undefined
-          ? { integrations: narrowIntegrations(prepared, options, integrations), allIntegrations: false }
-          : {}),
-        ...(limit !== undefined ? { defaultLimit: limit } : {}),
-      });
+      let result: Awaited<ReturnType<McpKnowledge["search"]>>;
+      try {
+        result = await knowledge.search(query, {
+          ...options,
+          ...(integrations !== undefined
+            ? { integrations: knowledge.narrowIntegrations(options, integrations), allIntegrations: false }
+            : {}),
+          ...(limit !== undefined ? { defaultLimit: limit } : {}),
+        });
+      } catch (error) {
+        return failedCall(error);
+      }
       const text =
         result.context || `No knowledge entry matched ${JSON.stringify(query)} (confidence: none).`;
       return { content: [{ type: "text" as const, text }], structuredContent: result };
@@ -147,7 +166,12 @@ export async function createKnowledgeMcpServer(
       annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     async ({ id }) => {
-      const document = getEntry(prepared, id, options);
+      let document: Awaited<ReturnType<McpKnowledge["getEntry"]>>;
+      try {
+        document = await knowledge.getEntry(id, options);
+      } catch (error) {
+        return failedCall(error);
+      }
       if (!document) {
         // The same answer for an unknown id and an entry outside the scope: a client learns nothing it may not read.
         return {
@@ -164,24 +188,34 @@ export async function createKnowledgeMcpServer(
   server.registerResource(
     "entry",
     new ResourceTemplate(`${ENTRY_RESOURCE_PREFIX}{id}`, {
-      list: () => ({
-        resources: listEntries(prepared, options).map((entry) => ({
-          uri: entryResourceUri(entry.id),
-          name: entry.id,
-          title: entry.title,
-          description: entry.summary,
-          mimeType: "text/markdown",
-        })),
-      }),
+      // Not listed when the knowledge does not list its entries (a shared index); each still reads by its URI.
+      list:
+        knowledge.listEntries === undefined
+          ? undefined
+          : async () => ({
+              resources: (await knowledge.listEntries!(options)).map((entry) => ({
+                uri: entryResourceUri(entry.id),
+                name: entry.id,
+                title: entry.title,
+                description: entry.summary,
+                mimeType: "text/markdown",
+              })),
+            }),
     }),
     {
       title: "Knowledge entry",
       description: "One reviewed knowledge entry: title, summary, body and its [KB:id@version] citation.",
       mimeType: "text/markdown",
     },
-    (uri) => {
+    async (uri) => {
       const id = entryIdOfResourceUri(uri.href);
-      const document = id === undefined ? null : getEntry(prepared, id, options);
+      let document: Awaited<ReturnType<McpKnowledge["getEntry"]>> = null;
+      try {
+        document = id === undefined ? null : await knowledge.getEntry(id, options);
+      } catch (error) {
+        if (error instanceof McpKnowledgeError) throw new McpError(ErrorCode.InternalError, error.message);
+        throw error;
+      }
       if (!document) throw new McpError(ErrorCode.InvalidParams, `Resource ${uri.href} not found`);
       return {
         contents: [{ uri: uri.href, mimeType: "text/markdown", text: renderEntryDocument(document) }],
@@ -191,18 +225,42 @@ export async function createKnowledgeMcpServer(
   return server;
 }
 
-export type McpFlags = RetrievalFlags & { limit?: string };
+export type McpFlags = RetrievalFlags & { limit?: string; backend?: string; backendSchema?: string };
+
+/** The knowledge `runMcp` serves, what it says about it on stderr, and how to release it. */
+type ServedKnowledge = { knowledge: McpKnowledge; description: string; close(): Promise<void> };
+
+async function servedKnowledge(
+  context: CommandContext,
+  flags: McpFlags,
+  serverOptions: KnowledgeMcpOptions,
+): Promise<ServedKnowledge> {
+  if (flags.backend !== undefined) {
+    const { openServingBackend } = await import("./backend.js");
+    const { backend, config } = await openServingBackend(context, { ...flags, backend: flags.backend });
+    const status = backend.status();
+    return {
+      knowledge: backendMcpKnowledge(backend, config),
+      description: `the PostgreSQL index (generation ${status.generation}, ${status.entryCount} entries; resources are read by URI, not listed)`,
+      close: () => backend.close(),
+    };
+  }
+  const prepared = await prepareFromFlags(context, flags);
+  const { manifest } = prepared.knowledgeBase;
+  const active = prepared.entries.filter((entry) => entry.status === "active").length;
+  const readable = listEntries(prepared, serverOptions).length;
+  return {
+    knowledge: preparedMcpKnowledge(prepared),
+    description: `${prepared.entries.length} entries (${active} active, ${readable} in scope, content version ${manifest.contentVersion})`,
+    close: async () => {},
+  };
+}
 
 export async function runMcp(context: CommandContext, flags: McpFlags): Promise<number> {
   const defaultLimit = parseCount(flags.limit, "--limit");
   if (defaultLimit !== undefined && defaultLimit > MCP_MAX_LIMIT) {
     throw new CliUsageError(`--limit must be at most ${MCP_MAX_LIMIT}`);
   }
-  const prepared = await prepareFromFlags(context, flags);
-  const stdio = await importPeerDependency(
-    MCP_SDK,
-    () => import("@modelcontextprotocol/sdk/server/stdio.js"),
-  );
   const version = packageVersion();
   const integrations = parseList(flags.integrations);
   const blockedDomains = parseList(flags.blockedDomains);
@@ -213,27 +271,33 @@ export async function runMcp(context: CommandContext, flags: McpFlags): Promise<
     ...(defaultLimit !== undefined ? { defaultLimit } : {}),
     version,
   };
-  const server = await createKnowledgeMcpServer(prepared, serverOptions);
-  const stdin: Readable = context.io.stdin ?? process.stdin;
-  // Everything but protocol messages goes to stderr: stdout is the transport.
-  const transport = new stdio.StdioServerTransport(stdin, context.io.stdout as unknown as Writable);
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
-  });
-  await server.connect(transport);
-  const { manifest } = prepared.knowledgeBase;
-  const active = prepared.entries.filter((entry) => entry.status === "active").length;
-  const readable = listEntries(prepared, serverOptions).length;
-  context.io.stderr.write(
-    `lexground mcp: serving ${prepared.entries.length} entries (${active} active, ${readable} in scope, content version ${manifest.contentVersion}) on stdio; tools: search_knowledge, get_entry; resources: ${ENTRY_RESOURCE_PREFIX}<id>\n`,
-  );
-  const endOfInput = () => {
-    void server.close();
-  };
-  stdin.once("end", endOfInput);
-  stdin.once("close", endOfInput);
-  await closed;
-  stdin.off("end", endOfInput);
-  stdin.off("close", endOfInput);
-  return 0;
+  const served = await servedKnowledge(context, flags, serverOptions);
+  try {
+    const stdio = await importPeerDependency(
+      MCP_SDK,
+      () => import("@modelcontextprotocol/sdk/server/stdio.js"),
+    );
+    const server = await createKnowledgeMcpServer(served.knowledge, serverOptions);
+    const stdin: Readable = context.io.stdin ?? process.stdin;
+    // Everything but protocol messages goes to stderr: stdout is the transport.
+    const transport = new stdio.StdioServerTransport(stdin, context.io.stdout as unknown as Writable);
+    const closed = new Promise<void>((resolve) => {
+      transport.onclose = resolve;
+    });
+    await server.connect(transport);
+    context.io.stderr.write(
+      `lexground mcp: serving ${served.description} on stdio; tools: search_knowledge, get_entry; resources: ${ENTRY_RESOURCE_PREFIX}<id>\n`,
+    );
+    const endOfInput = () => {
+      void server.close();
+    };
+    stdin.once("end", endOfInput);
+    stdin.once("close", endOfInput);
+    await closed;
+    stdin.off("end", endOfInput);
+    stdin.off("close", endOfInput);
+    return 0;
+  } finally {
+    await served.close();
+  }
 }

@@ -123,7 +123,17 @@ export function getEntry(
     return entry !== undefined && isAuthorized(entry, enabledIntegrations, blockedDomains);
   };
   if (!readable(id)) return null;
-  const entry = prepared.snapshot.entriesById.get(id)!;
+  return entryDocument(prepared.snapshot.entriesById.get(id)!, readable);
+}
+
+/**
+ * An entry as `get_entry` returns it, its relations limited to the entries `readable` says the caller may read
+ * (the others are left out of the document).
+ */
+export function entryDocument(
+  entry: NormalizedKnowledgeEntry,
+  readable: (id: string | undefined) => boolean,
+): KnowledgeEntryDocument {
   return {
     id: entry.id,
     title: entry.title,
