@@ -10,13 +10,16 @@
  *
  * `node --expose-gc --import tsx bench/postgresTurns.ts --url postgres://… [--size 100000] [--schema pgturn]
  *   [--publish] [--budget-ms 3000] [--turns N] [--clients 16] [--concurrent-ms 5000] [--memory]
- *   [--posting-cache-bytes N] [--slowest 10] [--processes N] [--json FILE]`
+ *   [--posting-cache-bytes N] [--slowest 10] [--processes N] [--json FILE] [--queries FILE]`
+ * (`--schema bench --queries /tmp/lexground-pg-million-1000000.json`: the generation and turns that
+ * `bench/postgresMillion.ts --keep` left.) Per turn it also reports the process's minor page faults and the main
+ * thread's collection pauses.
  *
  * `--processes N` (N > 1) also runs the `--clients` over N reader processes (`concurrentTurnsInProcesses`).
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
-import { performance } from "node:perf_hooks";
+import { PerformanceObserver, performance } from "node:perf_hooks";
 import { KnowledgeGroundingEngine, normalizeAndValidate } from "../src/index.js";
 import { createPostgresBackend } from "../src/postgres/index.js";
 import { TurnProfile } from "../src/postgres/turnProfile.js";
@@ -47,8 +50,15 @@ const cacheBytes = process.argv.includes("--posting-cache-bytes")
   : undefined;
 /** The harness's seed for this size (`bench/run.ts`: options.seed + size). */
 const seed = 20_260_714 + size;
-const queriesFile = `/tmp/lexground-pgturn-queries-${size}.json`;
+/** The workload's queries (written when publishing; `--queries` reads another's, e.g. `bench/postgresMillion.ts`'s). */
+const queriesFile = option("queries", `/tmp/lexground-pgturn-queries-${size}.json`);
 const contentKey = `pgturn-synthetic-${size}-${seed}`;
+
+/** Main-thread garbage collection pauses so far (milliseconds). */
+let gcTotal = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcTotal += entry.duration;
+}).observe({ entryTypes: ["gc"] });
 
 type Queries = { queries: BenchQuery[]; warmupQueries: BenchQuery[]; blockedDomains: string[] };
 
@@ -94,6 +104,10 @@ type TurnRecord = {
   index: number;
   milliseconds: number;
   appCpuMs: number;
+  /** Minor page faults of this process during the turn (fresh memory touched: 18–80 µs each on this VM). */
+  faults: number;
+  /** Garbage collection pauses of the main thread during the turn. */
+  gcMs: number;
   terms: number;
   steps: Record<string, { milliseconds: number; count: number; bytes: number }>;
 };
@@ -119,16 +133,21 @@ async function measure(
     if ((spent >= budgetMs && records.length >= 5) || records.length >= maxTurns) break;
     profile?.reset();
     const cpu = process.cpuUsage();
+    const faultsBefore = process.resourceUsage().minorPageFault;
+    const gcBefore = gcTotal;
     const started = performance.now();
     const result = await runner.turn(query);
     const elapsed = performance.now() - started;
     const used = process.cpuUsage(cpu);
+    const faults = process.resourceUsage().minorPageFault - faultsBefore;
     spent += elapsed;
     if (result.failureReason) console.error(`${name} turn ${index} failed: ${result.failureReason}`);
     records.push({
       index,
       milliseconds: elapsed,
       appCpuMs: (used.user + used.system) / 1000,
+      faults,
+      gcMs: gcTotal - gcBefore,
       terms: new Set(
         [query.query, ...query.recentTurns.map((turn) => turn.text)].join(" ").toLowerCase().split(/\W+/),
       ).size,
@@ -138,10 +157,13 @@ async function measure(
   const serverMs = (await serverCpu(pids)) - serverBefore;
   const latencies = records.map((record) => record.milliseconds);
   const appCpu = records.reduce((sum, record) => sum + record.appCpuMs, 0);
+  const faults = records.reduce((sum, record) => sum + record.faults, 0);
+  const gcMs = records.reduce((sum, record) => sum + record.gcMs, 0);
   console.log(
     `${name}: ${records.length} turns, p50 ${percentile(latencies, 0.5).toFixed(1)} ms, p99 ${percentile(latencies, 0.99).toFixed(1)} ms, ` +
       `max ${Math.max(...latencies).toFixed(1)} ms; app CPU ${(appCpu / records.length).toFixed(1)} ms/turn, ` +
-      `server CPU ${(serverMs / records.length).toFixed(1)} ms/turn`,
+      `server CPU ${(serverMs / records.length).toFixed(1)} ms/turn; ${(faults / records.length).toFixed(0)} minor page faults/turn, ` +
+      `GC ${(gcMs / records.length).toFixed(1)} ms/turn`,
   );
   const totals = new Map<string, { milliseconds: number; count: number; bytes: number }>();
   for (const record of records)
@@ -164,7 +186,7 @@ async function measure(
   const sorted = [...records].sort((left, right) => right.milliseconds - left.milliseconds);
   for (const record of sorted.slice(0, slowest)) {
     console.log(
-      `  turn ${record.index}: ${record.milliseconds.toFixed(1)} ms (app CPU ${record.appCpuMs.toFixed(1)}), ~${record.terms} words: ${Object.entries(
+      `  turn ${record.index}: ${record.milliseconds.toFixed(1)} ms (app CPU ${record.appCpuMs.toFixed(1)}, ${record.faults} faults, GC ${record.gcMs.toFixed(1)}), ~${record.terms} words: ${Object.entries(
         record.steps,
       )
         .map(

@@ -7,7 +7,13 @@ import type { KnowledgeBackendIndex, KnowledgeBackendStatus } from "../knowledge
 import { type CompactionRequest, CompactionSchedule } from "./compaction.js";
 import { createPool, loadPostgresDriver, type PostgresPool } from "./driver.js";
 import { FetchBudget } from "./fetchBudget.js";
-import { DEFAULTS, type PostgresBackendOptions, PostgresBackendOptionsError, readOption } from "./options.js";
+import {
+  DEFAULTS,
+  type PostgresBackendOptions,
+  PostgresBackendOptionsError,
+  readGivenOption,
+  readOption,
+} from "./options.js";
 import { PostingCache } from "./postingCache.js";
 import type { PublicationPhase, PublicationPhaseObserver } from "./publicationPhases.js";
 import { migrateSchema } from "./schema.js";
@@ -86,7 +92,7 @@ export abstract class PostgresBackendState {
     this.generationCheckMs = readOption(options, "generationCheckMs", 0);
     this.keepGenerations = readOption(options, "keepGenerations", 1);
     this.batchBytes = readOption(options, "batchBytes", 1024);
-    this.postingCache = new PostingCache(readOption(options, "postingCacheBytes", 0));
+    this.postingCache = new PostingCache(readGivenOption(options, "postingCacheBytes", 0) ?? "auto");
     this.fetchBudget = new FetchBudget(readOption(options, "fetchBudgetBytes", 0));
     this.compactions = new CompactionSchedule(readOption(options, "compactionDelayMs", 0), (request) =>
       this.compact(request),

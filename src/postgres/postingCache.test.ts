@@ -1,6 +1,6 @@
 /** The posting cache: bounded by bytes, least recently used terms forgotten first, keys per generation. */
 import { describe, expect, it } from "vitest";
-import { listUpperBound, PostingCache, termPostings } from "./postingCache.js";
+import { defaultPostingCacheBytes, listUpperBound, PostingCache, termPostings } from "./postingCache.js";
 
 /** A term's postings with one list of `count` postings (12 bytes each, plus the fixed overhead). */
 function postings(count: number) {
@@ -55,5 +55,35 @@ describe("PostingCache", () => {
     expect(listUpperBound(Float64Array.of(0.5, 2, 1))).toBe(2);
     expect(listUpperBound(Float64Array.of(0.5, -1))).toBe(Number.POSITIVE_INFINITY);
     expect(listUpperBound(Float64Array.of(Number.NaN))).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it("sizes its default limit for the generation served: 64 MiB up to 262,144 entries, 32 MiB at a million", () => {
+    const mebibytes = (bytes: number) => bytes / 1024 ** 2;
+    expect(mebibytes(defaultPostingCacheBytes(0))).toBe(64);
+    expect(mebibytes(defaultPostingCacheBytes(100_000))).toBe(64);
+    expect(mebibytes(defaultPostingCacheBytes(262_144))).toBe(64);
+    expect(mebibytes(defaultPostingCacheBytes(400_000))).toBeCloseTo(41.94, 2);
+    expect(mebibytes(defaultPostingCacheBytes(524_288))).toBe(32);
+    expect(mebibytes(defaultPostingCacheBytes(1_000_000))).toBe(32);
+    expect(mebibytes(defaultPostingCacheBytes(10_000_000))).toBe(32);
+    for (let entries = 1; entries < 4_000_000; entries = Math.ceil(entries * 1.7)) {
+      expect(defaultPostingCacheBytes(entries + 1)).toBeLessThanOrEqual(defaultPostingCacheBytes(entries));
+    }
+    const cache = new PostingCache("auto");
+    expect(mebibytes(cache.limitBytes)).toBe(64);
+    cache.set("a", postings(10));
+    cache.fitTo(100_000);
+    // Unchanged limit: nothing forgotten.
+    expect(cache.has("a")).toBe(true);
+    cache.fitTo(1_000_000);
+    expect(cache.limitBytes).toBe(defaultPostingCacheBytes(1_000_000));
+    expect(cache.size).toBe(0);
+    // A byte count the host gave is kept, whatever the generation.
+    const fixed = new PostingCache(64 * 1024 ** 2);
+    fixed.fitTo(1_000_000);
+    expect(mebibytes(fixed.limitBytes)).toBe(64);
+    const off = new PostingCache(0);
+    off.fitTo(10);
+    expect(off.limitBytes).toBe(0);
   });
 });

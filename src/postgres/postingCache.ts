@@ -26,6 +26,33 @@ export type TermPostings = {
 /** Bytes counted per cached term beyond its arrays (key, objects, map entry). */
 const ENTRY_OVERHEAD = 160;
 
+/** The default limit for generations of up to {@link FULL_CACHE_ENTRIES} entries (option `postingCacheBytes` unset). */
+const FULL_CACHE_BYTES = 64 * 1024 * 1024;
+/**
+ * Entries up to which the default limit is {@link FULL_CACHE_BYTES}: at 100,000 entries the benchmark's 300 turns
+ * touch about 64 MB of lists (coded), which that limit holds, and 16 clients over 2 readers sustain 392 turns/s on
+ * it. A workload's lists grow with the generation (their postings with its entries), so past this size a limit of
+ * that order holds a small and shrinking part of them: at 1,000,000 entries 64 MiB answered 8% of the lookups (and 40 MiB served turns as fast).
+ */
+const FULL_CACHE_ENTRIES = 262_144;
+/**
+ * The smallest default limit, whatever the generation's size: at 1,000,000 entries, 30 turns in order were as fast
+ * with 40 MiB as with 64 MiB (p50 551 and 665 ms against 881 and 644 ms, load 8), and a reader's heap after the
+ * turns stayed under 100 MB with it.
+ */
+const MIN_DEFAULT_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The posting cache's default limit (option `postingCacheBytes` unset) for a generation of `entryCount` entries:
+ * 64 MiB up to 262,144 entries, then in inverse proportion to the entry count (where a cache of that order holds
+ * a shrinking part of a workload's lists, its memory buys few hits: a reader is meant to hold little), down to
+ * 32 MiB (from 524,288 entries).
+ */
+export function defaultPostingCacheBytes(entryCount: number): number {
+  if (!(entryCount > FULL_CACHE_ENTRIES)) return FULL_CACHE_BYTES;
+  return Math.max(MIN_DEFAULT_CACHE_BYTES, Math.floor((FULL_CACHE_BYTES * FULL_CACHE_ENTRIES) / entryCount));
+}
+
 /** The largest contribution of a list, `Infinity` when any is negative or not a number (as `scoring.ts` bounds). */
 export function listUpperBound(contributions: Float64Array): number {
   let bound = 0;
@@ -47,15 +74,37 @@ export function termPostings(lists: (FetchedList | null)[]): TermPostings {
 
 /** The postings cache of one backend (shared by its generations and turns), bounded by bytes (`LruCache`). */
 export class PostingCache {
-  private readonly entries: LruCache<string, TermPostings>;
+  private entries: LruCache<string, TermPostings>;
   /** Key prefix serials by generation and content key (one per generation a reader served). */
   private readonly serials = new Map<string, number>();
   /** Lookups that found their term, and that did not (for benchmarks and tests). */
   readonly counts = { hits: 0, misses: 0 };
 
-  /** @param limitBytes Most bytes held; 0 disables the cache. */
-  constructor(readonly limitBytes: number) {
-    this.entries = new LruCache(limitBytes, undefined, (postings) => postings.bytes);
+  /**
+   * @param limit Most bytes held (0 disables the cache), or `"auto"`: the default for the size of the generation
+   *   served last ({@link defaultPostingCacheBytes}, set by {@link fitTo}; 64 MiB until then).
+   */
+  constructor(private readonly limit: number | "auto") {
+    this.entries = PostingCache.entriesWithin(limit === "auto" ? FULL_CACHE_BYTES : limit);
+  }
+
+  private static entriesWithin(limitBytes: number): LruCache<string, TermPostings> {
+    return new LruCache(limitBytes, undefined, (postings) => postings.bytes);
+  }
+
+  /** Most bytes held; 0: the cache is off. */
+  get limitBytes(): number {
+    return this.entries.limit;
+  }
+
+  /**
+   * A generation of `entryCount` entries is served: with the `"auto"` limit, the limit becomes its default size
+   * (terms held are forgotten when it changes: they are another generation's, whose keys differ anyway).
+   */
+  fitTo(entryCount: number): void {
+    if (this.limit !== "auto") return;
+    const limitBytes = defaultPostingCacheBytes(entryCount);
+    if (limitBytes !== this.entries.limit) this.entries = PostingCache.entriesWithin(limitBytes);
   }
 
   /**

@@ -64,6 +64,8 @@ export class PostgresSearcher implements KnowledgeSearchBackend {
     this.entriesByIdText = entriesByIdStatement(tables);
     const statementName = (kind: string) => this.statementName(kind);
     this.eligibility = new GenerationEligibility(backend, generation, scopesStatement(tables), statementName);
+    // The default posting cache is sized for the generation served (`defaultPostingCacheBytes`).
+    backend.postingCache.fitTo(generation.entryCount);
     this.scored = new PostingSearch(
       backend,
       generation,
