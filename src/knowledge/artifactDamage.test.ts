@@ -272,11 +272,13 @@ describe("damaged and crafted index artifacts", () => {
     ).snapshot;
     expect(miscounted.exactIndex.get(phrase)).toEqual(built.exactIndex.get(phrase));
     expectArtifactError(() => getCompiledSnapshot(miscounted)!.phraseTrie.add("brand new key"), "corrupt");
-    // Ids that are not one per entry are refused at load.
+    // Ids that are not one per entry: the ids are decoded as they are read, so the first lookup refuses them.
     const fewerIds = withSection(bytes, "lexical.idList", (section) => {
       section[section.indexOf(0)] = 0x2d;
     });
-    expectArtifactError(() => deserializeIndexSnapshot(fewerIds, key), "corrupt");
+    const withFewerIds = deserializeIndexSnapshot(fewerIds, key).snapshot;
+    expectArtifactError(() => withFewerIds.entriesById.get(firstId), "corrupt");
+    expectArtifactError(() => [...withFewerIds.entriesById.keys()], "corrupt");
     // Intact: every entry and list reads back.
     const intact = deserializeIndexSnapshot(bytes, key).snapshot;
     expect(intact.entriesById.get(firstId)).toEqual(built.entriesById.get(firstId));

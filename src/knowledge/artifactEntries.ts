@@ -7,6 +7,7 @@ import type { KnowledgeEntryKind, KnowledgeStatus, NormalizedKnowledgeEntry } fr
 import { type ByteSource, corrupt, strictDecoder } from "./artifactHeader.js";
 import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_ENTRY_KINDS, KNOWLEDGE_STATUSES } from "./defaults.js";
+import type { EntryIds } from "./denseIds.js";
 import { DerivedReadOnlyMap } from "./derivedMaps.js";
 import type { KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 
@@ -44,7 +45,7 @@ export class EntryRecords {
     private readonly length: number,
     private readonly offsets: Float64Array,
     private readonly checksums: Uint32Array,
-    readonly ids: readonly string[],
+    readonly ids: EntryIds,
   ) {}
 
   /** The entry of a dense id (decoded, checked and frozen on first use; kept in a bounded cache). */
@@ -59,11 +60,11 @@ export class EntryRecords {
     const to = this.offsets[doc + 1]!;
     // The entry table is checked per record when it is read (not all of it at load).
     if (!(from >= 0 && to >= from && to <= this.length))
-      throw corrupt(`the entry table places entry ${JSON.stringify(this.ids[doc])} outside the records`);
+      throw corrupt(`the entry table places entry ${JSON.stringify(this.ids.at(doc))} outside the records`);
     const bytes = this.source.read(this.start + from, to - from);
     if (checksum32(bytes) !== this.checksums[doc])
-      throw corrupt(`the record of entry ${JSON.stringify(this.ids[doc])} does not match its checksum`);
-    const entry = decodeEntryRecord(bytes, this.ids[doc]!);
+      throw corrupt(`the record of entry ${JSON.stringify(this.ids.at(doc))} does not match its checksum`);
+    const entry = decodeEntryRecord(bytes, this.ids.at(doc)!);
     const chars = entry.body.length + entry.summary.length + entry.title.length;
     this.cache.set(doc, entry);
     this.cachedChars += chars;
@@ -145,10 +146,10 @@ export class LazyEntryMap extends DerivedReadOnlyMap<NormalizedKnowledgeEntry> {
   }
   override *entries(): MapIterator<[string, NormalizedKnowledgeEntry]> {
     for (let doc = 0; doc < this.records.ids.length; doc++)
-      yield [this.records.ids[doc]!, this.records.at(doc)];
+      yield [this.records.ids.at(doc)!, this.records.at(doc)];
   }
   override *keys(): MapIterator<string> {
-    yield* this.records.ids;
+    for (let doc = 0; doc < this.records.ids.length; doc++) yield this.records.ids.at(doc)!;
   }
   override *values(): MapIterator<NormalizedKnowledgeEntry> {
     for (let doc = 0; doc < this.records.ids.length; doc++) yield this.records.at(doc);

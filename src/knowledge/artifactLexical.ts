@@ -15,6 +15,7 @@ import { type BlockedArray, blockedSections, bytesOf, TABLE_BLOCK_ELEMENTS } fro
 import { type LazyArray, type LazyList, LazyPostings } from "./artifactPostings.js";
 import { checksum32 } from "./checksum.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import { type EntryIds, LazyEntryIds } from "./denseIds.js";
 import { KnowledgeLexicalIndex } from "./knowledgeIndex.js";
 import { FIELD_COUNT } from "./postings.js";
 import { RankedIdMap } from "./rankedIdMap.js";
@@ -125,37 +126,46 @@ function lazySections(
 }
 
 const encoder = new TextEncoder();
-const decoder = new TextDecoder("utf-8", { fatal: true });
 
 /** Separates the entry ids of `lexical.idList` (ids holding it are written as JSON in `lexical.ids` instead). */
 const ID_SEPARATOR = "\u0000";
 
 /**
- * The entry ids: joined by {@link ID_SEPARATOR} (read back by one native `split`, where parsing JSON costs several
- * times more at load), or as a JSON array when an id holds the separator.
+ * The entry ids: joined by {@link ID_SEPARATOR}, with where each starts (`lexical.idStarts`: each id's first byte,
+ * then the list's length plus one), so that a loaded index decodes an id when it first reads it without a scan of
+ * the list; or as a JSON array when an id holds the separator.
  */
-function idsSection(ids: readonly string[]): WrittenSection {
+function idsSections(ids: readonly string[]): WrittenSection[] {
   if (ids.some((id) => id.includes(ID_SEPARATOR)))
-    return { name: "lexical.ids", bytes: encoder.encode(JSON.stringify(ids)) };
-  return { name: "lexical.idList", bytes: encoder.encode(ids.join(ID_SEPARATOR)) };
+    return [{ name: "lexical.ids", bytes: encoder.encode(JSON.stringify(ids)) }];
+  const list = encoder.encode(ids.join(ID_SEPARATOR));
+  const starts = new Int32Array(ids.length + 1);
+  let next = 1;
+  for (let position = 0; position < list.length; position++)
+    if (list[position] === 0) starts[next++] = position + 1;
+  starts[ids.length] = list.length + 1;
+  return [
+    { name: "lexical.idList", bytes: list },
+    { name: "lexical.idStarts", bytes: bytesOf(starts) },
+  ];
 }
 
-/** The entry ids of a loaded index, from whichever section {@link idsSection} wrote. */
-function readIds(read: SectionReader, entryCount: number): string[] {
+/**
+ * The entry ids of a loaded index, from whichever sections {@link idsSections} wrote: a NUL-joined list is decoded
+ * an id at a time, when a turn first reads it (see `denseIds.ts`).
+ */
+function readIds(read: SectionReader, entryCount: number): EntryIds {
   if (!read.has("lexical.idList")) {
     const ids = read.json<unknown>("lexical.ids");
     if (!isStringArray(ids, entryCount)) throw new RangeError("lexical.ids is not the list of entry ids");
     return ids;
   }
-  let text: string;
-  try {
-    text = decoder.decode(read.bytes("lexical.idList"));
-  } catch {
-    throw new RangeError("lexical.idList is not valid UTF-8");
-  }
-  const ids = entryCount === 0 && text === "" ? [] : text.split(ID_SEPARATOR);
-  if (ids.length !== entryCount) throw new RangeError("lexical.idList does not hold one id per entry");
-  return ids;
+  const bytes = read.bytes("lexical.idList");
+  if (entryCount === 0 && bytes.length !== 0)
+    throw new RangeError("lexical.idList does not hold one id per entry");
+  // Artifacts written before `lexical.idStarts` existed: the ids' boundaries are found by a scan when first needed.
+  const starts = read.has("lexical.idStarts") ? read.int32("lexical.idStarts") : null;
+  return new LazyEntryIds(bytes, entryCount, (message) => read.corrupt(message), starts);
 }
 
 /** The lexical sections of a finished index, with the header's options and metadata. */
@@ -175,7 +185,7 @@ export function writeLexicalSections(
   // The term dictionary's own tables (they hold the terms): loading them is a copy, where interning every term
   // again means hashing it.
   const sections: WrittenSection[] = [
-    idsSection(parts.ids),
+    ...idsSections(parts.ids),
     { name: "lexical.averageLengths", bytes: bytesOf(parts.averageLengths) },
     { name: "lexical.ranks", bytes: bytesOf(parts.ranks) },
     ...blockedSections("lexical.dictionary.table", tables.table, blockElements),
@@ -232,7 +242,7 @@ export function readLexicalSections(
   meta: LexicalSectionsMeta,
   entryCount: number,
   read: SectionReader,
-): { lexical: KnowledgeLexicalIndex; ids: readonly string[] } {
+): { lexical: KnowledgeLexicalIndex; ids: EntryIds } {
   const ids = readIds(read, entryCount);
   const termCount = meta.termCount;
   const averageLengths = read.float64("lexical.averageLengths");

@@ -13,6 +13,7 @@ import {
 import type { SectionReader } from "./artifactLexical.js";
 import { allBelow, ascending } from "./artifactPostings.js";
 import { checksum32 } from "./checksum.js";
+import type { EntryIds } from "./denseIds.js";
 import { PhraseListMap } from "./derivedMaps.js";
 import { PhraseTrie } from "./phraseTrie.js";
 
@@ -25,7 +26,7 @@ class CheckedPhraseListMap extends PhraseListMap {
     trie: PhraseTrie,
     offsets: Int32Array,
     docs: Int32Array,
-    ids: readonly string[],
+    ids: EntryIds,
     private readonly name: "exact" | "alias",
   ) {
     super(trie, offsets, docs, ids);
@@ -47,7 +48,7 @@ class CheckedPhraseListMap extends PhraseListMap {
 export function readPhrases(
   header: KnowledgeIndexArtifactHeader,
   read: SectionReader,
-  ids: readonly string[],
+  ids: EntryIds,
 ): { trie: PhraseTrie; exactIndex: PhraseListMap; aliasIndex: PhraseListMap } {
   const keyOffsetBlocks = read.blockedFloat64("phrases.keyOffsets");
   const keyOffsets = keyOffsetBlocks.array;

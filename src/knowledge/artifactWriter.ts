@@ -107,7 +107,7 @@ function denseLists(
   offsets.fill(map.offsets[map.offsets.length - 1]!, map.offsets.length);
   const docs = new Int32Array(map.docs.length);
   for (let position = 0; position < docs.length; position++)
-    docs[position] = denseOf(map.ids[map.docs[position]!]!);
+    docs[position] = denseOf(map.ids.at(map.docs[position]!)!);
   return { offsets, docs };
 }
 

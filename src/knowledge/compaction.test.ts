@@ -172,7 +172,7 @@ describe("compaction", () => {
           expect(result.ids).toEqual(live);
           expect(reads).toBe(baseIds.length - removed.length);
           for (let doc = 0; doc < result.newDenseIds.length; doc++) {
-            const id = doc < baseIds.length ? base!.ids[doc]! : changes!.added.ids[doc - baseIds.length]!;
+            const id = doc < baseIds.length ? base!.ids.at(doc)! : changes!.added.ids[doc - baseIds.length]!;
             const target = result.newDenseIds[doc]!;
             if (target >= 0) expect(result.ids[target]).toBe(id);
           }

@@ -59,7 +59,7 @@ function renumberRanks(cursor: RenumberingCursor, from: number, to: number): voi
       continue;
     }
     newDenseIds[doc] = written;
-    ids[written++] = base.ids[doc]!;
+    ids[written++] = base.ids.at(doc)!;
   }
   compactionStep.done += to - from;
   cursor.next = next;

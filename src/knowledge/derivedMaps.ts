@@ -6,6 +6,7 @@
  */
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { buildInt32Array } from "./buildMemory.js";
+import type { EntryIds } from "./denseIds.js";
 import type { PhraseTrie } from "./phraseTrie.js";
 
 /**
@@ -87,7 +88,7 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
     readonly trie: PhraseTrie,
     readonly offsets: Int32Array,
     readonly docs: Int32Array,
-    readonly ids: readonly string[],
+    readonly ids: EntryIds,
   ) {
     super();
   }
@@ -98,7 +99,7 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
     const end = this.offsets[index + 1]!;
     if (start === end) return undefined;
     const ids = new Set<string>();
-    for (let position = start; position < end; position++) ids.add(this.ids[this.docs[position]!]!);
+    for (let position = start; position < end; position++) ids.add(this.ids.at(this.docs[position]!)!);
     return ids;
   }
   override get(key: string): Set<string> | undefined {

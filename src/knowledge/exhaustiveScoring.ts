@@ -67,7 +67,7 @@ export function scoreQueryExhaustive(
     for (let rank = 0; rank < selected.length; rank++) {
       const doc = selected[rank]!;
       matches[rank] = {
-        id: index.ids[doc]!,
+        id: index.ids.at(doc)!,
         score: totals[doc]!,
         fieldScores: bm25fFieldScores(index, termIds, doc),
       };
@@ -103,7 +103,7 @@ export function scoreQueryExhaustive(
   const selected = selectTop(touched, touchedCount, topK, totals, index.ranks);
   return matchesFromAccumulators(
     selected,
-    (doc) => index.ids[doc]!,
+    (doc) => index.ids.at(doc)!,
     { totals, fieldTotals, marks, touched },
     touchedCount,
   );

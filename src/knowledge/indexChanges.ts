@@ -11,6 +11,7 @@
  * documents' postings and copies one byte per document (the liveness array) instead of copying what earlier
  * changes added.
  */
+import type { EntryIds } from "./denseIds.js";
 import { FIELD_COUNT, type FrequencyPostings } from "./postings.js";
 import type { ScoringScratch } from "./scoring.js";
 
@@ -23,7 +24,7 @@ export type DocumentTerms = {
 
 /** The finished arrays of a full build, shared (never modified) by every index derived from it. */
 export type IndexBase = {
-  ids: readonly string[];
+  ids: EntryIds;
   denseIds: ReadonlyMap<string, number>;
   /** Rank of each base document in code-unit order of ids. */
   ranks: Int32Array;
@@ -194,7 +195,7 @@ function baseIdsBelow(base: IndexBase, id: string): number {
   let high = order.length;
   while (low < high) {
     const middle = (low + high) >>> 1;
-    if (base.ids[order[middle]!]! < id) low = middle + 1;
+    if (base.ids.at(order[middle]!)! < id) low = middle + 1;
     else high = middle;
   }
   return low;

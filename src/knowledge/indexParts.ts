@@ -7,6 +7,7 @@ import type {
   KnowledgeFieldWeights,
   KnowledgeScoringMode,
 } from "../types/knowledge.js";
+import { type EntryIds, entryIdArray } from "./denseIds.js";
 import type { IndexBase, IndexChanges } from "./indexChanges.js";
 import { FIELD_COUNT, type FieldPostings, type FrequencyPostings } from "./postings.js";
 import { TermDictionary } from "./termDictionary.js";
@@ -75,7 +76,7 @@ export type PostingLoader = {
 export type FinishedLexicalState = {
   /** Term ↔ id; shared (append-only) with the indexes derived from this one. */
   dictionary: TermDictionary;
-  ids: string[];
+  ids: EntryIds;
   denseIds: Map<string, number>;
   /** Rank of each dense id in code-unit order of entry ids: the deterministic tie-break. */
   ranks: Int32Array;
@@ -102,7 +103,7 @@ export type FinishedLexicalState = {
 };
 
 /** Checks that exported parts fit together: posting lists, ranks and offsets against the counts. */
-export function assertPartsConsistent(parts: KnowledgeLexicalIndexParts): void {
+export function assertPartsConsistent(parts: LexicalIndexPartsInput): void {
   const documentCount = parts.ids.length;
   const termCount = parts.termCount;
   const expectedPostings = parts.scoring === "bm25f" ? 1 : FIELD_COUNT;
@@ -161,7 +162,7 @@ export function partsOfState(
     b: parameters.b,
     analyzer: parameters.analyzerName,
     scoring: parameters.scoring,
-    ids: state.ids,
+    ids: entryIdArray(state.ids),
     termCount,
     averageLengths: state.averageLengths,
     ranks: state.ranks,
@@ -172,21 +173,29 @@ export function partsOfState(
   };
 }
 
+/**
+ * Parts to recreate an index from: {@link KnowledgeLexicalIndexParts}, or an artifact's, whose ids are decoded as
+ * they are read (with its own {@link KnowledgeLexicalIndexParts.denseIds} lookup).
+ */
+export type LexicalIndexPartsInput = Omit<KnowledgeLexicalIndexParts, "ids"> & { ids: EntryIds };
+
 /** The finished state of exported parts, checked for consistency (throws a RangeError otherwise). */
-export function stateFromParts(parts: KnowledgeLexicalIndexParts): FinishedLexicalState {
+export function stateFromParts(parts: LexicalIndexPartsInput): FinishedLexicalState {
   assertPartsConsistent(parts);
-  let ids: string[] = [];
+  let ids: EntryIds;
   let denseIds = new Map<string, number>();
   if (parts.denseIds) {
     // The caller's lookup (read-only from here on: a finished index never adds ids to its own map).
-    ids = parts.ids as string[];
+    ids = parts.ids;
     denseIds = parts.denseIds as Map<string, number>;
   } else {
-    for (const id of parts.ids) {
+    const added: string[] = [];
+    ids = added;
+    for (const id of entryIdArray(parts.ids)) {
       if (denseIds.has(id))
         throw new RangeError(`index parts are inconsistent: duplicate id ${JSON.stringify(id)}`);
-      denseIds.set(id, ids.length);
-      ids.push(id);
+      denseIds.set(id, added.length);
+      added.push(id);
     }
   }
   let dictionary = parts.dictionary;

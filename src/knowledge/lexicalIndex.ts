@@ -19,6 +19,7 @@ import { MAX_QUERY_TOKENS } from "./defaults.js";
 import {
   type FinishedLexicalState,
   type KnowledgeLexicalIndexParts,
+  type LexicalIndexPartsInput,
   partsOfState,
   stateFromParts,
 } from "./indexParts.js";
@@ -186,10 +187,11 @@ export class KnowledgeLexicalIndex extends KnowledgeLexicalIndexState implements
     );
     const index = this.sibling();
     index.builder = index.startBuild(builders, null);
+    const indexIds = index.ids as string[];
     for (const id of ids) {
-      index.denseIds.set(id, index.ids.length);
-      index.ids.push(id);
-      if ((index.ids.length & (IDS_PER_STEP - 1)) === 0) yield;
+      index.denseIds.set(id, indexIds.length);
+      indexIds.push(id);
+      if ((indexIds.length & (IDS_PER_STEP - 1)) === 0) yield;
     }
     while (!index.finalizeStep()) yield;
     return { index, newDenseIds };
@@ -218,7 +220,7 @@ export class KnowledgeLexicalIndex extends KnowledgeLexicalIndexState implements
   }
 
   /** Recreates a finished index from {@link exportParts} output (checked for consistency). */
-  static fromParts(parts: KnowledgeLexicalIndexParts): KnowledgeLexicalIndex {
+  static fromParts(parts: LexicalIndexPartsInput): KnowledgeLexicalIndex {
     const index = new KnowledgeLexicalIndex(parts.fieldWeights, {
       k1: parts.k1,
       b: parts.b,

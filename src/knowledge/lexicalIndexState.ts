@@ -14,6 +14,7 @@ import type {
 import { getAnalyzer, type TokenAnalyzer } from "./analyzer.js";
 import { assertIndexParameters } from "./bm25.js";
 import { DEFAULT_ANALYZER, DEFAULT_BM25_B, DEFAULT_BM25_K1, DEFAULT_SCORING_MODE } from "./defaults.js";
+import type { EntryIds } from "./denseIds.js";
 import { resolveFieldWeights } from "./document.js";
 import type { ScatterHelper } from "./fieldPostings.js";
 import { addedDenseIdOf, type IndexBase, type IndexChanges } from "./indexChanges.js";
@@ -44,7 +45,7 @@ export abstract class KnowledgeLexicalIndexState {
   protected readonly analyzer: TokenAnalyzer | null;
   /** Term ↔ id; shared (append-only) with the indexes derived from this one. */
   protected dictionary: TermDictionary;
-  protected ids: string[] = [];
+  protected ids: EntryIds = [];
   protected denseIds = new Map<string, number>();
   /** The build in progress (documents added, finalize steps taken); null once finalized or when derived. */
   protected builder: LexicalIndexBuilder | null;
@@ -120,7 +121,7 @@ export abstract class KnowledgeLexicalIndexState {
   /** Entry id of a dense id. */
   idAt(denseId: number): string {
     const baseCount = this.ids.length;
-    return denseId < baseCount ? this.ids[denseId]! : this.changes!.added.ids[denseId - baseCount]!;
+    return denseId < baseCount ? this.ids.at(denseId)! : this.changes!.added.ids[denseId - baseCount]!;
   }
 
   /** Whether a dense id belongs to a live document (not removed or replaced by a change). */
@@ -182,6 +183,9 @@ export abstract class KnowledgeLexicalIndexState {
 
   /** A build of this index over the given buffers (a compaction's come filled, and it adds no document). */
   protected startBuild(builders: FieldBuilder[], counter: TermCounter | null): LexicalIndexBuilder {
+    // A build starts empty and appends its ids to this array.
+    const ids: string[] = [];
+    this.ids = ids;
     return new LexicalIndexBuilder(
       {
         fieldWeights: this.fieldWeights,
@@ -190,7 +194,7 @@ export abstract class KnowledgeLexicalIndexState {
         scoring: this.scoring,
         analyzer: this.analyzer,
         dictionary: this.dictionary,
-        ids: this.ids,
+        ids,
         denseIds: this.denseIds,
       },
       builders,

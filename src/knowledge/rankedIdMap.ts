@@ -5,6 +5,7 @@
  * each growth of its table a large allocation the garbage collector must walk.
  */
 
+import type { EntryIds } from "./denseIds.js";
 import { DerivedReadOnlyMap } from "./derivedMaps.js";
 
 /**
@@ -28,7 +29,7 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
   private corrupt: (message: string) => Error = (message) => new RangeError(message);
 
   private constructor(
-    private readonly ids: readonly string[],
+    private readonly ids: EntryIds,
     private readonly order: Int32Array | null,
   ) {
     super();
@@ -44,7 +45,7 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
    * block of ranks at a time, by the first lookup that searches the block; a lookup that finds a block out of order
    * throws `corrupt(...)` (a RangeError by default) instead of answering.
    */
-  static from(ids: readonly string[], ranks: Int32Array, corrupt?: (message: string) => Error): RankedIdMap {
+  static from(ids: EntryIds, ranks: Int32Array, corrupt?: (message: string) => Error): RankedIdMap {
     const count = ids.length;
     if (ranks.length !== count) throw new RangeError("lexical.ranks does not match the entry count");
     let identity = true;
@@ -70,13 +71,13 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
   }
 
   /** The lookup of ids already known to be strictly ascending in code-unit order (dense id = rank). */
-  static ofSorted(ids: readonly string[]): RankedIdMap {
+  static ofSorted(ids: EntryIds): RankedIdMap {
     return new RankedIdMap(ids, null);
   }
 
   /** The id of rank `rank`. */
   private idAt(rank: number): string {
-    return this.ids[this.order ? this.order[rank]! : rank]!;
+    return this.ids.at(this.order ? this.order[rank]! : rank)!;
   }
 
   override get(id: string): number | undefined {
@@ -119,7 +120,7 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
     while (low <= high) {
       const middle = (low + high) >>> 1;
       const doc = order ? order[middle]! : middle;
-      const found = ids[doc]!;
+      const found = ids.at(doc)!;
       if (found === id) return doc;
       if (found < id) low = middle + 1;
       else high = middle - 1;
@@ -133,10 +134,10 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
     return this.ids.length;
   }
   override *entries(): MapIterator<[string, number]> {
-    for (let doc = 0; doc < this.ids.length; doc++) yield [this.ids[doc]!, doc];
+    for (let doc = 0; doc < this.ids.length; doc++) yield [this.ids.at(doc)!, doc];
   }
   override *keys(): MapIterator<string> {
-    yield* this.ids;
+    for (let doc = 0; doc < this.ids.length; doc++) yield this.ids.at(doc)!;
   }
   override *values(): MapIterator<number> {
     for (let doc = 0; doc < this.ids.length; doc++) yield doc;

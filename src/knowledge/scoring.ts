@@ -7,6 +7,7 @@
  */
 import type { KnowledgeFieldName, KnowledgeLexicalMatch } from "../types/knowledge.js";
 import { KNOWLEDGE_FIELD_NAMES } from "./defaults.js";
+import type { EntryIds } from "./denseIds.js";
 import { bm25fBreakdownAt } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
 import { FIELD_COUNT, type FieldPostings } from "./postings.js";
@@ -36,7 +37,7 @@ export {
 
 /** What the scoring loop reads from a finished index. */
 export type ScoredIndex = {
-  ids: readonly string[];
+  ids: EntryIds;
   ranks: Int32Array;
   /** One per field (sum mode), or one over all fields (BM25F). */
   postings: readonly FieldPostings[];
@@ -93,7 +94,7 @@ export function scoreQuery(
       windows,
     ) ?? scoreLists(lists, index.ids.length, index.ranks, topK, mask, windows, positions);
   return ranked.map(({ doc, score }) => ({
-    id: index.ids[doc]!,
+    id: index.ids.at(doc)!,
     score,
     fieldScores: index.bm25f
       ? bm25fBreakdownAt(index.bm25fShares!, positions.get(doc)!)

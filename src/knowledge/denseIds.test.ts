@@ -1,0 +1,89 @@
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { expectArtifactError, withSection } from "../../test/support/artifactBytes.js";
+import type { KnowledgeEntryInput } from "../types/knowledge.js";
+import { deserializeIndexSnapshot } from "./artifact.js";
+import { readIndexArtifactHeader } from "./artifactHeader.js";
+import { resolveRetrieval } from "./config.js";
+import { entryIdArray, LazyEntryIds } from "./denseIds.js";
+import { buildIndexArtifact, clearKnowledgeIndexCache } from "./indexCache.js";
+import { retrieve } from "./retrieval.js";
+
+afterEach(() => clearKnowledgeIndexCache());
+
+const encoder = new TextEncoder();
+
+function lazyOf(ids: readonly string[]): LazyEntryIds {
+  return new LazyEntryIds(
+    encoder.encode(ids.join("\u0000")),
+    ids.length,
+    (message) => new RangeError(message),
+  );
+}
+
+describe("entry ids decoded as they are read", () => {
+  it("reads back every id of a NUL-joined list, in any order and as an array (property)", () => {
+    const id = fc
+      .string({ unit: "grapheme", minLength: 1, maxLength: 12 })
+      .filter((text) => !text.includes("\u0000"));
+    fc.assert(
+      fc.property(
+        fc.array(id, { minLength: 1, maxLength: 60 }),
+        fc.array(fc.nat(), { maxLength: 80 }),
+        (ids, reads) => {
+          const lazy = lazyOf(ids);
+          expect(lazy.length).toBe(ids.length);
+          for (const read of reads) expect(lazy.at(read % ids.length)).toBe(ids[read % ids.length]);
+          expect(lazy.at(-1)).toBeUndefined();
+          expect(lazy.at(ids.length)).toBeUndefined();
+          expect(entryIdArray(lazy)).toEqual(ids);
+          for (let doc = 0; doc < ids.length; doc++) expect(lazy.at(doc)).toBe(ids[doc]);
+        },
+      ),
+    );
+  });
+
+  it("refuses a list with another number of ids, or an id that is not UTF-8, when the id concerned is read", () => {
+    const corrupt = (message: string) => new RangeError(`corrupt: ${message}`);
+    const ids = ["alpha", "beta", "gamma"];
+    const bytes = encoder.encode(ids.join("\u0000"));
+    expect(() => new LazyEntryIds(bytes, 4, corrupt).at(0)).toThrow("does not hold one id per entry");
+    expect(() => new LazyEntryIds(bytes, 2, corrupt).at(0)).toThrow("does not hold one id per entry");
+    expect(() => new LazyEntryIds(bytes, 2, corrupt).toArray()).toThrow("does not hold one id per entry");
+    const damaged = bytes.slice();
+    damaged[damaged.length - 1] = 0xff;
+    const lazy = new LazyEntryIds(damaged, 3, corrupt);
+    expect(lazy.at(0)).toBe("alpha");
+    expect(lazy.at(1)).toBe("beta");
+    expect(() => lazy.at(2)).toThrow("is not valid UTF-8");
+    expect(() => lazy.toArray()).toThrow("is not valid UTF-8");
+  });
+
+  it("an artifact loads without decoding its ids: an id that is not UTF-8 fails only the reads that decode it", async () => {
+    // 200 entries: the id lookups check their order a block of 64 ranks at a time, so the last block is apart.
+    const entries: KnowledgeEntryInput[] = Array.from({ length: 200 }, (_, index) => ({
+      id: `entry-${String(index).padStart(3, "0")}`,
+      title: index === 0 ? "Quantum teleporter calibration" : `Ordinary topic ${index}`,
+      summary: `Summary of entry ${index}.`,
+      domain: "general",
+      integrations: [],
+      kind: "concept",
+    }));
+    const bytes = await buildIndexArtifact([{ id: "many", version: "1", entries }]);
+    const key = readIndexArtifactHeader(bytes).cacheKey;
+    // The last id's last byte becomes 0xff (not UTF-8); its checksum is made to match: only decoding finds it.
+    const damaged = withSection(bytes, "lexical.idList", (section) => {
+      section[section.length - 1] = 0xff;
+    });
+    const { snapshot } = deserializeIndexSnapshot(damaged, key);
+    const result = retrieve(
+      snapshot,
+      { query: "quantum teleporter", recentTurns: [], enabledIntegrations: [] },
+      resolveRetrieval(undefined),
+    );
+    expect(result.primary.map((entry) => entry.id)).toEqual(["entry-000"]);
+    expect(snapshot.entriesById.get("entry-001")?.title).toBe("Ordinary topic 1");
+    expectArtifactError(() => snapshot.entriesById.get("entry-199"), "corrupt");
+    expectArtifactError(() => [...snapshot.entriesById.keys()], "corrupt");
+  });
+});
