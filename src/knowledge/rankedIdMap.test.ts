@@ -82,6 +82,52 @@ describe("RankedIdMap", () => {
     expect(atBoundary.get("entry-0100")).toBe(100);
   });
 
+  it("a first lookup among 100,000 ids reads a few hundred of them, and every id is found (super-blocks of 4,096 ranks)", () => {
+    const sorted = Array.from({ length: 100_000 }, (_, index) => `entry-${String(index).padStart(6, "0")}`);
+    // Dense ids in another order than the ranks: dense id d holds rank (d * 7919) mod 100,000.
+    const ranks = Int32Array.from(sorted, (_, doc) => (doc * 7919) % sorted.length);
+    const ids = Array.from(ranks, (rank) => sorted[rank]!);
+    let reads = 0;
+    const counted = {
+      length: ids.length,
+      at: (doc: number) => {
+        reads++;
+        return ids[doc];
+      },
+    };
+    const map = RankedIdMap.from(counted, ranks);
+    expect(map.get("entry-054321")).toBe(ids.indexOf("entry-054321"));
+    // Two reads per comparison: 24 of super-block firsts, 64 of block firsts, 64 in one block, and the binary
+    // searches' (every block first, as before super-blocks, would be over 3,000 reads).
+    expect(reads).toBeLessThan(400);
+    for (let doc = 0; doc < ids.length; doc += 97) expect(map.get(ids[doc]!)).toBe(doc);
+    expect(map.get("entry-100000")).toBeUndefined();
+    expect(map.get("a")).toBeUndefined();
+    expect(map.get("entry-0543210")).toBeUndefined();
+  });
+
+  it("checks the blocks' first ids a super-block at a time: a disorder there fails the lookups that search it", () => {
+    const sorted = Array.from({ length: 10_000 }, (_, index) => `entry-${String(index).padStart(5, "0")}`);
+    const identity = (ids: string[]) => Int32Array.from(ids, (_, doc) => doc);
+    // The first ids of two blocks of the second super-block (ranks 4,096 to 8,191) swapped.
+    const blockFirsts = sorted.slice();
+    [blockFirsts[4160], blockFirsts[4224]] = [blockFirsts[4224]!, blockFirsts[4160]!];
+    const map = RankedIdMap.from(blockFirsts, identity(blockFirsts));
+    expect(map.get("entry-00010")).toBe(10);
+    expect(map.get("entry-09000")).toBe(9000);
+    expect(() => map.get("entry-05000")).toThrow(RangeError);
+    // A super-block's first id out of order: every lookup refuses.
+    const superFirsts = sorted.slice();
+    [superFirsts[4096], superFirsts[8192]] = [superFirsts[8192]!, superFirsts[4096]!];
+    expect(() => RankedIdMap.from(superFirsts, identity(superFirsts)).get("entry-00010")).toThrow(RangeError);
+    // The last block first of a super-block above the next super-block's first id.
+    const acrossSupers = sorted.slice();
+    [acrossSupers[4032], acrossSupers[4096]] = [acrossSupers[4096]!, acrossSupers[4032]!];
+    expect(() => RankedIdMap.from(acrossSupers, identity(acrossSupers)).get("entry-00010")).toThrow(
+      RangeError,
+    );
+  });
+
   it("refuses writes with its own message", () => {
     const map = RankedIdMap.ofSorted(["a"]);
     expect(() => map.set()).toThrow(new TypeError("the id map of an index is read-only"));
