@@ -7,6 +7,7 @@ import { readIndexArtifactHeader } from "./artifactHeader.js";
 import { resolveRetrieval } from "./config.js";
 import { entryIdArray, LazyEntryIds } from "./denseIds.js";
 import { buildIndexArtifact, clearKnowledgeIndexCache } from "./indexCache.js";
+import { RankedIdMap } from "./rankedIdMap.js";
 import { retrieve } from "./retrieval.js";
 
 afterEach(() => clearKnowledgeIndexCache());
@@ -57,6 +58,30 @@ describe("entry ids decoded as they are read", () => {
     expect(lazy.at(1)).toBe("beta");
     expect(() => lazy.at(2)).toThrow("is not valid UTF-8");
     expect(() => lazy.toArray()).toThrow("is not valid UTF-8");
+  });
+
+  it("the id map finds an id the list already decoded without reading another, and refuses an id decoded twice", () => {
+    const sorted = Array.from({ length: 5_000 }, (_, index) => `entry-${String(index).padStart(5, "0")}`);
+    const lazy = lazyOf(sorted);
+    const map = RankedIdMap.from(
+      lazy,
+      Int32Array.from(sorted, (_, doc) => doc),
+    );
+    expect(lazy.at(3_210)).toBe("entry-03210");
+    let reads = 0;
+    const at = lazy.at.bind(lazy);
+    lazy.at = (doc: number) => {
+      reads++;
+      return at(doc);
+    };
+    expect(map.get("entry-03210")).toBe(3_210);
+    expect(reads).toBe(0);
+    // Not decoded yet: found by the search (which reads ids).
+    expect(map.get("entry-00007")).toBe(7);
+    expect(reads).toBeGreaterThan(0);
+    const twice = lazyOf(["alpha", "alpha", "beta"]);
+    expect(twice.at(0)).toBe("alpha");
+    expect(() => twice.at(1)).toThrow("holds an id twice");
   });
 
   it("an artifact loads without decoding its ids: an id that is not UTF-8 fails only the reads that decode it", async () => {

@@ -13,6 +13,11 @@
 export type EntryIds = {
   readonly length: number;
   at(denseId: number): string | undefined;
+  /**
+   * The dense id of `id` when this list already decoded it (an artifact's list), else undefined: a turn reads an
+   * id by dense id, then looks its entry up by id, and this answers the lookup without a search.
+   */
+  decodedDenseId?(id: string): number | undefined;
 };
 
 /** The ids as an array (an artifact's lazy list decodes all of them once, for the paths that walk every id). */
@@ -34,6 +39,8 @@ export class LazyEntryIds implements EntryIds {
   private starts: Int32Array | null;
   private decoded: (string | undefined)[] | null = null;
   private all: readonly string[] | null = null;
+  /** The dense id of each id decoded so far. */
+  private readonly denseIds = new Map<string, number>();
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
 
   constructor(
@@ -74,8 +81,14 @@ export class LazyEntryIds implements EntryIds {
     } catch {
       throw this.corrupt("lexical.idList is not valid UTF-8");
     }
+    if (this.denseIds.has(id)) throw this.corrupt("lexical.idList holds an id twice");
+    this.denseIds.set(id, denseId);
     decoded[denseId] = id;
     return id;
+  }
+
+  decodedDenseId(id: string): number | undefined {
+    return this.denseIds.get(id);
   }
 
   /** Every id, decoded once (then {@link at} reads this array). */

@@ -96,6 +96,9 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
     const blocks = this.checkedBlocks;
     if (blocks === null) return this.search(id, 0, this.ids.length - 1);
     if (blocks.length === 0) return undefined;
+    // An id the list already decoded (read by dense id earlier in the turn) is where it was read.
+    const decoded = this.ids.decodedDenseId?.(id);
+    if (decoded !== undefined) return decoded;
     const supers = this.checkedSupers!;
     if (!this.firstsChecked) {
       for (let block = 1; block < supers.length; block++)
