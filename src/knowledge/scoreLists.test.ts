@@ -130,6 +130,17 @@ describe("scoreLists", () => {
             const floor = merged.length >= topK ? merged[topK - 1]!.score : Number.NEGATIVE_INFINITY;
             return () => floor;
           },
+          // The K-th score of this part's best so far and the earlier parts' results together, as the two threads of
+          // a split search exchange them (`exchangeBest`); it also leaves this part's documents below it unsummed.
+          (earlier) => {
+            const scores = mergeRanked(earlier, ranks, topK).map(({ score }) => score);
+            const best = new Float64Array(Math.max(1, Math.ceil(topK)));
+            return (_threshold, top) => {
+              const count = top.bestScores(best);
+              const union = [...scores, ...best.subarray(0, count)].sort((left, right) => right - left);
+              return union.length >= topK ? union[topK - 1]! : Number.NEGATIVE_INFINITY;
+            };
+          },
         ];
         for (const floorOf of floors) {
           for (const layout of ["dense", "sparse"] as const) {
@@ -147,6 +158,30 @@ describe("scoreLists", () => {
             }
             expect(mergeRanked(parts, ranks, topK)).toEqual(expected);
           }
+          // Two parts reading every other range (as two threads claiming ranges in turn), the second floored by
+          // the first's result.
+          const sides: { doc: number; score: number }[][] = [];
+          for (const side of [0, 1]) {
+            const own: number[] = [];
+            for (let range = side; range + 1 < cuts.length; range += 2) own.push(range);
+            let taken = 1;
+            const next = () => {
+              const range = own[taken++];
+              return range === undefined ? null : { from: cuts[range]!, to: cuts[range + 1]! };
+            };
+            const exchange = floorOf(sides);
+            const first =
+              own[0] === undefined ? { from: 0, to: 0 } : { from: cuts[own[0]]!, to: cuts[own[0] + 1]! };
+            const windows = { first: testCase.first, later: testCase.later };
+            sides.push(
+              scoreLists(lists, documentCount, ranks, topK, mask, windows, new Map(), {
+                ...first,
+                next,
+                ...(exchange ? { exchange } : {}),
+              }),
+            );
+          }
+          expect(mergeRanked(sides, ranks, topK)).toEqual(expected);
         }
       }),
       { seed, numRuns: propertyRuns(200) },

@@ -89,14 +89,26 @@ export type QueryLists = {
 };
 
 /**
- * A part of a search (see `splitScoring.ts`): only the documents in [`from`, `to`) are ranked. `exchange`, when
- * given, is called before each window with this part's threshold (its K-th score held, minus infinity before) and
- * returns a lower bound of the whole search's K-th score known from the other parts (minus infinity when none). A
- * document below that floor cannot be among the whole search's best K, so pruning may skip it: the part's result
- * is then not its own top K, but every document of the whole search's top K in the range is in it, with its exact
- * score, so merging the parts' results (`mergeRanked`) gives the whole top K exactly.
+ * A part of a search (see `splitScoring.ts`): only the documents in [`from`, `to`) (and the ranges `next` gives)
+ * are ranked. `exchange`, when given, is called before each window and once after the last with this part's
+ * threshold (its K-th score held, minus infinity before) and best scores, and returns a lower bound of the whole
+ * search's K-th score (minus infinity when none is known). A document below that floor cannot be among the whole
+ * search's best K, so pruning may skip it and the final exact sums leave it out: the part's result is then not its
+ * own top K, but every document of the whole search's top K in its ranges is in it, with its exact score, so
+ * merging the parts' results (`mergeRanked`) gives the whole top K exactly.
  */
-export type ScoringPart = { from: number; to: number; exchange?: (threshold: number) => number };
+export type ScoringPart = {
+  from: number;
+  to: number;
+  /**
+   * Once [`from`, `to`) is read, the next range of document ids this part ranks (above the ranges before it), or
+   * null when none is left: two threads claiming ranges from one counter share a search's work however fast each
+   * runs. The part's result then covers all of its ranges.
+   */
+  next?: () => { from: number; to: number } | null;
+  /** `best`: this part's documents held so far, see {@link TopDocuments.bestScores}. */
+  exchange?: (threshold: number, best: TopDocuments) => number;
+};
 
 /**
  * {@link scoreQuery}'s loop over lists given by the caller (the PostgreSQL backend scores the postings it fetched
@@ -114,8 +126,8 @@ export function scoreLists(
   positions?: Map<number, Int32Array>,
   part?: ScoringPart,
 ): { doc: number; score: number }[] {
-  const rangeStart = part ? Math.max(0, part.from) : 0;
-  const rangeEnd = part ? Math.min(documentCount, part.to) : documentCount;
+  let rangeStart = part ? Math.max(0, part.from) : 0;
+  let rangeEnd = part ? Math.min(documentCount, part.to) : documentCount;
   const firstWindow = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.first));
   const laterWindows = Math.max(1, Math.min(WINDOW_DOCUMENTS, windows.later));
   const listCount = lists.postings.length;
@@ -305,12 +317,18 @@ export function scoreLists(
   let cooldown = 2;
   let windowIndex = 0;
   let windowStart = rangeStart;
-  while (windowStart < rangeEnd) {
-    const windowEnd = Math.min(
-      rangeEnd,
-      windowStart + (windowStart === rangeStart ? firstWindow : laterWindows),
-    );
-    if (exchange !== undefined) floor = exchange(top.threshold());
+  for (;;) {
+    if (windowStart >= rangeEnd) {
+      // A part may go on with further ranges (ascending), claimed one at a time (see `ScoringPart`).
+      const next = part?.next?.();
+      if (!next) break;
+      rangeStart = Math.max(rangeEnd, next.from);
+      rangeEnd = Math.min(documentCount, next.to);
+      windowStart = rangeStart;
+      continue;
+    }
+    const windowEnd = Math.min(rangeEnd, windowStart + (windowIndex === 0 ? firstWindow : laterWindows));
+    if (exchange !== undefined) floor = exchange(top.threshold(), top);
     const windowThreshold =
       windows.pruning === false || windowIndex < pruneAfter ? Number.NEGATIVE_INFINITY : threshold();
     windowIndex++;
@@ -417,7 +435,10 @@ export function scoreLists(
     windowStart = windowEnd;
   }
 
-  return top.ranked(exactScore, positions !== undefined);
+  // A part reads the other parts' floor once more: its documents certainly below the whole search's K-th score
+  // need no exact sum (with two parts, each then sums about half of the K documents instead of K).
+  if (exchange !== undefined) floor = exchange(top.threshold(), top);
+  return top.ranked(exactScore, positions !== undefined, floor);
 }
 
 /**

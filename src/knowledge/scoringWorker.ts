@@ -11,17 +11,16 @@ import { type QueryLists, type ScoringList, scoreLists } from "./scoreLists.js";
 import {
   CANCELLED,
   DONE,
-  decodeThreshold,
-  encodeThreshold,
+  exchangeBest,
   FAILED,
-  MAIN_THRESHOLD,
   READY,
+  rangeClaimer,
   resultViews,
   SCORING_WORKER_MARKER,
   type ScoringMessage,
   type ScoringReply,
   type ScoringWorkerData,
-  WORKER_THRESHOLD,
+  WORKER_SIDE,
 } from "./scoringProtocol.js";
 
 type WorkerPort = {
@@ -55,6 +54,10 @@ function search(
     upper: message.upper,
   };
   const positions = new Map<number, Int32Array>();
+  const capacity = Math.min(Math.ceil(message.topK), index.documentCount);
+  const board = new Int32Array(message.board, 0, 2 * capacity);
+  const claim = rangeClaimer(control, message.bounds);
+  const first = claim();
   const ranked = scoreLists(
     lists,
     index.documentCount,
@@ -64,17 +67,16 @@ function search(
     message.windows,
     positions,
     {
-      from: message.from,
-      to: message.to,
-      exchange: (threshold) => {
+      // Nothing left to claim (the main thread read every range): an empty range, an empty result.
+      from: first?.from ?? 0,
+      to: first?.to ?? 0,
+      next: claim,
+      exchange: (_threshold, best) => {
         if (Atomics.load(control, CANCELLED) === message.sequence) throw new Cancelled();
-        const word = encodeThreshold(threshold);
-        if (word > Atomics.load(control, WORKER_THRESHOLD)) Atomics.store(control, WORKER_THRESHOLD, word);
-        return decodeThreshold(Atomics.load(control, MAIN_THRESHOLD));
+        return exchangeBest(board, WORKER_SIDE, capacity, best);
       },
     },
   );
-  const capacity = Math.min(Math.ceil(message.topK), index.documentCount);
   const views = resultViews(message.result, capacity, listCount);
   ranked.forEach(({ doc, score }, slot) => {
     views.docs[slot] = doc;

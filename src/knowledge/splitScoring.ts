@@ -1,10 +1,12 @@
 /**
- * A long search split between two threads (issue 14's 1M turn): the main thread scores the lower part of the
- * document ids and a resident scoring worker (`scoringWorker.ts`) the upper part, over the same postings in shared
- * memory (a build allocates them there: `allocateFieldArrays`), each reading the other's threshold as a floor while
- * both run (`ScoringPart`); the two results are merged into the whole search's top K (`mergeRanked`). Exact: every
- * document of the whole top K is in its part's result with the score one thread would have summed, bit for bit
- * (property tests `scoreLists.test.ts`, `pruning.test.ts`).
+ * A long search split between two threads (issue 14's 1M turn): the main thread and a resident scoring worker
+ * (`scoringWorker.ts`) score a search's document ids over the same postings in shared memory (a build allocates
+ * them there: `allocateFieldArrays`). The ids are cut into ranges that the two threads claim in turn from a shared
+ * counter, so the faster thread reads more of them; before each window each side publishes its best scores and
+ * takes the K-th best of both sides' together as its floor (`exchangeBest`, `ScoringPart`); the two results are
+ * merged into the whole search's top K (`mergeRanked`). Exact: every document of the whole top K is in its side's
+ * result with the score one thread would have summed, bit for bit (property tests `scoreLists.test.ts`,
+ * `pruning.test.ts`).
  *
  * Only in Node with at least two cores, only for searches of at least {@link SplitSettings.minimumPostings}
  * postings whose every list is in shared memory and has a finite bound; the worker is started by the first such
@@ -25,18 +27,18 @@ import {
   CANCELLED,
   CONTROL_WORDS,
   DONE,
-  decodeThreshold,
-  encodeThreshold,
+  exchangeBest,
   FAILED,
-  MAIN_THRESHOLD,
+  MAIN_SIDE,
+  NEXT_RANGE,
   READY,
+  rangeClaimer,
   resultBytes,
   resultViews,
   SCORING_WORKER_MARKER,
   type ScoringMessage,
   type ScoringReply,
   type ScoringWorkerData,
-  WORKER_THRESHOLD,
 } from "./scoringProtocol.js";
 
 /** When searches are split. @internal */
@@ -105,6 +107,7 @@ class ScoringHelper {
   private nextIndex = 1;
   private sequence = 0;
   private result = new SharedArrayBuffer(0);
+  private board = new SharedArrayBuffer(0);
   /** Tells the worker to drop an index's postings once the main thread no longer holds them. */
   private readonly dropped = new FinalizationRegistry<number>((id) => {
     if (!this.failed) this.worker.postMessage({ kind: "drop", id });
@@ -170,15 +173,17 @@ class ScoringHelper {
     topK: number,
     mask: Uint8Array | null,
     windows: ScoringWindows,
-    from: number,
-    to: number,
+    bounds: Int32Array,
     capacity: number,
-  ): { sequence: number; result: SharedArrayBuffer } {
+  ): { sequence: number; result: SharedArrayBuffer; board: Int32Array } {
     const bytes = resultBytes(capacity, lists.fields.length);
     if (this.result.byteLength < bytes) this.result = new SharedArrayBuffer(bytes);
+    if (this.board.byteLength < capacity * 8) this.board = new SharedArrayBuffer(capacity * 8);
+    // No score known on either side yet (the worker has finished every earlier search).
+    const board = new Int32Array(this.board, 0, 2 * capacity);
+    board.fill(-1);
+    Atomics.store(this.control, NEXT_RANGE, 0);
     const sequence = ++this.sequence;
-    Atomics.store(this.control, MAIN_THRESHOLD, -1);
-    Atomics.store(this.control, WORKER_THRESHOLD, -1);
     this.worker.postMessage({
       kind: "search",
       sequence,
@@ -190,11 +195,11 @@ class ScoringHelper {
       topK,
       mask,
       windows,
-      from,
-      to,
+      bounds,
+      board: this.board,
       result: this.result,
     });
-    return { sequence, result: this.result };
+    return { sequence, result: this.result, board };
   }
 
   /**
@@ -299,44 +304,72 @@ export function scoreListsSplit(
   if (!helper?.ready || helper.failed || !splittable(lists)) return null;
   const capacity = Math.min(Math.ceil(topK), documentCount);
   if (!(capacity > 0)) return null;
-  // The cut: the longest list's middle document, so both parts read about as many of the heaviest postings.
-  const middle = (lists.starts[longest]! + lists.ends[longest]!) >>> 1;
-  const cut = Math.min(documentCount - 1, Math.max(1, lists.postings[longest]!.docs[middle]!));
+  const bounds = rangeBounds(lists, longest, documentCount);
   const scoring = helper;
   const id = scoring.indexId(index);
-  const { sequence, result } = scoring.post(id, lists, topK, mask, windows, cut, documentCount, capacity);
-  const control = scoring.control;
+  const { sequence, result, board } = scoring.post(id, lists, topK, mask, windows, bounds, capacity);
   const started = performance.now();
-  const lower = scoreLists(lists, documentCount, ranks, topK, mask, windows, positions, {
-    from: 0,
-    to: cut,
-    exchange: (threshold) => {
-      const word = encodeThreshold(threshold);
-      if (word > Atomics.load(control, MAIN_THRESHOLD)) Atomics.store(control, MAIN_THRESHOLD, word);
-      return decodeThreshold(Atomics.load(control, WORKER_THRESHOLD));
-    },
+  // This thread's ranges, claimed in turn with the worker's (which may already have taken every one).
+  const claimed: number[] = [];
+  const claim = rangeClaimer(scoring.control, bounds, claimed);
+  const first = claim() ?? { from: 0, to: 0 };
+  const own = scoreLists(lists, documentCount, ranks, topK, mask, windows, positions, {
+    from: first.from,
+    to: first.to,
+    next: claim,
+    exchange: (_threshold, best) => exchangeBest(board, MAIN_SIDE, capacity, best),
   });
   const ownMilliseconds = performance.now() - started;
-  let upper: { doc: number; score: number }[];
+  let other: { doc: number; score: number }[];
   const patience =
     settings.waitMilliseconds ?? Math.max(LEAST_WAIT_MILLISECONDS, ownMilliseconds * WAIT_FACTOR);
   if (scoring.wait(sequence, patience)) {
     const views = resultViews(result, capacity, listCount);
-    upper = [];
+    other = [];
     for (let slot = 0; slot < views.count[0]!; slot++) {
       const doc = views.docs[slot]!;
-      upper.push({ doc, score: views.scores[slot]! });
+      other.push({ doc, score: views.scores[slot]! });
       positions.set(doc, views.positions.slice(slot * listCount, (slot + 1) * listCount));
     }
   } else {
-    // The worker failed or is late: this thread scores the upper part too (its own threshold as the floor).
-    const floor = lower.length >= capacity ? lower[lower.length - 1]!.score : Number.NEGATIVE_INFINITY;
-    upper = scoreLists(lists, documentCount, ranks, topK, mask, windows, positions, {
-      from: cut,
-      to: documentCount,
+    // The worker failed or is late: this thread scores every range it did not read (its own K-th as the floor).
+    const floor = own.length >= capacity ? own[own.length - 1]!.score : Number.NEGATIVE_INFINITY;
+    const left: number[] = [];
+    for (let range = 0; range + 1 < bounds.length; range++) if (!claimed.includes(range)) left.push(range);
+    let next = 0;
+    const claimLeft = () => {
+      const range = left[next++];
+      return range === undefined ? null : { from: bounds[range]!, to: bounds[range + 1]! };
+    };
+    const start = claimLeft() ?? { from: 0, to: 0 };
+    other = scoreLists(lists, documentCount, ranks, topK, mask, windows, positions, {
+      ...start,
+      next: claimLeft,
       exchange: () => floor,
     });
   }
   splitSearches++;
-  return mergeRanked([lower, upper], ranks, capacity);
+  return mergeRanked([own, other], ranks, capacity);
+}
+
+/** Ranges a split search's document ids are cut into (see {@link rangeBounds}). */
+const SPLIT_RANGES = 8;
+
+/**
+ * The ranges of a split search (range `r` is [`bounds[r]`, `bounds[r + 1]`)): cut at the longest list's
+ * quantiles, so that each holds about as many of the heaviest postings. The two threads claim them in turn, so a
+ * thread that runs slower (a query's postings unevenly spread, a core taken by other work) reads fewer of them
+ * instead of keeping the other waiting.
+ */
+function rangeBounds(lists: QueryLists, longest: number, documentCount: number): Int32Array {
+  const docs = lists.postings[longest]!.docs;
+  const start = lists.starts[longest]!;
+  const length = lists.ends[longest]! - start;
+  const bounds = [0];
+  for (let range = 1; range < SPLIT_RANGES; range++) {
+    const cut = docs[start + Math.floor((range * length) / SPLIT_RANGES)]!;
+    if (cut > bounds[bounds.length - 1]! && cut < documentCount) bounds.push(cut);
+  }
+  bounds.push(documentCount);
+  return Int32Array.from(bounds);
 }

@@ -53,6 +53,20 @@ export class TopDocuments {
   }
 
   /**
+   * Writes the scores held, best first, into `into` (at least K long) and returns how many: the j-th of them never
+   * decreases while documents are offered (what a split search's parts publish to each other, see
+   * `scoringProtocol.ts`).
+   */
+  bestScores(into: Float64Array): number {
+    const size = this.size;
+    const sorted = into.subarray(0, size);
+    sorted.set(this.scores.subarray(0, size));
+    sorted.sort();
+    sorted.reverse();
+    return size;
+  }
+
+  /**
    * Keeps `doc` if it ranks among the best K so far (dropping the worst when full). `exact`: false when `score`
    * is an approximate sum (see the module comment).
    */
@@ -136,23 +150,28 @@ export class TopDocuments {
   /**
    * The best K documents, best first, on exact scores: `exactScore(doc)` is called for each held or reserved
    * document whose score is approximate (and for every document when `resolveEvery`, for a caller that needs
-   * something it computes along, such as posting positions).
+   * something it computes along, such as posting positions). `floor`: a lower bound of a whole search's K-th score
+   * when this is one part of it (see `ScoringPart`): a document certainly below it is left out, unsummed (so a
+   * part's result may hold fewer than K documents, but every one of the whole top K in it).
    */
   ranked(
     exactScore: (doc: number) => number = () => {
       throw new Error("TopDocuments.ranked: approximate scores need exactScore");
     },
     resolveEvery = false,
+    floor = Number.NEGATIVE_INFINITY,
   ): { doc: number; score: number }[] {
     this.trimReserve();
     const candidates: { doc: number; score: number }[] = [];
     for (let slot = 0; slot < this.size; slot++) {
       const doc = this.docs[slot]!;
+      if (this.scores[slot]! * (1 + RESERVE_SLACK) < floor) continue;
       const score = resolveEvery || this.exact[slot] === 0 ? exactScore(doc) : this.scores[slot]!;
       candidates.push({ doc, score });
     }
     for (let index = 0; index < this.reserveDocs.length; index++) {
       const doc = this.reserveDocs[index]!;
+      if (this.reserveScores[index]! * (1 + RESERVE_SLACK) < floor) continue;
       const score = resolveEvery || !this.reserveExact[index] ? exactScore(doc) : this.reserveScores[index]!;
       candidates.push({ doc, score });
     }
