@@ -12,7 +12,7 @@ import {
   windowContributions,
   windowRead,
 } from "./scoringList.js";
-import { TopDocuments } from "./topDocuments.js";
+import { RESERVE_SLACK, TopDocuments } from "./topDocuments.js";
 
 export { contributionAt, type ScoringList } from "./scoringList.js";
 
@@ -300,15 +300,44 @@ export function scoreLists(
       cursors[list] = stop;
       if (stop < end) remaining = true;
     }
+    // Only the documents the window's loop below would not pass over (see `collectAbove`): once the threshold is
+    // high, a well-predicted branch per document instead of one on its total's sign.
+    const shift = collectShift;
+    const scale = collectScale;
+    const minimum = collectMinimum;
     let touchedCount = 0;
     if (mask === null) {
-      for (let local = 0; local < span; local++) if (totals[local]! > 0) touched[touchedCount++] = local;
+      for (let local = 0; local < span; local++) {
+        const total = totals[local]!;
+        if ((total + shift) * scale >= minimum && total > 0) touched[touchedCount++] = local;
+      }
     } else {
       // As the marks would: eligible when the mask's value with bit 2 set is 3.
-      for (let local = 0; local < span; local++)
-        if (totals[local]! > 0 && (mask[windowStart + local]! | 2) === 3) touched[touchedCount++] = local;
+      for (let local = 0; local < span; local++) {
+        const total = totals[local]!;
+        if ((total + shift) * scale >= minimum && total > 0 && (mask[windowStart + local]! | 2) === 3)
+          touched[touchedCount++] = local;
+      }
     }
     return touchedCount;
+  };
+  // What `scanWindowTotals` collects: a document whose `(total + shift) * scale` is below `minimum` is one the
+  // window's loop would pass over, at a threshold that only rises meanwhile. With skipped lists, one that cannot
+  // reach the threshold even with every skipped list's bound (the loop's first test); without, one whose offer
+  // to the top K would change nothing (below its K-th score by more than `RESERVE_SLACK`).
+  let collectShift = 0;
+  let collectScale = 1;
+  let collectMinimum = Number.NEGATIVE_INFINITY;
+  const collectAbove = (nonEssential: number): void => {
+    if (nonEssential > 0) {
+      collectShift = prefix[nonEssential]!;
+      collectScale = BOUND_SLACK;
+      collectMinimum = threshold();
+    } else {
+      collectShift = 0;
+      collectScale = 1 + RESERVE_SLACK;
+      collectMinimum = top.threshold();
+    }
   };
 
   // Pruning pays when probing the skipped lists costs less than reading them. A window where it would not is read
@@ -344,6 +373,7 @@ export function scoreLists(
       essential[order[position]!] = position < nonEssential ? 0 : 1;
 
     unmarked = dense && finiteBounds && windows.unmarked !== false && threshold() > 0;
+    collectAbove(nonEssential);
     let touchedCount = scanWindow(windowStart, windowEnd);
     let skippedPostings = 0;
     if (nonEssential > 0) {
@@ -373,6 +403,7 @@ export function scoreLists(
           if (essential[list] === 1) cursors[list] = windowFirst[list]!;
         nonEssential = 0;
         essential.fill(1);
+        collectAbove(0);
         touchedCount = scanWindow(windowStart, windowEnd);
         pruneAfter = windowIndex + cooldown;
         cooldown *= 2;
