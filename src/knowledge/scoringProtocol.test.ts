@@ -41,9 +41,12 @@ describe("exchangeBest", () => {
 
   it("is the K-th score of both sides whatever part of the other's scores is published (property)", () => {
     const seed = propertySeed("exchange-best");
-    const scores = fc.array(fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.double({ min: 1e-6, max: 1e6 })), {
-      maxLength: 12,
-    });
+    const scores = fc.array(
+      fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.double({ min: 1e-6, max: 1e6, noNaN: true })),
+      {
+        maxLength: 12,
+      },
+    );
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 8 }), scores, scores, fc.nat(), (capacity, mine, theirs, cut) => {
         const board = new Int32Array(2 * capacity).fill(-1);
