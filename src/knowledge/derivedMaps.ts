@@ -140,6 +140,13 @@ export function phraseIds(
   return map instanceof PhraseListMap && map.trie === trie ? map.idsAt(keyIndex) : map.get(phrase);
 }
 
+/** An entry's relations as relation expansion reads them: its related ids, then its parent (a new array). */
+export function entryRelationIds(entry: NormalizedKnowledgeEntry): string[] {
+  return entry.parentEntryId !== undefined
+    ? [...entry.relatedEntryIds, entry.parentEntryId]
+    : entry.relatedEntryIds.slice();
+}
+
 /**
  * `relationIndex`: an entry's related ids then its parent (a new array per `get`), read from the entry; entries
  * without relations are absent. Iterates in the order of the entry map.
@@ -154,10 +161,7 @@ export class RelationMap extends DerivedReadOnlyMap<string[]> {
   override get(id: string): string[] | undefined {
     const entry = this.entryMap.get(id);
     if (!entry) return undefined;
-    const relations =
-      entry.parentEntryId !== undefined
-        ? [...entry.relatedEntryIds, entry.parentEntryId]
-        : entry.relatedEntryIds.slice();
+    const relations = entryRelationIds(entry);
     return relations.length > 0 ? relations : undefined;
   }
   override has(id: string): boolean {

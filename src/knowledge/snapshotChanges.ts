@@ -19,6 +19,7 @@ import {
   getCompiledSnapshot,
   registerCompiledSnapshot,
 } from "./compiledSnapshot.js";
+import { entryRelationIds } from "./derivedMaps.js";
 import { KnowledgeLexicalIndex } from "./lexicalIndex.js";
 import { normalizePhrases, phraseKey } from "./normalize.js";
 import { OverlayMap, REMOVED } from "./overlayMap.js";
@@ -192,10 +193,7 @@ export function applySnapshotChanges(
   };
   for (const entry of upserted) {
     entries.set(entry.id, entry);
-    const related =
-      entry.parentEntryId !== undefined
-        ? [...entry.relatedEntryIds, entry.parentEntryId]
-        : entry.relatedEntryIds.slice();
+    const related = entryRelationIds(entry);
     relations.set(entry.id, related.length > 0 ? related : REMOVED);
     for (const key of normalizePhrases([entry.id, entry.title])) {
       editKey(exact, snapshot.exactIndex, key, entry.id, true);

@@ -1,4 +1,5 @@
 /** The lists a generation stores beside its postings: phrase keys, scopes, relations. */
+import { entryRelationIds } from "../knowledge/derivedMaps.js";
 import { normalizePhrases, phraseKey, phraseWordCount } from "../knowledge/normalize.js";
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
 
@@ -40,12 +41,8 @@ export class EntryListsCollector {
         pushTo(this.byIntegration, key, doc);
       }
     }
-    const relationIds =
-      entry.parentEntryId !== undefined
-        ? [...entry.relatedEntryIds, entry.parentEntryId]
-        : entry.relatedEntryIds;
     const relations: number[] = [];
-    for (const id of relationIds) {
+    for (const id of entryRelationIds(entry)) {
       const related = this.denseIds.get(id);
       if (related !== undefined) relations.push(related);
     }

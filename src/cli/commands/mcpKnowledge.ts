@@ -6,6 +6,7 @@
  * entries are not listed as resources (a shared index may hold millions; each is still readable by its URI).
  */
 import { citationMarker, isAuthorized, KnowledgeGroundingEngine } from "../../index.js";
+import { entryRelationIds } from "../../knowledge/derivedMaps.js";
 import type { KnowledgeIndexBackend } from "../../knowledge/searchBackend.js";
 import type { NormalizedKnowledgeEntry } from "../../types/knowledge.js";
 import type { PreparedKnowledgeBase } from "../session.js";
@@ -126,7 +127,7 @@ export function backendMcpKnowledge(
       });
       // An expanded entry came from the first primary whose relations (related ids, then the parent) name it.
       const via = (id: string): string =>
-        primaries.find((primary) => relationsOf(primary).includes(id))?.id ?? "";
+        primaries.find((primary) => entryRelationIds(primary).includes(id))?.id ?? "";
       return {
         query,
         confidence: retrieval.confidence,
@@ -149,7 +150,7 @@ export function backendMcpKnowledge(
         entry !== undefined && isAuthorized(entry, enabledIntegrations, blockedDomains);
       const [entry] = await readEntries(backend, [id]);
       if (!readable(entry) || entry.id !== id) return null;
-      const relations = relationsOf(entry);
+      const relations = entryRelationIds(entry);
       const related = new Map(
         (await readEntries(backend, relations)).filter(readable).map((other) => [other.id, other]),
       );
@@ -161,13 +162,6 @@ export function backendMcpKnowledge(
       return requested.filter((integration) => enabled.has(integration.toLowerCase()));
     },
   };
-}
-
-/** An entry's relations: its related ids, then its parent. */
-function relationsOf(entry: NormalizedKnowledgeEntry): string[] {
-  return entry.parentEntryId !== undefined
-    ? [...entry.relatedEntryIds, entry.parentEntryId]
-    : [...entry.relatedEntryIds];
 }
 
 /** The serving generation's entries with these ids; one retry when the generation was switched meanwhile. */
