@@ -120,6 +120,58 @@ function reference(rows: Value[][]): Buffer {
 }
 
 describe("CopyEncoder", () => {
+  it("encodes the next chunk while the previous one is written, never into a chunk still being written", async () => {
+    // Each flush is held until the test releases it; its bytes are checked unchanged when it is released.
+    const held: (() => void)[] = [];
+    const sent: Buffer[] = [];
+    let inFlight = 0;
+    let mostInFlight = 0;
+    let rowsEncoded = 0;
+    let rowsEncodedWhileHeld = 0;
+    const encoder = new CopyEncoder(
+      (chunk) =>
+        new Promise<void>((resolve) => {
+          inFlight++;
+          mostInFlight = Math.max(mostInFlight, inFlight);
+          const copy = Buffer.from(chunk);
+          const rowsAtFlush = rowsEncoded;
+          sent.push(copy.subarray(COPY_DATA_HEADER_BYTES));
+          held.push(() => {
+            expect(chunk.equals(copy)).toBe(true);
+            rowsEncodedWhileHeld = Math.max(rowsEncodedWhileHeld, rowsEncoded - rowsAtFlush);
+            inFlight--;
+            resolve();
+          });
+        }),
+    );
+    const values = Int32Array.from({ length: 1000 }, (_, index) => index);
+    let ended = false;
+    const encoding = (async () => {
+      for (let row = 0; row < 1000; row++) {
+        await encoder.row(1);
+        encoder.int4Array(values);
+        rowsEncoded++;
+      }
+      await encoder.end();
+      ended = true;
+    })();
+    // Releases the held chunks one at a time, each after a turn of the event loop.
+    while (!ended) {
+      await new Promise((resolve) => setImmediate(resolve));
+      held.shift()?.();
+    }
+    await encoding;
+    // One chunk in flight at a time, and rows encoded while one was held (about a chunk's worth, 260 rows).
+    expect(mostInFlight).toBe(1);
+    expect(rowsEncodedWhileHeld).toBeGreaterThan(100);
+    const expected = reference(
+      Array.from({ length: 1000 }, () => [
+        { kind: "int4Array" as const, values: Array.from(values), typed: true },
+      ]),
+    );
+    expect(Buffer.concat(sent).equals(expected)).toBe(true);
+  });
+
   it("writes arrays (plain and typed) byte for byte as PostgreSQL's binary copy format, value by value", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -233,7 +285,7 @@ function fakeCopyClient(queued: boolean) {
 
 describe("copyIn", () => {
   for (const queued of [false, true]) {
-    it(`writes every chunk from one buffer (${queued ? "writes queued, called back later" : "writes taken whole, called back on the next tick"})`, async () => {
+    it(`writes every chunk from the encoder's two buffers (${queued ? "writes queued, called back later" : "writes taken whole, called back on the next tick"})`, async () => {
       const { client, written, buffers } = fakeCopyClient(queued);
       const rows = 20_000;
       const values = Int32Array.from({ length: 100 }, (_, index) => index * 7);
@@ -244,10 +296,10 @@ describe("copyIn", () => {
           encoder.int4Array(values);
         }
       });
-      // About 16 MB in chunks of about 1 MiB, all written from the encoder's one buffer: a fresh buffer per chunk
-      // (gigabytes per large publication) set off full collections of the publishing process's heap.
+      // About 16 MB in chunks of about 1 MiB, all written from the encoder's two buffers in turn: a fresh buffer
+      // per chunk (gigabytes per large publication) set off full collections of the publishing process's heap.
       expect(written.length).toBeGreaterThan(10);
-      expect(buffers.size).toBe(1);
+      expect(buffers.size).toBe(2);
       // The messages carry the rows: CopyData headers, then the rows in order.
       const payload = Buffer.concat(
         written.map((chunk) => {

@@ -82,12 +82,18 @@ export const COPY_DATA_HEADER_BYTES = 5;
  *
  * Each chunk starts with {@link COPY_DATA_HEADER_BYTES} bytes left for its CopyData message header, which `flush`
  * fills in before writing the chunk to the connection as it is (no copy); `flush` resolves once the chunk's bytes
- * are no longer needed, and the encoder writes the next chunk into the same buffer. One buffer for the whole
- * load: a fresh chunk buffer per megabyte (gigabytes per large publication) set off full collections of the whole
- * heap, the registry included, as external memory pressure.
+ * are no longer needed. Two buffers for the whole load, in turn: the next chunk is encoded into one while the
+ * other is still being written, so that the app encodes while the server reads (with one buffer they took turns:
+ * a chunk larger than the socket's buffer was written while the encoder waited, and encoded while the server
+ * waited). A fresh chunk buffer per megabyte (gigabytes per large publication) set off full collections of the
+ * whole heap, the registry included, as external memory pressure.
  */
 export class CopyEncoder {
   private buffer: Buffer = Buffer.allocUnsafe(CHUNK_BYTES * 2);
+  /** The buffer being written (or written last), used again once its flush has resolved. */
+  private spare: Buffer = Buffer.allocUnsafe(CHUNK_BYTES * 2);
+  /** The flush of `spare`'s chunk while it runs. */
+  private inFlight: Promise<void> | null = null;
   private offset = 0;
 
   constructor(private readonly flush: (chunk: Buffer) => Promise<void>) {
@@ -265,18 +271,31 @@ export class CopyEncoder {
     this.offset = offset;
   }
 
+  /** Waits for the chunk in flight, starts writing the buffered one and continues in the other buffer. */
   private async send(): Promise<void> {
     if (this.offset === COPY_DATA_HEADER_BYTES) return;
-    await this.flush(this.buffer.subarray(0, this.offset));
+    const previous = this.inFlight;
+    this.inFlight = null;
+    if (previous) await previous;
+    const written = this.buffer;
+    const flushed = this.flush(written.subarray(0, this.offset));
+    // Awaited before the next send or at the end; a failure meanwhile must not be an unhandled rejection.
+    flushed.catch(() => {});
+    this.inFlight = flushed;
+    this.buffer = this.spare;
+    this.spare = written;
     this.offset = COPY_DATA_HEADER_BYTES;
   }
 
-  /** Writes the trailer and sends what is buffered. */
+  /** Writes the trailer, sends what is buffered and waits until every chunk is written. */
   async end(): Promise<void> {
     this.reserve(2);
     this.buffer.writeInt16BE(-1, this.offset);
     this.offset += 2;
     await this.send();
+    const last = this.inFlight;
+    this.inFlight = null;
+    if (last) await last;
   }
 }
 
