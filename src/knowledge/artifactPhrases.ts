@@ -31,16 +31,13 @@ class CheckedPhraseListMap extends PhraseListMap {
   ) {
     super(trie, offsets, docs, ids);
   }
-  override idsAt(index: number): Set<string> | undefined {
-    if (index >= 0 && index + 1 < this.offsets.length) {
-      const start = this.offsets[index]!;
-      const end = this.offsets[index + 1]!;
-      if (!(start >= 0 && end >= start && end <= this.docs.length))
-        throw corrupt(`the ${this.name} phrase lists are out of order`);
-      if (!allBelow(this.docs, start, end, this.ids.length))
-        throw corrupt(`an ${this.name} phrase names a missing entry`);
-    }
-    return super.idsAt(index);
+  protected override checkList(index: number): void {
+    const start = this.offsets[index]!;
+    const end = this.offsets[index + 1]!;
+    if (!(start >= 0 && end >= start && end <= this.docs.length))
+      throw corrupt(`the ${this.name} phrase lists are out of order`);
+    if (!allBelow(this.docs, start, end, this.ids.length))
+      throw corrupt(`an ${this.name} phrase names a missing entry`);
   }
 }
 

@@ -95,6 +95,7 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
   /** The ids of the key at trie index `index` (what `get` returns for that key). */
   idsAt(index: number): Set<string> | undefined {
     if (index < 0 || index + 1 >= this.offsets.length) return undefined;
+    this.checkList(index);
     const start = this.offsets[index]!;
     const end = this.offsets[index + 1]!;
     if (start === end) return undefined;
@@ -102,6 +103,34 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
     for (let position = start; position < end; position++) ids.add(this.ids.at(this.docs[position]!)!);
     return ids;
   }
+
+  /**
+   * Visits the ids of the key at trie index `index` in the order of {@link idsAt}'s set, each with its position in
+   * `ids` (`slot`), without making the set: at a million entries a turn's phrase lookup met thousands of ids, and
+   * the eligibility test then looked each one up again by name. A list whose slots are not strictly ascending
+   * (never made here) is visited through the set, with slot -1.
+   */
+  visitAt(index: number, visit: (id: string, slot: number) => void): void {
+    if (index < 0 || index + 1 >= this.offsets.length) return;
+    this.checkList(index);
+    const start = this.offsets[index]!;
+    const end = this.offsets[index + 1]!;
+    const docs = this.docs;
+    for (let position = start + 1; position < end; position++) {
+      if (docs[position]! > docs[position - 1]!) continue;
+      for (const id of this.idsAt(index)!) visit(id, -1);
+      return;
+    }
+    // Strictly ascending slots: distinct ids, in the set's order.
+    for (let position = start; position < end; position++) {
+      const slot = docs[position]!;
+      visit(this.ids.at(slot)!, slot);
+    }
+  }
+
+  /** Checks the list of the key at trie index `index` before it is read (an artifact's, when first read). */
+  protected checkList(_index: number): void {}
+
   override get(key: string): Set<string> | undefined {
     return typeof key === "string" ? this.idsAt(this.trie.indexOf(key)) : undefined;
   }

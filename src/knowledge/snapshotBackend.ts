@@ -2,13 +2,9 @@
  * The in-memory snapshot as a search backend: phrase lookup through the phrase trie, the scope's eligibility mask
  * (cached per scope), and the lexical index searched under that mask.
  */
-import type {
-  KnowledgeIndexSnapshot,
-  KnowledgeLexicalMatch,
-  NormalizedKnowledgeEntry,
-} from "../types/knowledge.js";
+import type { KnowledgeIndexSnapshot, NormalizedKnowledgeEntry } from "../types/knowledge.js";
 import { isAuthorized } from "./candidateQuery.js";
-import { phraseIds } from "./derivedMaps.js";
+import { PhraseListMap } from "./derivedMaps.js";
 import {
   type CompiledSnapshot,
   compareCodeUnits,
@@ -33,26 +29,39 @@ export type KnowledgePhraseHits = {
  * Finds every contiguous query phrase (1 word up to the longest indexed phrase) that is an exact or alias key.
  * Phrases are reported in NeuroLink's generation order: by length, then by start, each distinct phrase once.
  * The walk from each start follows the phrase trie and stops as soon as no key continues the n-gram.
+ * `eligible`, when given, keeps only the ids it accepts, as filtering the hits afterwards would (`slot`: the id's
+ * position in the ids of a phrase map read as lists over `phraseTrie`, else -1).
  */
 export function lookupPhrases(
   tokens: readonly string[],
   snapshot: KnowledgeIndexSnapshot,
   phraseTrie: PhraseTrie,
+  eligible?: (id: string, slot: number) => boolean,
 ): KnowledgePhraseHits {
   const exact = new Map<string, string[]>();
   const alias = new Map<string, string[]>();
-  const record = (target: Map<string, string[]>, ids: Set<string> | undefined, phrase: string): void => {
-    if (!ids) return;
-    for (const id of ids) {
-      const list = target.get(id);
-      if (list) list.push(phrase);
-      else target.set(id, [phrase]);
+  let target = exact;
+  let phrase = "";
+  const add = (id: string, slot: number): void => {
+    if (eligible !== undefined && !eligible(id, slot)) return;
+    const list = target.get(id);
+    if (list) list.push(phrase);
+    else target.set(id, [phrase]);
+  };
+  // Lists over this trie are read by key index (no second walk down the trie, no set of ids made).
+  const record = (map: ReadonlyMap<string, Set<string>>, keyIndex: number): void => {
+    if (map instanceof PhraseListMap && map.trie === phraseTrie) map.visitAt(keyIndex, add);
+    else {
+      const ids = map.get(phrase);
+      if (ids) for (const id of ids) add(id, -1);
     }
   };
   for (const keyIndex of phraseTrie.matchIndices(tokens)) {
-    const phrase = phraseTrie.keyAt(keyIndex);
-    record(exact, phraseIds(snapshot.exactIndex, phraseTrie, keyIndex, phrase), phrase);
-    record(alias, phraseIds(snapshot.aliasIndex, phraseTrie, keyIndex, phrase), phrase);
+    phrase = phraseTrie.keyAt(keyIndex);
+    target = exact;
+    record(snapshot.exactIndex, keyIndex);
+    target = alias;
+    record(snapshot.aliasIndex, keyIndex);
   }
   return { exact, alias };
 }
@@ -75,18 +84,31 @@ function eligibilityMask(
   if (oldest !== undefined && !oldest.done) {
     mask = cache.peek(oldest.value)!;
     cache.delete(oldest.value);
-    mask.set(compiled.universalMask);
-  } else mask = compiled.universalMask.slice();
+  } else mask = sharedBytes(compiled.universalMask.length);
+  mask.set(compiled.universalMask);
+  // Indexed loops: iterating the lists allocated an iterator result per document where the loop was not optimized
+  // (at a million entries ~280 kB a turn, most of what started the scavenges during the turns).
   for (const integration of enabled) {
     const docs = compiled.activeByIntegration.get(integration);
-    if (docs) for (const doc of docs) mask[doc] = 1;
+    if (docs) for (let index = 0; index < docs.length; index++) mask[docs[index]!] = 1;
   }
   for (const domain of blocked) {
     const docs = compiled.byDomain.get(domain);
-    if (docs) for (const doc of docs) mask[doc] = 0;
+    if (docs) for (let index = 0; index < docs.length; index++) mask[docs[index]!] = 0;
   }
   cache.set(key, mask);
   return mask;
+}
+
+/**
+ * A zeroed byte array in shared memory where the runtime has it: a long search split with the scoring worker
+ * (`splitScoring.ts`) posts its mask, which a plain array's would copy (1 MB at a million entries, ~3 ms of the
+ * main thread per split search, and a fresh megabyte for the worker to fault in).
+ */
+function sharedBytes(length: number): Uint8Array {
+  return typeof SharedArrayBuffer === "function" && length > 0
+    ? new Uint8Array(new SharedArrayBuffer(length))
+    : new Uint8Array(length);
 }
 
 /** Phrase tries of snapshots built elsewhere (built once per snapshot, from its maps). */
@@ -114,29 +136,36 @@ export class SnapshotSearchBackend implements KnowledgeSearchBackend, KnowledgeS
   candidates(query: KnowledgeCandidateQuery): KnowledgeCandidateEvidence {
     const snapshot = this.snapshot;
     const compiled = this.compiled;
-    const hits = lookupPhrases(query.phraseTokens, snapshot, phraseTrieOf(snapshot, compiled));
-    let matches: KnowledgeLexicalMatch[];
-    let isEligible: (id: string) => boolean;
+    const trie = phraseTrieOf(snapshot, compiled);
     if (compiled && snapshot.lexical instanceof KnowledgeLexicalIndex) {
       const mask = eligibilityMask(compiled, query.enabledIntegrations, query.blockedDomains);
       const lexical = compiled.lexical;
-      isEligible = (id) => {
-        const doc = lexical.denseIdOf(id);
+      // A phrase list's slot is the entry's dense id when the index holds that id there (a build's lists follow
+      // the dense order): no lookup by name.
+      const eligible = (id: string, slot: number): boolean => {
+        const doc =
+          slot >= 0 && slot < lexical.capacity && lexical.idAt(slot) === id && lexical.isLiveDocument(slot)
+            ? slot
+            : lexical.denseIdOf(id);
         return doc >= 0 && mask[doc] === 1;
       };
-      matches = lexical.searchWithMask(query.lexicalTokens, query.topK, mask);
-    } else {
-      // A snapshot assembled by hand or backed by another searcher: the seed's contract with an id set.
-      const eligibleIds = new Set<string>();
-      for (const entry of snapshot.entriesById.values())
-        if (isAuthorized(entry, query.enabledIntegrations, query.blockedDomains)) eligibleIds.add(entry.id);
-      isEligible = (id) => eligibleIds.has(id);
-      matches = snapshot.lexical.search(query.lexicalTokens as string[], query.topK, eligibleIds);
+      const hits = lookupPhrases(query.phraseTokens, snapshot, trie, eligible);
+      return {
+        exact: hits.exact,
+        alias: hits.alias,
+        matches: lexical.searchWithMask(query.lexicalTokens, query.topK, mask),
+      };
     }
+    // A snapshot assembled by hand or backed by another searcher: the seed's contract with an id set.
+    const hits = lookupPhrases(query.phraseTokens, snapshot, trie);
+    const eligibleIds = new Set<string>();
+    for (const entry of snapshot.entriesById.values())
+      if (isAuthorized(entry, query.enabledIntegrations, query.blockedDomains)) eligibleIds.add(entry.id);
+    const isEligible = (id: string) => eligibleIds.has(id);
     return {
       exact: eligibleHits(hits.exact, isEligible),
       alias: eligibleHits(hits.alias, isEligible),
-      matches,
+      matches: snapshot.lexical.search(query.lexicalTokens as string[], query.topK, eligibleIds),
     };
   }
 
