@@ -7,6 +7,7 @@
  */
 import type {
   KnowledgeIndexSnapshot,
+  KnowledgeLexicalMatch,
   KnowledgeResolvedRetrieval,
   KnowledgeRetrievalConfidence,
   KnowledgeRetrievalRequest,
@@ -36,11 +37,6 @@ export {
 } from "./confidence.js";
 export { type KnowledgePhraseHits, lookupPhrases, snapshotSearchBackend } from "./snapshotBackend.js";
 
-function compareCandidates(left: KnowledgeScoredCandidate, right: KnowledgeScoredCandidate): number {
-  if (left.score !== right.score) return right.score - left.score;
-  return compareCodeUnits(left.id, right.id);
-}
-
 /** The ranked candidates of a query, before entries are looked up. */
 type RankedCandidates = {
   trimmed: KnowledgeScoredCandidate[];
@@ -57,48 +53,36 @@ function rankCandidates(
   evidence: KnowledgeCandidateEvidence,
   resolved: KnowledgeResolvedRetrieval,
 ): RankedCandidates {
-  const candidatesById = new Map<string, KnowledgeScoredCandidate>();
-  const candidateFor = (id: string): KnowledgeScoredCandidate => {
-    let candidate = candidatesById.get(id);
-    if (!candidate) {
-      candidate = {
-        id,
-        score: 0,
-        exact: false,
-        alias: false,
-        lexical: 0,
-        fieldScores: {},
-        matchedPhrases: [],
-      };
-      candidatesById.set(id, candidate);
-    }
+  const { exact, alias } = evidence;
+  const matches = new Map<string, KnowledgeLexicalMatch>();
+  for (const match of evidence.matches) matches.set(match.id, match);
+  // Every candidate's score as its object holds it (the same sum), but only the best `candidateLimit` become
+  // objects: at a million entries a turn's phrase hits named hundreds of entries, each made a candidate (an
+  // object, its phrases copied), all sorted, then nearly all cut.
+  const best = new BestCandidates(sliceEnd(Math.max(0, resolved.candidateLimit)));
+  const scoreOf = (id: string, isExact: boolean, isAlias: boolean): number =>
+    (matches.get(id)?.score ?? 0) + (isExact ? resolved.exactBoost : 0) + (isAlias ? resolved.aliasBoost : 0);
+  for (const id of exact.keys()) best.offer(id, scoreOf(id, true, alias.has(id)));
+  for (const id of alias.keys()) if (!exact.has(id)) best.offer(id, scoreOf(id, false, true));
+  for (const id of matches.keys())
+    if (!exact.has(id) && !alias.has(id)) best.offer(id, scoreOf(id, false, false));
+  const trimmed = best.ranked().map(({ id, score }): KnowledgeScoredCandidate => {
+    const match = matches.get(id);
+    const exactPhrases = exact.get(id);
+    const aliasPhrases = alias.get(id);
+    const candidate: KnowledgeScoredCandidate = {
+      id,
+      score,
+      exact: exactPhrases !== undefined,
+      alias: aliasPhrases !== undefined,
+      lexical: match ? match.score : 0,
+      fieldScores: match ? match.fieldScores : {},
+      matchedPhrases: [],
+    };
+    if (exactPhrases) candidate.matchedPhrases.push(...exactPhrases);
+    if (aliasPhrases) candidate.matchedPhrases.push(...aliasPhrases);
     return candidate;
-  };
-  for (const [id, phrases] of evidence.exact) {
-    const candidate = candidateFor(id);
-    candidate.exact = true;
-    candidate.matchedPhrases.push(...phrases);
-  }
-  for (const [id, phrases] of evidence.alias) {
-    const candidate = candidateFor(id);
-    candidate.alias = true;
-    candidate.matchedPhrases.push(...phrases);
-  }
-  for (const match of evidence.matches) {
-    const candidate = candidateFor(match.id);
-    candidate.lexical = match.score;
-    candidate.fieldScores = match.fieldScores;
-  }
-  const candidates = [...candidatesById.values()];
-  for (const candidate of candidates) {
-    candidate.score =
-      candidate.lexical +
-      (candidate.exact ? resolved.exactBoost : 0) +
-      (candidate.alias ? resolved.aliasBoost : 0);
-  }
-  candidates.sort(compareCandidates);
-  const candidateCount = candidates.length;
-  const trimmed = candidates.slice(0, Math.max(0, resolved.candidateLimit));
+  });
   // Confidence is classified on the trimmed candidates before any adaptive cut-off (see cutoffs.ts).
   const confidence = classifyConfidence(trimmed, resolved.confidenceRule);
   let primary = trimmed.slice(0, Math.max(0, resolved.resultLimit));
@@ -107,7 +91,49 @@ function rankCandidates(
     for (const candidate of primary.slice(cutoff.kept)) candidate.cut = { ...cutoff.cut };
     primary = primary.slice(0, cutoff.kept);
   }
-  return { trimmed, primary, confidence, candidateCount };
+  return { trimmed, primary, confidence, candidateCount: best.count };
+}
+
+/** What `array.slice(0, value)` keeps at most: `value` truncated, 0 for NaN. */
+function sliceEnd(value: number): number {
+  return Number.isNaN(value) ? 0 : Math.trunc(value);
+}
+
+/**
+ * The best `keep` of the candidates offered, by score descending then id (code-unit order), as sorting them all
+ * and keeping the first `keep` would give (ids are distinct, so the order is total), and how many were offered.
+ */
+class BestCandidates {
+  private readonly kept: { id: string; score: number }[] = [];
+  count = 0;
+  constructor(private readonly keep: number) {}
+
+  offer(id: string, score: number): void {
+    this.count++;
+    const kept = this.kept;
+    if (kept.length >= this.keep) {
+      if (this.keep <= 0 || !ahead(id, score, kept[kept.length - 1]!)) return;
+      kept.pop();
+    }
+    // Binary search for the first kept candidate this one is ahead of.
+    let low = 0;
+    let high = kept.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (ahead(id, score, kept[middle]!)) high = middle;
+      else low = middle + 1;
+    }
+    kept.splice(low, 0, { id, score });
+  }
+
+  ranked(): { id: string; score: number }[] {
+    return this.kept;
+  }
+}
+
+/** Whether a candidate (`id`, `score`) ranks ahead of `other`. */
+function ahead(id: string, score: number, other: { id: string; score: number }): boolean {
+  return score !== other.score ? score > other.score : compareCodeUnits(id, other.id) < 0;
 }
 
 /** The selection of ranked candidates: their entries and the one-hop relation expansion. */
