@@ -156,19 +156,6 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
   }
 }
 
-/**
- * The ids a phrase map holds for `phrase`, the key at `keyIndex` of `trie`: read by index when the map is lists over
- * that trie (no second walk down the trie), otherwise by key.
- */
-export function phraseIds(
-  map: ReadonlyMap<string, Set<string>>,
-  trie: PhraseTrie,
-  keyIndex: number,
-  phrase: string,
-): Set<string> | undefined {
-  return map instanceof PhraseListMap && map.trie === trie ? map.idsAt(keyIndex) : map.get(phrase);
-}
-
 /** An entry's relations as relation expansion reads them: its related ids, then its parent (a new array). */
 export function entryRelationIds(entry: NormalizedKnowledgeEntry): string[] {
   return entry.parentEntryId !== undefined
