@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectArtifactError, withSection } from "../../test/support/artifactBytes.js";
+import { fewestHeapBytesAllocated } from "../../test/support/heapAllocation.js";
 import type { KnowledgeEntryInput } from "../types/knowledge.js";
 import { deserializeIndexSnapshot } from "./artifact.js";
 import { readIndexArtifactHeader } from "./artifactHeader.js";
@@ -58,6 +59,21 @@ describe("entry ids decoded as they are read", () => {
     expect(lazy.at(1)).toBe("beta");
     expect(() => lazy.at(2)).toThrow("is not valid UTF-8");
     expect(() => lazy.toArray()).toThrow("is not valid UTF-8");
+  });
+
+  it("keeps the ids it decoded, not an array of every id: reading a few of 100,000 allocates a few kilobytes", () => {
+    const ids = Array.from({ length: 100_000 }, (_, index) => `entry-${String(index).padStart(6, "0")}`);
+    const bytes = encoder.encode(ids.join("\u0000"));
+    const starts = new Int32Array(ids.length + 1);
+    for (let doc = 1; doc <= ids.length; doc++) starts[doc] = starts[doc - 1]! + ids[doc - 1]!.length + 1;
+    const { result, bytes: allocated } = fewestHeapBytesAllocated(
+      3,
+      () => new LazyEntryIds(bytes, ids.length, (message) => new RangeError(message), starts),
+      (lazy) => [lazy.at(7), lazy.at(54_321), lazy.at(7), lazy.at(99_999)],
+    );
+    expect(result).toEqual(["entry-000007", "entry-054321", "entry-000007", "entry-099999"]);
+    // An array of every dense id would be 800 KB.
+    expect(allocated).toBeLessThan(50_000);
   });
 
   it("the id map finds an id the list already decoded without reading another, and refuses an id decoded twice", () => {

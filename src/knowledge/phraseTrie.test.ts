@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { fewestHeapBytesAllocated } from "../../test/support/heapAllocation.js";
 import { PhraseTrie } from "./phraseTrie.js";
 
 function trieOf(keys: readonly string[]): PhraseTrie {
@@ -153,5 +154,40 @@ describe("PhraseTrie", () => {
     intact.add("new key");
     expect(intact.match(["a", "new", "key"])).toEqual(["new key"]);
     expect(intact.indexOf("new key")).toBe(exported.length);
+  });
+
+  it("a loaded trie decodes only the keys its walks read, each once, and keeps them when a key is added", () => {
+    const keys = Array.from({ length: 30_000 }, (_, index) => `k${index % 97} m${index}`);
+    const built = trieOf(keys);
+    const { keys: exported, ...parts } = built.exportParts();
+    const decoded: number[] = [];
+    const load = () =>
+      PhraseTrie.fromParts(parts, exported.length, (index) => {
+        decoded.push(index);
+        return exported[index]!;
+      });
+    const query = ["k5", "m5", "k6", "m1000"];
+    // Loading and a first walk allocate far less than an array of every key index would (240 KB).
+    const { result: trie, bytes } = fewestHeapBytesAllocated(
+      3,
+      () => null,
+      () => {
+        const loaded = load();
+        loaded.match(query);
+        return loaded;
+      },
+    );
+    expect(bytes).toBeLessThan(60_000);
+    decoded.length = 0;
+    expect(trie.size).toBe(exported.length);
+    expect(trie.match(query)).toEqual(built.match(query));
+    const afterWalk = decoded.length;
+    expect(afterWalk).toBeLessThan(100);
+    trie.add("new key");
+    expect(trie.size).toBe(exported.length + 1);
+    expect(trie.match(query)).toEqual(built.match(query));
+    expect(trie.match(["a", "new", "key"])).toEqual(["new key"]);
+    expect(decoded.length).toBeLessThan(200);
+    expect(new Set(decoded).size).toBe(decoded.length);
   });
 });

@@ -66,10 +66,18 @@ export type PhraseTrieParts = {
  * added one by one, each distinct key once; a query's matching phrases come from {@link PhraseTrie.match}.
  */
 export class PhraseTrie {
-  /** The keys by index, in insertion order (filled on demand from {@link decodeKey} when loaded from parts). */
+  /**
+   * The keys by index, in insertion order. A trie loaded from parts fills it only when a key is first added
+   * (updates: holes decoded on demand from {@link decodeKey}); until then its keys are {@link loadedKeys}.
+   */
   private keys: string[] = [];
   /** Decodes a key that is not in {@link keys} yet (a trie loaded from an artifact), or null. */
   private decodeKey: ((index: number) => string) | null = null;
+  /**
+   * A loaded trie's keys decoded so far, by index, until a key is added: a turn reads a few of them, and an array
+   * of every index (31,488 at 10,000 entries, 250 KB; 25 MB at a million) was allocated and cleared at load.
+   */
+  private loadedKeys: { count: number; decoded: Map<number, string> } | null = null;
   /** Per node: characters of its prefix including the separating space after it (0 for the root). */
   private nodePrefixLength: Int32Array<ArrayBufferLike> = new Int32Array(64);
   /** Per node: index of the key equal to its prefix, or -1. */
@@ -93,7 +101,7 @@ export class PhraseTrie {
 
   /** Number of keys. */
   get size(): number {
-    return this.keys.length;
+    return this.loadedKeys ? this.loadedKeys.count : this.keys.length;
   }
 
   /** Adds a key (`""` is ignored: it is no query n-gram); a key added before is not added again. */
@@ -108,6 +116,7 @@ export class PhraseTrie {
   intern(key: string): number {
     if (key === "") return -1;
     if (this.loadedCorrupt) this.checkLoadedEdges(this.loadedCorrupt);
+    if (this.loadedKeys) this.keysForAdding(this.loadedKeys);
     const keyIndex = this.keys.length;
     let node = 0;
     let start = 0;
@@ -168,7 +177,7 @@ export class PhraseTrie {
   /** {@link match} as key indices (see {@link keyAt}). */
   matchIndices(tokens: readonly string[]): number[] {
     const count = tokens.length;
-    if (count === 0 || this.keys.length === 0) return [];
+    if (count === 0 || this.size === 0) return [];
     const hashes = new Int32Array(count);
     for (let index = 0; index < count; index++) {
       const token = tokens[index]!;
@@ -191,7 +200,7 @@ export class PhraseTrie {
     const nodePrefixLength = this.nodePrefixLength;
     const nodeKey = this.nodeKey;
     const nodeCount = this.nodeCount;
-    const keyCount = this.keys.length;
+    const keyCount = this.size;
     for (let start = 0; start < count; start++) {
       let node = 0;
       // Once on a collapsed leaf: its key and the offset of the key's next token.
@@ -277,6 +286,15 @@ export class PhraseTrie {
 
   /** The key at `index` (keys are indexed in the order they were added). */
   keyAt(index: number): string {
+    const loaded = this.loadedKeys;
+    if (loaded) {
+      let known = loaded.decoded.get(index);
+      if (known === undefined) {
+        known = this.decodeKey!(index);
+        loaded.decoded.set(index, known);
+      }
+      return known;
+    }
     const key = this.keys[index];
     if (key !== undefined) return key;
     const decoded = this.decodeKey!(index);
@@ -287,7 +305,7 @@ export class PhraseTrie {
   /** The finished trie's arrays, for an index artifact (the arrays are the trie's own: do not modify them). */
   exportParts(): PhraseTrieParts {
     this.loadedBlocks?.ensureAll();
-    const keys: string[] = new Array(this.keys.length);
+    const keys: string[] = new Array(this.size);
     for (let index = 0; index < keys.length; index++) keys[index] = this.keyAt(index);
     return {
       keys,
@@ -346,7 +364,7 @@ export class PhraseTrie {
         throw corrupt("phrase trie parts are inconsistent: a node refers to a missing key");
     }
     const trie = new PhraseTrie();
-    trie.keys = new Array(keyCount);
+    trie.loadedKeys = { count: keyCount, decoded: new Map() };
     trie.decodeKey = decodeKey;
     trie.nodePrefixLength = nodePrefixLength;
     trie.nodeKey = nodeKey;
@@ -370,7 +388,7 @@ export class PhraseTrie {
     this.loadedBlocks = null;
     const table = this.table;
     const nodeCount = this.nodeCount;
-    const keyCount = this.keys.length;
+    const keyCount = this.size;
     let used = 0;
     for (let slot = 0; slot < table.length; slot += SLOT) {
       const parent = table[slot + 1]!;
@@ -382,6 +400,14 @@ export class PhraseTrie {
     }
     if (used !== this.edgeCount) throw corrupt("phrase trie parts are inconsistent: wrong edge count");
     this.loadedCorrupt = null;
+  }
+
+  /** A loaded trie's keys as {@link keys} (the ones not decoded yet as holes), before its first key is added. */
+  private keysForAdding(loaded: { count: number; decoded: Map<number, string> }): void {
+    const keys: string[] = new Array(loaded.count);
+    for (const [index, key] of loaded.decoded) keys[index] = key;
+    this.keys = keys;
+    this.loadedKeys = null;
   }
 
   /** The error of a walk that finds the edge table inconsistent (only a loaded table can be). */
@@ -418,7 +444,7 @@ export class PhraseTrie {
       if (probes > this.mask) throw this.inconsistent("the edge table has no empty slot");
       if (parent === node + 1 && table[slot]! === tokenHash) {
         const target = table[slot + 2]!;
-        if (target >= this.nodeCount || ~target >= this.keys.length)
+        if (target >= this.nodeCount || ~target >= this.size)
           throw this.inconsistent("an edge refers to a missing node or key");
         if (tokenAt(this.referenceKey(target), prefixLength, key, start, end)) return slot;
       }
