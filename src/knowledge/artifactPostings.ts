@@ -6,7 +6,7 @@
  */
 import type { BlockedArray } from "./artifactBlocks.js";
 import type { LazySection } from "./artifactLexical.js";
-import { checksum32 } from "./checksum.js";
+import { allBelowWebAssembly, checksum32 } from "./checksum.js";
 import type { PostingLoader } from "./indexParts.js";
 
 /** One lazy array of a posting list: where its bytes come from, its block checksums, and the array it fills. */
@@ -98,8 +98,16 @@ export function ascending(values: Int32Array | Float64Array, from: number, to: n
   return true;
 }
 
+/** From this many values {@link allBelow} copies them into the WebAssembly kernel instead of running a loop. */
+const WEBASSEMBLY_MIN_VALUES = 256;
+
 /** Whether every value of `values[from..to)` is a valid index below `count` (unsigned comparison). */
 export function allBelow(values: Int32Array, from: number, to: number, count: number): boolean {
+  // Long ranges in the WebAssembly kernel (see `allBelowWebAssembly`): at a cold start this loop runs interpreted.
+  if (to - from >= WEBASSEMBLY_MIN_VALUES) {
+    const checked = allBelowWebAssembly(values, from, to, count);
+    if (checked !== null) return checked;
+  }
   for (let index = from; index < to; index++) if (values[index]! >>> 0 >= count) return false;
   return true;
 }

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import {
+  allBelowWebAssembly,
   checksum32,
   crc32Portable,
   crc32WebAssembly,
@@ -106,5 +107,54 @@ describe("checksum32", () => {
       }),
       { seed: propertySeed("crc32WebAssembly"), numRuns: propertyRuns(300) },
     );
+  });
+});
+
+/** The JavaScript loop `allBelow` runs for short ranges, as the reference. */
+function allBelowLoop(values: Int32Array, from: number, to: number, count: number): boolean {
+  for (let index = from; index < to; index++) if (values[index]! >>> 0 >= count) return false;
+  return true;
+}
+
+describe("allBelowWebAssembly", () => {
+  it("equals the loop on any values, ranges and counts, negative values included (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: -5, max: 1200 }), { maxLength: 600 }),
+        fc.nat(700),
+        fc.nat(700),
+        fc.integer({ min: 0, max: 1300 }),
+        (list, first, second, count) => {
+          const values = Int32Array.from(list);
+          const from = Math.min(first, second, values.length);
+          const to = Math.min(Math.max(first, second), values.length);
+          expect(allBelowWebAssembly(values, from, to, count)).toBe(allBelowLoop(values, from, to, count));
+        },
+      ),
+      { seed: propertySeed("allBelowWebAssembly"), numRuns: propertyRuns(300) },
+    );
+  });
+
+  it("finds one value out of range anywhere in a range of several chunks, and reads nothing outside the range", () => {
+    // 16,384 values per chunk of the kernel's memory.
+    const values = new Int32Array(3 * 16_384 + 5);
+    for (let index = 0; index < values.length; index++) values[index] = index % 1000;
+    const from = 3;
+    const to = values.length - 2;
+    expect(allBelowWebAssembly(values, from, to, 1000)).toBe(true);
+    for (const position of [from, 16_383, 16_384, 16_385, 32_768, to - 1]) {
+      for (const bad of [1000, -1, 2_000_000_000]) {
+        const changed = values.slice();
+        changed[position] = bad;
+        expect(allBelowWebAssembly(changed, from, to, 1000)).toBe(false);
+      }
+    }
+    const outside = values.slice();
+    outside[from - 1] = -1;
+    outside[to] = 5000;
+    expect(allBelowWebAssembly(outside, from, to, 1000)).toBe(true);
+    // A view at an offset into its buffer.
+    expect(allBelowWebAssembly(values.subarray(7), 0, 100, 1000)).toBe(true);
+    expect(allBelowWebAssembly(values.subarray(7), 0, 100, 99)).toBe(false);
   });
 });
