@@ -8,6 +8,7 @@ import {
   crc32WebAssembly,
   KERNEL_MODULE_HEX,
   kernelModuleBytes,
+  largestWebAssembly,
 } from "./checksum.js";
 
 describe("checksum32", () => {
@@ -156,5 +157,68 @@ describe("allBelowWebAssembly", () => {
     // A view at an offset into its buffer.
     expect(allBelowWebAssembly(values.subarray(7), 0, 100, 1000)).toBe(true);
     expect(allBelowWebAssembly(values.subarray(7), 0, 100, 99)).toBe(false);
+  });
+});
+
+/** `listUpperBound`'s loop, as the reference. */
+function largestLoop(values: Float64Array, from: number, to: number): number {
+  let bound = 0;
+  for (let position = from; position < to; position++) {
+    const value = values[position]!;
+    if (value > bound) bound = value;
+    else if (!(value >= 0)) return Number.POSITIVE_INFINITY;
+  }
+  return bound;
+}
+
+describe("largestWebAssembly", () => {
+  it("equals the loop on any doubles and ranges: negative zero, subnormals, infinities and NaN included (property)", () => {
+    const special = fc.constantFrom(
+      0,
+      -0,
+      Number.MIN_VALUE,
+      1e-310,
+      Number.MAX_VALUE,
+      Infinity,
+      -Infinity,
+      NaN,
+      -1e-9,
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), special), { maxLength: 400 }),
+        fc.nat(450),
+        fc.nat(450),
+        (list, first, second) => {
+          const values = Float64Array.from(list);
+          const from = Math.min(first, second, values.length);
+          const to = Math.min(Math.max(first, second), values.length);
+          expect(Object.is(largestWebAssembly(values, from, to), largestLoop(values, from, to))).toBe(true);
+        },
+      ),
+      { seed: propertySeed("largestWebAssembly"), numRuns: propertyRuns(300) },
+    );
+  });
+
+  it("finds the largest value or a negative one anywhere in a range of several chunks, reading nothing outside it", () => {
+    // 8,192 doubles per chunk of the kernel's memory.
+    const values = Float64Array.from({ length: 3 * 8192 + 5 }, (_, index) => (index % 977) / 7);
+    const from = 3;
+    const to = values.length - 2;
+    const largest = largestLoop(values, from, to);
+    expect(largestWebAssembly(values, from, to)).toBe(largest);
+    for (const position of [from, 8191, 8192, 8193, 16_384, to - 1]) {
+      const higher = values.slice();
+      higher[position] = 1000.5;
+      expect(largestWebAssembly(higher, from, to)).toBe(1000.5);
+      const negative = values.slice();
+      negative[position] = -0.25;
+      expect(largestWebAssembly(negative, from, to)).toBe(Number.POSITIVE_INFINITY);
+    }
+    const outside = values.slice();
+    outside[from - 1] = 5000;
+    outside[to] = -1;
+    expect(largestWebAssembly(outside, from, to)).toBe(largest);
+    expect(largestWebAssembly(values.subarray(11), 0, 300)).toBe(largestLoop(values, 11, 311));
   });
 });

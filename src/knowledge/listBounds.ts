@@ -5,10 +5,14 @@
  * passes per turn. A build therefore computes the bounds of its long lists once, while finalizing, in slices
  * ({@link longListBoundSteps}); short lists stay computed on demand (a few microseconds each).
  */
+import { largestWebAssembly } from "./checksum.js";
 import type { FieldPostings } from "./postings.js";
 
 /** Lists with at least this many postings get their bound at build time. */
 export const LONG_LIST_POSTINGS = 4096;
+
+/** From this many postings {@link listUpperBound} copies the contributions into the WebAssembly kernel. */
+const WEBASSEMBLY_MIN_POSTINGS = 256;
 
 /** Postings read per slice of {@link longListBoundSteps} (about a millisecond). */
 const POSTINGS_PER_SLICE = 1 << 20;
@@ -18,6 +22,11 @@ const POSTINGS_PER_SLICE = 1 << 20;
  * number, which turns pruning off for queries with that list.
  */
 export function listUpperBound(contributions: Float64Array, start: number, end: number): number {
+  // Long lists in the WebAssembly kernel (see `largestWebAssembly`): at a cold start this loop runs interpreted.
+  if (end - start >= WEBASSEMBLY_MIN_POSTINGS) {
+    const largest = largestWebAssembly(contributions, start, end);
+    if (largest !== null) return largest;
+  }
   let bound = 0;
   for (let position = start; position < end; position++) {
     const contribution = contributions[position]!;
