@@ -6,8 +6,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
+import { findPosting } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
-import { mergeRanked, type QueryLists, type ScoringPart, scoreLists } from "./scoreLists.js";
+import { DEFAULT_WINDOWS, mergeRanked, type QueryLists, type ScoringPart, scoreLists } from "./scoreLists.js";
 
 /** Every touched eligible document, its contributions summed in list order; score descending, then rank. */
 function plainTop(
@@ -102,6 +103,16 @@ describe("scoreLists", () => {
             expect(scoreLists(lists, documentCount, ranks, topK, mask, windows)).toEqual(expected);
           }
         }
+        // With positions asked for: every ranked document's position in each list, as one search finds it.
+        const positions = new Map<number, Int32Array>();
+        const ranked = scoreLists(lists, documentCount, ranks, topK, mask, DEFAULT_WINDOWS, positions);
+        expect(ranked).toEqual(expected);
+        for (const { doc } of ranked)
+          expect([...positions.get(doc)!]).toEqual(
+            lists.postings.map(({ docs }, list) =>
+              findPosting(docs, lists.starts[list]!, lists.ends[list]!, doc),
+            ),
+          );
       }),
       { seed, numRuns: propertyRuns(200) },
     );

@@ -4,7 +4,7 @@
  * upper bounds; see `scoreQuery` in `scoring.ts`, which calls it for the in-memory index, as the PostgreSQL backend
  * does for the postings it fetched).
  */
-import { findPosting, seek } from "./fieldScores.js";
+import { findPostings, seek } from "./fieldScores.js";
 import {
   contributionAt,
   type ScoringList,
@@ -77,6 +77,57 @@ const windowMarks = new Uint8Array(WINDOW_DOCUMENTS);
 const windowTouched = new Int32Array(WINDOW_DOCUMENTS);
 
 /**
+ * Per-list scratch shared by every search the same way (grown as needed): at a million entries a long query's
+ * per-search arrays (its lists' order, bounds, cursors) were a fair part of what a turn allocated, and every ~16 MB
+ * allocated costs a scavenge of 25-140 ms there (see README, "A million entries").
+ */
+let listOrder = new Int32Array(64);
+let listMerge = new Int32Array(64);
+let listPrefix = new Float64Array(65);
+let listEssential = new Uint8Array(64);
+let listCursors = new Int32Array(64);
+let listWindowFirst = new Int32Array(64);
+
+/** Grows the per-list scratch to hold `listCount` lists. */
+function reserveLists(listCount: number): void {
+  if (listOrder.length >= listCount) return;
+  const length = Math.max(listCount, 2 * listOrder.length);
+  listOrder = new Int32Array(length);
+  listMerge = new Int32Array(length);
+  listPrefix = new Float64Array(length + 1);
+  listEssential = new Uint8Array(length);
+  listCursors = new Int32Array(length);
+  listWindowFirst = new Int32Array(length);
+}
+
+/**
+ * Writes to `order[0, count)` the lists 0 to `count - 1` by ascending `upper`, ties by list (a stable merge sort
+ * through `merge`: a typed array's sort with a comparison function copies the array and boxes what it returns).
+ */
+function sortByBound(order: Int32Array, merge: Int32Array, count: number, upper: Float64Array): void {
+  for (let list = 0; list < count; list++) order[list] = list;
+  let from = order;
+  let to = merge;
+  for (let width = 1; width < count; width *= 2) {
+    for (let left = 0; left < count; left += 2 * width) {
+      const middle = Math.min(left + width, count);
+      const right = Math.min(left + 2 * width, count);
+      let first = left;
+      let second = middle;
+      let out = left;
+      while (first < middle && second < right)
+        to[out++] = upper[from[second]!]! < upper[from[first]!]! ? from[second++]! : from[first++]!;
+      while (first < middle) to[out++] = from[first++]!;
+      while (second < right) to[out++] = from[second++]!;
+    }
+    const swap = from;
+    from = to;
+    to = swap;
+  }
+  if (from !== order) order.set(from.subarray(0, count));
+}
+
+/**
  * A query's posting lists in the exhaustive order (field, then query term): list `n` is
  * `postings[n]` from `starts[n]` to `ends[n]`, and none of its contributions exceeds `upper[n]` (`Infinity` when
  * one is negative or not a number, which turns pruning off).
@@ -143,13 +194,14 @@ export function scoreLists(
   const nonEssentialShare = windows.nonEssentialShare ?? NON_ESSENTIAL_SHARE;
   // The lists by ascending bound, and prefix sums of those bounds: the first `count` lists of `order` can add at
   // most `prefix[count]` to any document.
-  const order = Int32Array.from({ length: listCount }, (_, list) => list).sort(
-    (left, right) => upper[left]! - upper[right]! || left - right,
-  );
-  const prefix = new Float64Array(listCount + 1);
+  reserveLists(listCount);
+  const order = listOrder;
+  sortByBound(order, listMerge, listCount, upper);
+  const prefix = listPrefix;
+  prefix[0] = 0;
   for (let position = 0; position < listCount; position++)
     prefix[position + 1] = prefix[position]! + upper[order[position]!]!;
-  const essential = new Uint8Array(listCount);
+  const essential = listEssential;
   let finiteBounds = true;
   for (let list = 0; list < listCount; list++)
     if (upper[list] === Number.POSITIVE_INFINITY) finiteBounds = false;
@@ -158,9 +210,10 @@ export function scoreLists(
   // Per list: a position at or before its first posting in the current window. A skipped list is not searched for
   // the window's end (at a million entries that cost ~30 cache misses per list and window); its cursor only moves
   // when a probe or a later read needs it.
-  const cursors = starts.slice();
+  const cursors = listCursors;
+  for (let list = 0; list < listCount; list++) cursors[list] = starts[list]!;
   /** Per list read in the current window: where its window's postings start (to read the window again). */
-  const windowFirst = new Int32Array(listCount);
+  const windowFirst = listWindowFirst;
 
   // The best documents so far.
   const top = new TopDocuments(capacity, ranks);
@@ -180,18 +233,22 @@ export function scoreLists(
     cursors[list] = position;
     return position < end && docs[position] === doc ? contributionAt(postings[list]!, position) : 0;
   };
-  // The exact score of `doc`: summed over every list in the exhaustive order (an absent posting adds nothing), each
-  // list searched whole (this runs once the windows are done, for the few documents ranked at the end).
-  const exactScore = (doc: number): number => {
-    const found = positions ? new Int32Array(listCount) : null;
-    let score = 0;
+  // The exact scores of `docs[0, count)` (zeros in `scores`): each summed over every list in the exhaustive order
+  // (an absent posting adds nothing), each list searched whole for all of them together (this runs once the windows
+  // are done, for the few documents ranked at the end). Their positions are kept in one array, a row per document.
+  const exactScores = (docs: Int32Array, count: number, scores: Float64Array): void => {
+    const found = new Int32Array(count * listCount);
     for (let list = 0; list < listCount; list++) {
-      const position = findPosting(postings[list]!.docs, starts[list]!, ends[list]!, doc);
-      if (found) found[list] = position;
-      if (position >= 0) score += contributionAt(postings[list]!, position);
+      const listPostings = postings[list]!;
+      findPostings(listPostings.docs, starts[list]!, ends[list]!, docs, count, found, list, listCount);
+      for (let index = 0; index < count; index++) {
+        const position = found[index * listCount + list]!;
+        if (position >= 0) scores[index]! += contributionAt(listPostings, position);
+      }
     }
-    positions?.set(doc, found!);
-    return score;
+    if (positions)
+      for (let index = 0; index < count; index++)
+        positions.set(docs[index]!, found.subarray(index * listCount, (index + 1) * listCount));
   };
 
   const totals = windowTotals;
@@ -402,7 +459,7 @@ export function scoreLists(
         for (let list = 0; list < listCount; list++)
           if (essential[list] === 1) cursors[list] = windowFirst[list]!;
         nonEssential = 0;
-        essential.fill(1);
+        essential.fill(1, 0, listCount);
         collectAbove(0);
         touchedCount = scanWindow(windowStart, windowEnd);
         pruneAfter = windowIndex + cooldown;
@@ -411,9 +468,17 @@ export function scoreLists(
     }
 
     if (nonEssential === 0) {
+      // A document more than RESERVE_SLACK below the K-th score held is one `offer` would turn away and not keep
+      // aside: it is not offered (a score passed to a call that is not inlined is a fresh heap number, and at a
+      // million entries a search offered tens of thousands of them).
+      let bar = top.threshold();
       for (let index = 0; index < touchedCount; index++) {
         const local = touched[index]!;
-        offer(totals[local]!, windowStart + local, true);
+        const total = totals[local]!;
+        if (total * (1 + RESERVE_SLACK) >= bar) {
+          offer(total, windowStart + local, true);
+          bar = top.threshold();
+        }
         totals[local] = 0;
         marks[local] = 0;
       }
@@ -469,7 +534,7 @@ export function scoreLists(
   // A part reads the other parts' floor once more: its documents certainly below the whole search's K-th score
   // need no exact sum (with two parts, each then sums about half of the K documents instead of K).
   if (exchange !== undefined) floor = exchange(top.threshold(), top);
-  return top.ranked(exactScore, positions !== undefined, floor);
+  return top.rankedTogether(exactScores, positions !== undefined, floor);
 }
 
 /**

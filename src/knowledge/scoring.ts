@@ -105,42 +105,53 @@ export function scoreQuery(
 /** A query's lists over an in-memory index, each with its field (0 for BM25F's one list per term). */
 type IndexQueryLists = QueryLists & { fields: Int32Array };
 
-/** The non-empty posting lists of a query in the exhaustive order (field, then term), with their upper bounds. */
+/**
+ * The non-empty posting lists of a query in the exhaustive order (field, then term), with their upper bounds. The
+ * lists are counted first so that each array is made once at its size (growing five arrays list by list was a
+ * long query's largest allocation after the scoring loop's).
+ */
 function queryLists(index: ScoredIndex, termIds: readonly number[]): IndexQueryLists {
-  const postings: FieldPostings[] = [];
-  const listFields: number[] = [];
-  const starts: number[] = [];
-  const ends: number[] = [];
-  const upper: number[] = [];
   const fields = index.bm25f ? 1 : FIELD_COUNT;
+  let listCount = 0;
+  for (let field = 0; field < fields; field++) {
+    const fieldPostings = index.postings[field]!;
+    if (!fieldPostings.active) continue;
+    const offsets = fieldPostings.offsets;
+    for (let term = 0; term < termIds.length; term++) {
+      const id = termIds[term]!;
+      if (offsets[id] !== offsets[id + 1]) listCount++;
+    }
+  }
+  const postings = new Array<FieldPostings>(listCount);
+  const listFields = new Int32Array(listCount);
+  const starts = new Int32Array(listCount);
+  const ends = new Int32Array(listCount);
+  const upper = new Float64Array(listCount);
+  let list = 0;
   for (let field = 0; field < fields; field++) {
     const fieldPostings = index.postings[field]!;
     if (!fieldPostings.active) continue;
     const { offsets, contributions } = fieldPostings;
     const cache = index.upperBounds?.[field];
-    for (const term of termIds) {
-      const start = offsets[term]!;
-      const end = offsets[term + 1]!;
+    for (let term = 0; term < termIds.length; term++) {
+      const id = termIds[term]!;
+      const start = offsets[id]!;
+      const end = offsets[id + 1]!;
       if (start === end) continue;
-      let bound = cache?.get(term);
+      let bound = cache?.get(id);
       if (bound === undefined) {
         bound = listUpperBound(contributions, start, end);
-        cache?.set(term, bound);
+        cache?.set(id, bound);
       }
-      postings.push(fieldPostings);
-      listFields.push(field);
-      starts.push(start);
-      ends.push(end);
-      upper.push(bound);
+      postings[list] = fieldPostings;
+      listFields[list] = field;
+      starts[list] = start;
+      ends[list] = end;
+      upper[list] = bound;
+      list++;
     }
   }
-  return {
-    postings,
-    starts: Int32Array.from(starts),
-    ends: Int32Array.from(ends),
-    upper: Float64Array.from(upper),
-    fields: Int32Array.from(listFields),
-  };
+  return { postings, starts, ends, upper, fields: listFields };
 }
 
 /**

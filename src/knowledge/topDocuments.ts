@@ -161,20 +161,56 @@ export class TopDocuments {
     resolveEvery = false,
     floor = Number.NEGATIVE_INFINITY,
   ): { doc: number; score: number }[] {
+    return this.rankedTogether(
+      (docs, count, scores) => {
+        for (let index = 0; index < count; index++) scores[index] = exactScore(docs[index]!);
+      },
+      resolveEvery,
+      floor,
+    );
+  }
+
+  /**
+   * {@link ranked} with the exact scores summed together: `exactScores(docs, count, scores)` writes the exact score
+   * of each of `docs[0, count)` to `scores` (once, for every document that needs one), so the caller can search each
+   * list once for all of them.
+   */
+  rankedTogether(
+    exactScores: (docs: Int32Array, count: number, scores: Float64Array) => void,
+    resolveEvery = false,
+    floor = Number.NEGATIVE_INFINITY,
+  ): { doc: number; score: number }[] {
     this.trimReserve();
-    const candidates: { doc: number; score: number }[] = [];
+    // The documents kept (above the floor), then the ones among them whose exact scores are needed.
+    const total = this.size + this.reserveDocs.length;
+    const docs = new Int32Array(total);
+    const scores = new Float64Array(total);
+    const pending = new Int32Array(total);
+    let kept = 0;
+    let pendingCount = 0;
     for (let slot = 0; slot < this.size; slot++) {
-      const doc = this.docs[slot]!;
       if (this.scores[slot]! * (1 + RESERVE_SLACK) < floor) continue;
-      const score = resolveEvery || this.exact[slot] === 0 ? exactScore(doc) : this.scores[slot]!;
-      candidates.push({ doc, score });
+      docs[kept] = this.docs[slot]!;
+      scores[kept] = this.scores[slot]!;
+      if (resolveEvery || this.exact[slot] === 0) pending[pendingCount++] = kept;
+      kept++;
     }
     for (let index = 0; index < this.reserveDocs.length; index++) {
-      const doc = this.reserveDocs[index]!;
       if (this.reserveScores[index]! * (1 + RESERVE_SLACK) < floor) continue;
-      const score = resolveEvery || !this.reserveExact[index] ? exactScore(doc) : this.reserveScores[index]!;
-      candidates.push({ doc, score });
+      docs[kept] = this.reserveDocs[index]!;
+      scores[kept] = this.reserveScores[index]!;
+      if (resolveEvery || !this.reserveExact[index]) pending[pendingCount++] = kept;
+      kept++;
     }
+    if (pendingCount > 0) {
+      const pendingDocs = new Int32Array(pendingCount);
+      for (let index = 0; index < pendingCount; index++) pendingDocs[index] = docs[pending[index]!]!;
+      const exact = new Float64Array(pendingCount);
+      exactScores(pendingDocs, pendingCount, exact);
+      for (let index = 0; index < pendingCount; index++) scores[pending[index]!] = exact[index]!;
+    }
+    const candidates: { doc: number; score: number }[] = [];
+    for (let index = 0; index < kept; index++) candidates.push({ doc: docs[index]!, score: scores[index]! });
     candidates.sort((left, right) => (this.worse(left.score, left.doc, right.score, right.doc) ? 1 : -1));
     if (candidates.length > this.capacity) candidates.length = this.capacity;
     return candidates;
