@@ -146,7 +146,14 @@ export class PostgresBackend extends PostgresBackendState implements KnowledgeIn
         const latest = await servingRow(this.schema, client);
         if (latest && latest.contentKey === options.contentKey && !latest.derived)
           return { generation: latest.generation, entryCount: latest.entryCount, reused: true };
-        const generation = await writeGeneration(this.schema, client, data, options.contentKey, phases);
+        const generation = await writeGeneration(
+          this.schema,
+          client,
+          data,
+          options.contentKey,
+          phases,
+          this.frequentListDocuments,
+        );
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;
         return { generation, entryCount: data.documentCount, reused: false };
@@ -217,6 +224,8 @@ export class PostgresBackend extends PostgresBackendState implements KnowledgeIn
               client,
               computeGenerationData(entries, options.indexOptions),
               options.contentKey,
+              undefined,
+              this.frequentListDocuments,
             );
         await retireOldGenerations(this.schema, client, this.keepGenerations);
         this.serving = null;

@@ -52,6 +52,8 @@ export abstract class PostgresBackendState {
   protected readonly generationCheckMs: number;
   protected readonly keepGenerations: number;
   protected readonly batchBytes: number;
+  /** The option `frequentListDocuments` (undefined: the default rule). */
+  protected readonly frequentListDocuments: number | undefined;
   /** The compaction after incremental updates (see {@link update}). */
   protected readonly compactions: CompactionSchedule;
   private writePool: Promise<PostgresPool> | null = null;
@@ -92,6 +94,7 @@ export abstract class PostgresBackendState {
     this.generationCheckMs = readOption(options, "generationCheckMs", 0);
     this.keepGenerations = readOption(options, "keepGenerations", 1);
     this.batchBytes = readOption(options, "batchBytes", 1024);
+    this.frequentListDocuments = readGivenOption(options, "frequentListDocuments", 0);
     this.postingCache = new PostingCache(readGivenOption(options, "postingCacheBytes", 0) ?? "auto");
     this.fetchBudget = new FetchBudget(readOption(options, "fetchBudgetBytes", 0));
     this.compactions = new CompactionSchedule(readOption(options, "compactionDelayMs", 0), (request) =>

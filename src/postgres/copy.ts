@@ -120,6 +120,13 @@ export class CopyEncoder {
     this.offset += 2;
   }
 
+  /** An SQL null. */
+  null(): void {
+    this.reserve(4);
+    this.buffer.writeInt32BE(-1, this.offset);
+    this.offset += 4;
+  }
+
   int2(value: number): void {
     this.reserve(6);
     this.buffer.writeInt32BE(2, this.offset);

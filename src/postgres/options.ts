@@ -51,6 +51,14 @@ export type PostgresBackendOptions = {
    * history-heavy turns without changing any answer. 0: no bound. Default 32 MiB.
    */
   fetchBudgetBytes?: number;
+  /**
+   * Posting lists holding at least this many entries are frequent: a publication also writes each entry's postings
+   * in them (a second copy of those postings, about 2 bytes each), and a turn reads only their headers first, ranks
+   * the other lists, then reads the frequent postings of the few entries that can still reach the top K instead of
+   * the whole lists (same answers; see "Many replicas" in the README). 0: none. Default: a sixteenth of the entries,
+   * for generations of 262,144 entries or more (none below: every list is read whole, as before).
+   */
+  frequentListDocuments?: number;
 };
 
 export const DEFAULTS = {
@@ -95,7 +103,7 @@ export function readOption<K extends keyof typeof DEFAULTS>(
  */
 export function readGivenOption(
   options: PostgresBackendOptions,
-  key: "postingCacheBytes" | keyof typeof DEFAULTS,
+  key: "postingCacheBytes" | "frequentListDocuments" | keyof typeof DEFAULTS,
   minimum: number,
 ): number | undefined {
   const value = options[key];

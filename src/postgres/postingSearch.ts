@@ -13,6 +13,7 @@ import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { BinaryArrayError, int4Of } from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
+import { type DeferredHeader, resolveDeferred } from "./deferredLists.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import type { FetchTicket } from "./fetchBudget.js";
@@ -25,6 +26,8 @@ import type { GenerationRow } from "./serving.js";
 import {
   encodeKey,
   entryIdsStatement,
+  fieldListsQuery,
+  frequentRowsQuery,
   type GenerationTables,
   int4Array,
   type ListForm,
@@ -33,9 +36,18 @@ import {
   termPostingsQuery,
 } from "./sql.js";
 import { FIELD_COUNT, FIELD_NAMES, type PhraseHitRow, phraseHits } from "./turnRows.js";
+import { decodeWireHeader } from "./wireLists.js";
 
 /** A turn's phrase keys to look up, or (too many to spell out) the tokens the database builds them from. */
 type PhraseLookup = { keys: readonly string[] } | { tokens: readonly string[]; maxWords: number };
+
+/** A frequent list received as its header: the term's slot among the fetched terms, its field, its header. */
+type FetchedHeader = { slot: number; field: number; header: DeferredHeader };
+
+function required(field: Uint8Array | null | undefined): Uint8Array {
+  if (!field) throw new BinaryArrayError("postings: a row misses a value");
+  return field;
+}
 
 /** Field slots of a term's lists: the five fields, then BM25F's combined list. */
 const LIST_SLOTS = COMBINED_FIELD + 1;
@@ -124,6 +136,7 @@ export class PostingSearch {
     const lookup: PhraseLookup = kept ? { keys: kept.missing } : { tokens, maxWords };
     const asksPhrases = kept ? kept.missing.length > 0 : maxWords > 0;
     const fetched = missing.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
+    const deferred: FetchedHeader[] = [];
     const keyHits: PhraseHitDoc[] = [];
     const profile = this.backend.turnProfile;
     const fetchStarted = performance.now();
@@ -136,6 +149,7 @@ export class PostingSearch {
             fetched,
             keyHits,
             ticket,
+            deferred,
           )
         : null,
     ]);
@@ -147,12 +161,55 @@ export class PostingSearch {
       hits = PhraseKeys.hits(grams, kept.known);
     }
     const eligibleHits = hits.filter((hit) => mask[hit.doc] === 1);
+    // Terms with a deferred list are kept only once every list of theirs was read whole.
+    const partial = new Set(deferred.map((header) => header.slot));
     missing.forEach((position, index) => {
       // Fetched lists arrive coded, or are coded when cached (the scorer reads them as they are).
       const postings = termPostings(fetched[index]!);
       byTerm[position] = postings;
-      if (keys) this.cache.set(keys[position]!, postings);
+      if (keys && !partial.has(index)) this.cache.set(keys[position]!, postings);
     });
+    if (deferred.length > 0) {
+      const deferStarted = performance.now();
+      const complete: FetchedList[] = [];
+      for (const term of byTerm)
+        for (let field = 0; field < FIELD_COUNT; field++) {
+          const list = term!.lists[field];
+          if (list) complete.push(list);
+        }
+      const resolved = await resolveDeferred(
+        complete,
+        deferred.map((header) => header.header),
+        {
+          entryCount: this.generation.entryCount,
+          topK,
+          mask,
+          rowBytesPerEntry: this.generation.frequent!.bytes / Math.max(1, this.generation.entryCount),
+          readLists: (indexes) =>
+            this.readWholeLists(
+              indexes.map((index) => deferred[index]!),
+              missing.map((position) => encodeKey(terms[position]!)),
+              ticket,
+            ),
+          readRows: (docs, onRow) => this.readFrequentRows(docs, onRow),
+        },
+      );
+      const whole = new Map<number, boolean>();
+      deferred.forEach((header, index) => {
+        fetched[header.slot]![header.field] = resolved.lists[index]!;
+        whole.set(header.slot, (whole.get(header.slot) ?? true) && resolved.whole[index]!);
+      });
+      for (const [slot, complete] of whole) {
+        const postings = termPostings(fetched[slot]!);
+        byTerm[missing[slot]!] = postings;
+        if (keys && complete) this.cache.set(keys[missing[slot]!]!, postings);
+      }
+      // Benchmarks and tests see which way it went: every list read whole, or candidates' rows read.
+      profile?.add(
+        resolved.whole.every((whole) => whole) ? "defer: whole" : "defer: rows",
+        performance.now() - deferStarted,
+      );
+    }
     const termLists = byTerm as TermPostings[];
     const rankStarted = performance.now();
     // Sum mode: each ranked document's position in every list, found while its exact score was summed.
@@ -218,6 +275,7 @@ export class PostingSearch {
     fetched: (FetchedList | null)[][],
     hits: PhraseHitDoc[],
     ticket: FetchTicket | null,
+    deferred: FetchedHeader[],
   ): Promise<void> {
     if (terms.length === 0) {
       // Every list is in the cache: the phrase hits by a prepared statement (no COPY to plan).
@@ -246,7 +304,7 @@ export class PostingSearch {
     const coding = this.cache.limitBytes > 0;
     const onTuple = (fields: (Uint8Array | null)[]) => {
       const started = profile ? performance.now() : 0;
-      const held = this.decodeTuple(fields, fetched, hits, coding);
+      const held = this.decodeTuple(fields, fetched, hits, coding, deferred);
       ticket?.add(held);
       if (profile) {
         let bytes = 0;
@@ -256,13 +314,17 @@ export class PostingSearch {
     };
     for (;;) {
       try {
-        await this.backend.readCopy(termPostingsQuery(this.tables, values, this.form), onTuple);
+        await this.backend.readCopy(
+          termPostingsQuery(this.tables, values, this.form, this.defers()),
+          onTuple,
+        );
         return;
       } catch (error) {
         if ((error as { code?: unknown })?.code !== UNDEFINED_COLUMN || this.form === "arrays") throw error;
         // A generation published by an older lexground: the next older form, from the start.
         this.form = this.form === "coded" ? "packed" : "arrays";
         hits.length = 0;
+        deferred.length = 0;
         for (const slot of fetched) slot.fill(null);
       }
     }
@@ -277,10 +339,11 @@ export class PostingSearch {
     fetched: (FetchedList | null)[][],
     hits: PhraseHitDoc[],
     coding: boolean,
+    deferred?: FetchedHeader[],
   ): number {
     const kind = int4Of(fields[0]!);
     const ord = int4Of(fields[3]!);
-    if (kind !== 3) {
+    if (kind !== 3 && kind !== 4) {
       hits.push({ kind, ord, doc: int4Of(fields[1]!) });
       return 0;
     }
@@ -288,9 +351,70 @@ export class PostingSearch {
     const field = int4Of(fields[4]!);
     if (!slot || !(field >= 0 && field < LIST_SLOTS))
       throw new BinaryArrayError("postings: a row names no term or field of the query");
+    if (kind === 4) {
+      // A frequent list's header (asked for only when this search defers them).
+      if (!deferred || field >= FIELD_COUNT)
+        throw new BinaryArrayError("postings: an unexpected list header");
+      const number = int4Of(fields[1]!);
+      const header = decodeWireHeader(required(fields[5]));
+      if (
+        !(number >= 0 && number < this.generation.frequent!.lists) ||
+        header.count > this.generation.entryCount
+      )
+        throw new BinaryArrayError("postings: a bad frequent list header");
+      deferred.push({ slot: ord - 1, field, header: { ...header, number } });
+      return header.values.byteLength;
+    }
     const list = listOfRow(fields.slice(5), this.generation.entryCount, coding);
     slot[field] = list;
     return listBytes(list);
+  }
+
+  /** Whether this search reads frequent lists' headers first (`deferredLists.ts`): field-by-field scoring only. */
+  private defers(): boolean {
+    return this.generation.frequent !== null && !this.bm25f && this.form === "coded";
+  }
+
+  /** Deferred lists read whole (`terms`: the fetched terms, encoded, by slot), counted on `ticket`. */
+  private async readWholeLists(
+    headers: readonly FetchedHeader[],
+    terms: readonly string[],
+    ticket: FetchTicket | null,
+  ): Promise<FetchedList[]> {
+    const read = new Array<FetchedList | null>(headers.length).fill(null);
+    const slots = headers.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
+    const started = performance.now();
+    await this.backend.readCopy(
+      fieldListsQuery(
+        this.tables,
+        sqlTextArray(headers.map((header) => terms[header.slot]!)),
+        `'{${headers.map((header) => header.field).join(",")}}'::int4[]`,
+      ),
+      (fields) => {
+        const held = this.decodeTuple(fields, slots, [], this.cache.limitBytes > 0);
+        ticket?.add(held);
+      },
+    );
+    this.backend.turnProfile?.add("fetch", performance.now() - started);
+    headers.forEach((header, index) => {
+      read[index] = slots[index]![header.field] ?? null;
+    });
+    if (read.some((list) => list === null))
+      throw new BinaryArrayError("postings: a deferred list is missing");
+    return read as FetchedList[];
+  }
+
+  /** The `frequent` rows of `docs` (ascending dense ids), each handed to `onRow` as it arrives. */
+  private async readFrequentRows(
+    docs: Int32Array,
+    onRow: (doc: number, bytes: Uint8Array) => void,
+  ): Promise<void> {
+    if (docs.length === 0) return;
+    const started = performance.now();
+    await this.backend.readCopy(frequentRowsQuery(this.tables, `'{${docs.join(",")}}'::int4[]`), (fields) => {
+      onRow(int4Of(fields[0]!), required(fields[1]));
+    });
+    this.backend.turnProfile?.add("rows", performance.now() - started);
   }
 
   /**

@@ -4,6 +4,8 @@
  */
 import { type CopyEncoder, copyIn, NO_READ_TIMEOUT } from "./copy.js";
 import type { PostgresPoolClient } from "./driver.js";
+import { COMBINED_FIELD } from "./fieldPairs.js";
+import { FrequentRows, type FrequentStatistics, frequentMinimum } from "./frequentLists.js";
 import type { GenerationData } from "./indexData.js";
 import { PublicationPhases } from "./publicationPhases.js";
 import {
@@ -19,15 +21,25 @@ import {
   SCOPE_INTEGRATION,
   SCOPE_RESTRICTED,
 } from "./sql.js";
-import { encodeWireList } from "./wireLists.js";
+import { encodeWireListParts } from "./wireLists.js";
 
+/**
+ * Publishes `data` as a new generation. `frequentListDocuments`: the backend option of that name (see
+ * `frequentMinimum` in `frequentLists.ts`: by default frequent lists are written from 262,144 entries on).
+ */
 export async function writeGeneration(
   schema: string,
   client: PostgresPoolClient,
   data: GenerationData,
   contentKey: string,
   phases: PublicationPhases = new PublicationPhases(),
+  frequentListDocuments?: number,
 ): Promise<number> {
+  const statistics = {
+    maxPhraseWords: data.maxPhraseWords,
+    documentCount: data.documentCount,
+    averageLengths: data.averageLengths,
+  };
   return publishGeneration(
     schema,
     client,
@@ -35,16 +47,21 @@ export async function writeGeneration(
       contentKey,
       entryCount: data.documentCount,
       parameters: JSON.stringify(data.parameters),
-      statistics: JSON.stringify({
-        maxPhraseWords: data.maxPhraseWords,
-        documentCount: data.documentCount,
-        averageLengths: data.averageLengths,
-      }),
+      statistics: JSON.stringify(statistics),
       layout: GENERATION_LAYOUT,
     },
     async (tables) => {
-      await loadGeneration(client, tables, data, phases);
-      return GENERATION_LAYOUT;
+      const frequent = await loadGeneration(
+        client,
+        tables,
+        data,
+        phases,
+        frequentMinimum(data.documentCount, frequentListDocuments),
+      );
+      return {
+        layout: GENERATION_LAYOUT,
+        statistics: JSON.stringify(frequent ? { ...statistics, frequent } : statistics),
+      };
     },
     phases,
   );
@@ -66,7 +83,7 @@ export async function publishGeneration(
     statistics: string;
     layout: number;
   },
-  fill: (tables: GenerationTables) => Promise<number>,
+  fill: (tables: GenerationTables) => Promise<number | { layout: number; statistics: string }>,
   phases: PublicationPhases = new PublicationPhases(),
 ): Promise<number> {
   const s = quoteIdentifier(schema);
@@ -91,16 +108,18 @@ export async function publishGeneration(
       values: row,
     });
     for (const text of createGenerationStatements(tables)) await client.query({ text });
-    const layout = await fill(tables);
+    const filled = await fill(tables);
+    const layout = typeof filled === "number" ? filled : filled.layout;
+    const statistics = typeof filled === "number" ? generationRow.statistics : filled.statistics;
     for (const statement of indexGenerationStatements(tables, generation)) {
       phases.start(statement.phase);
       await client.query({ text: statement.text, query_timeout: NO_READ_TIMEOUT });
     }
     phases.start("switch");
     await client.query({
-      text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2
+      text: `update ${s}.generations set state = 'ready', published_at = now(), layout = $2, statistics = $3
         where generation = $1`,
-      values: [generation, layout],
+      values: [generation, layout, statistics],
     });
     await client.query({
       text: `insert into ${s}.serving (generation) values ($1)
@@ -154,14 +173,18 @@ export async function retireOldGenerations(
 
 /**
  * Loads a generation's tables with binary COPY, in the transaction that created them (`freeze`: the rows are
- * written as already visible, so no later pass rewrites them).
+ * written as already visible, so no later pass rewrites them). Lists of at least `frequentMinimum` documents (null:
+ * none) are frequent (`frequentLists.ts`): numbered in the postings table, their postings also written per entry;
+ * returns what was written of them (null: none).
  */
 async function loadGeneration(
   client: PostgresPoolClient,
   tables: GenerationTables,
   data: GenerationData,
   phases: PublicationPhases,
-): Promise<void> {
+  frequentMinimum: number | null,
+): Promise<FrequentStatistics | null> {
+  const frequentRows = frequentMinimum === null ? null : new FrequentRows(data.documentCount);
   const copy = (table: string, columns: string[], produce: (encoder: CopyEncoder) => Promise<void>) =>
     phases.run(`copy ${table.slice(table.lastIndexOf("_") + 1)}`, () =>
       copyIn(client, table, columns, produce, { freeze: true }),
@@ -176,12 +199,13 @@ async function loadGeneration(
       encoder.int4Array(row.fieldLengths);
     }
   });
+  const postingColumns = ["term", "field", "document_frequency", "docs", "frequencies", "coded_list"];
   await copy(
     tables.postings,
-    ["term", "field", "document_frequency", "docs", "frequencies", "coded_list"],
+    frequentRows ? [...postingColumns, "frequent", "header_bytes"] : postingColumns,
     async (encoder) => {
       for (const posting of data.postings()) {
-        await encoder.row(6);
+        await encoder.row(frequentRows ? 8 : 6);
         encoder.text(encodeKey(posting.term));
         encoder.int2(posting.field);
         encoder.int4(posting.documentFrequency);
@@ -189,10 +213,40 @@ async function loadGeneration(
         // array stays null: turns read the coded lists, see `GenerationTables.postings`).
         encoder.int4Array(posting.docs);
         encoder.int4Array(posting.frequencies);
-        encoder.bytes(encodeWireList(posting.docs, posting.contributions));
+        const list = encodeWireListParts(posting.docs, posting.contributions);
+        encoder.bytes(list.bytes);
+        if (!frequentRows) continue;
+        // BM25F's combined lists are never deferred (turns score them with their per-field lists' breakdown).
+        if (
+          list.codes !== null &&
+          posting.docs.length >= frequentMinimum! &&
+          posting.field !== COMBINED_FIELD
+        ) {
+          encoder.int4(frequentRows.add(posting.docs, list.codes));
+          encoder.int4(list.headerBytes);
+        } else {
+          encoder.null();
+          encoder.null();
+        }
       }
     },
   );
+  let frequent: FrequentStatistics | null = null;
+  if (frequentRows) {
+    await copy(tables.frequent, ["doc", "postings"], async (encoder) => {
+      const rows = frequentRows.rows(frequentMinimum!);
+      for (;;) {
+        const next = rows.next();
+        if (next.done) {
+          frequent = next.value;
+          break;
+        }
+        await encoder.row(2);
+        encoder.int4(next.value.doc);
+        encoder.bytes(next.value.bytes);
+      }
+    });
+  }
   await copy(tables.phrases, ["key", "exact", "alias"], async (encoder) => {
     for (const [key, ids] of data.phrases) {
       await encoder.row(3);
@@ -212,4 +266,5 @@ async function loadGeneration(
     for (const [key, docs] of data.byIntegration) await scope(SCOPE_INTEGRATION, key, docs);
     for (const [key, docs] of data.byDomain) await scope(SCOPE_DOMAIN, key, docs);
   });
+  return frequent;
 }

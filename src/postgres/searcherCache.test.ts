@@ -18,6 +18,7 @@ function searcherOf(cache: PostingCache, entryCount: number, generation = 1): Po
       parameters: resolveIndexParameters({}),
       maxPhraseWords: 4,
       layout: 1,
+      frequent: null,
     },
     generationTables("lexground", generation),
   );

@@ -1,6 +1,7 @@
 /** Which generation serves: as writers read it (on the primary) and as turns read it (where they read). */
 import type { PostgresPool, PostgresPoolClient, PostgresQueryResult } from "./driver.js";
 import { INVALID_SCHEMA_NAME, UNDEFINED_TABLE } from "./faults.js";
+import type { FrequentStatistics } from "./frequentLists.js";
 import type { resolveIndexParameters } from "./indexData.js";
 import { quoteIdentifier, SCHEMA_VERSION } from "./sql.js";
 
@@ -13,6 +14,8 @@ export type GenerationRow = {
   maxPhraseWords: number;
   /** The generation's table layout (`GENERATION_LAYOUT`; 1 without the pruning tables). */
   layout: number;
+  /** Its frequent lists (`frequentLists.ts`), null when its publication wrote none. */
+  frequent: FrequentStatistics | null;
 };
 
 /**
@@ -50,7 +53,10 @@ export async function readServingGeneration(
   }
   if (!row || row.generation === null || row.generation === undefined) return null;
   const generation = Number(row.generation);
-  const statistics = JSON.parse(String(row.statistics)) as { maxPhraseWords: number };
+  const statistics = JSON.parse(String(row.statistics)) as {
+    maxPhraseWords: number;
+    frequent?: FrequentStatistics;
+  };
   const parsed: GenerationRow = {
     generation,
     entryCount: Number(row.entry_count),
@@ -58,8 +64,19 @@ export async function readServingGeneration(
     parameters: JSON.parse(String(row.parameters)),
     maxPhraseWords: statistics.maxPhraseWords,
     layout: Number(row.layout ?? 1),
+    frequent: validFrequent(statistics.frequent),
   };
   return parsed;
+}
+
+/** A generation's frequent-list statistics when they are what a publication writes, else null (none used). */
+function validFrequent(value: unknown): FrequentStatistics | null {
+  if (typeof value !== "object" || value === null) return null;
+  const { minimumDocuments, lists, postings, bytes } = value as Record<string, unknown>;
+  const counts = [minimumDocuments, lists, postings, bytes];
+  if (!counts.every((count) => typeof count === "number" && Number.isSafeInteger(count) && count >= 0))
+    return null;
+  return { minimumDocuments, lists, postings, bytes } as FrequentStatistics;
 }
 
 /** The serving generation's row (read on `runner`: a client of the primary, or its pool). */

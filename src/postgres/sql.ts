@@ -120,6 +120,11 @@ export type GenerationTables = {
    */
   impacts: string;
   forward: string;
+  /**
+   * Each entry's postings in the generation's frequent lists (`frequentLists.ts`; doc, postings): written by
+   * publications of large generations (their statistics then say `frequent`), absent otherwise.
+   */
+  frequent: string;
 };
 
 /** The quoted, schema-qualified table names of generation `generation` (an integer, so the names are safe). */
@@ -134,6 +139,7 @@ export function generationTables(schema: string, generation: number): Generation
     scopes: `${s}.g${generation}_scopes`,
     impacts: `${s}.g${generation}_impacts`,
     forward: `${s}.g${generation}_forward`,
+    frequent: `${s}.g${generation}_frequent`,
   };
 }
 
@@ -172,7 +178,9 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
       docs integer[] not null,
       frequencies integer[] not null,
       contributions double precision[],
-      coded_list bytea
+      coded_list bytea,
+      frequent integer,
+      header_bytes integer
     )`,
     `alter table ${tables.postings} alter column docs set storage external,
       alter column frequencies set storage external, alter column contributions set storage external,
@@ -180,6 +188,9 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
     `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
     `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
     `alter table ${tables.scopes} alter column docs set storage external`,
+    // Rows of a few hundred bytes, read a few thousand at a time by the entries' key: never compressed.
+    `create table ${tables.frequent} (doc integer not null, postings bytea not null)`,
+    `alter table ${tables.frequent} alter column postings set storage external`,
   ];
 }
 
@@ -206,6 +217,10 @@ export function indexGenerationStatements(
     [
       "index scopes",
       `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
+    ],
+    [
+      "index frequent",
+      `alter table ${tables.frequent} add constraint g${generation}_frequent_key primary key (doc)`,
     ],
     // Statistics of the key columns only: sampling the large array columns costs seconds and no plan uses them.
     ["analyze", `analyze ${tables.entries} (doc)`],
@@ -292,6 +307,7 @@ export function termPostingsQuery(
   tables: GenerationTables,
   values: { terms: string } & PhraseKeySource,
   form: ListForm,
+  frequentHeaders = false,
 ): string {
   const arrays = (absent: string) =>
     `case when ${absent} then array_send(p.docs) end, case when ${absent} then array_send(p.contributions) end`;
@@ -301,15 +317,39 @@ export function termPostingsQuery(
       : form === "packed"
         ? `null::bytea, p.docs_bytes, p.contribution_bytes, ${arrays("p.docs_bytes is null")}`
         : "null::bytea, null::bytea, null::bytea, array_send(p.docs), array_send(p.contributions)";
+  // Frequent lists (a coded generation's, see `frequentLists.ts`): kind 4, their number, and only their header.
+  const listRow =
+    form === "coded" && frequentHeaders
+      ? `case when p.frequent is null then 3 else 4 end, p.frequent::int4, null::text, q.ord::int4, p.field::int4,
+    case when p.frequent is null then p.coded_list else substring(p.coded_list from 1 for p.header_bytes) end,
+    null::bytea, null::bytea, ${arrays("p.coded_list is null")}`
+      : `3, null::int4, null::text, q.ord::int4, p.field::int4, ${lists}`;
   return `with
   ${phraseHitsCte(tables, values)}
   select h.kind::int4, h.doc::int4, null::text, h.ord::int4, null::int4,
     null::bytea, null::bytea, null::bytea, null::bytea, null::bytea
   from hit_docs h
   union all
-  select 3, null::int4, null::text, q.ord::int4, p.field::int4, ${lists}
+  select ${listRow}
   from unnest(${values.terms}) with ordinality as q(term, ord)
   cross join lateral (select p.* from ${tables.postings} p where p.term = q.term offset 0) p`;
+}
+
+/**
+ * Whole coded lists of given terms in given fields (rows as {@link termPostingsQuery}'s kind 3, `ord` the position
+ * in the arguments, 1-based): `terms` a `text[]` and `fields` an `int4[]` expression, pairwise.
+ */
+export function fieldListsQuery(tables: GenerationTables, terms: string, fields: string): string {
+  return `select 3, null::int4, null::text, q.ord::int4, q.field::int4,
+    p.coded_list, null::bytea, null::bytea, null::bytea, null::bytea
+  from unnest(${terms}, ${fields}) with ordinality as q(term, field, ord)
+  cross join lateral (
+    select p.coded_list from ${tables.postings} p where p.term = q.term and p.field = q.field offset 0) p`;
+}
+
+/** The `frequent` rows (doc, postings) of the dense ids `docs` (an `int4[]` expression). */
+export function frequentRowsQuery(tables: GenerationTables, docs: string): string {
+  return `select doc, postings from ${tables.frequent} where doc = any(${docs})`;
 }
 
 /**

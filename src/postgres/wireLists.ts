@@ -54,6 +54,24 @@ function writeFloat64s(target: Uint8Array, offset: number, values: Float64Array)
  * valid until the next call (copy it or write it out before).
  */
 export function encodeWireList(docs: ArrayLike<number>, contributions: Float64Array): Uint8Array {
+  return encodeWireListParts(docs, contributions).bytes;
+}
+
+/** A list in the wire form with what a publication also needs of it (see {@link encodeWireListParts}). */
+export type WireListParts = {
+  /** The whole list (a view of scratch space, valid until the next call). */
+  bytes: Uint8Array;
+  /** Bytes from the start up to the codes: the kind, the counts and the distinct values (its header). */
+  headerBytes: number;
+  /** Each posting's code (a view of scratch space, valid until the next call), null for kind 0 (no codes). */
+  codes: Uint16Array | null;
+};
+
+/**
+ * {@link encodeWireList} with the header's length and the codes: a publication stores the header's length (a turn
+ * may read only the header of a frequent list, see `frequentLists.ts`) and each posting's code per entry.
+ */
+export function encodeWireListParts(docs: ArrayLike<number>, contributions: Float64Array): WireListParts {
   const count = docs.length;
   if (contributions.length !== count)
     throw new RangeError("wire list: docs and contributions differ in length");
@@ -64,16 +82,19 @@ export function encodeWireList(docs: ArrayLike<number>, contributions: Float64Ar
   const target = scratch;
   const values = contributionCodes(contributions, scratchCodes);
   let offset: number;
+  let headerBytes: number;
   if (values === null) {
     target[0] = PLAIN;
     offset = writeVarint(target, 1, count);
     offset = writeFloat64s(target, offset, contributions);
+    headerBytes = offset;
   } else {
     const width = codeWidth(values.length);
     target[0] = width === 1 ? BYTE_CODES : SHORT_CODES;
     offset = writeVarint(target, 1, count);
     offset = writeVarint(target, offset, values.length);
     offset = writeFloat64s(target, offset, values);
+    headerBytes = offset;
     const codes = scratchCodes;
     if (width === 1) for (let position = 0; position < count; position++) target[offset++] = codes[position]!;
     else
@@ -91,7 +112,11 @@ export function encodeWireList(docs: ArrayLike<number>, contributions: Float64Ar
     offset = writeVarint(target, offset, doc - previous);
     previous = doc;
   }
-  return target.subarray(0, offset);
+  return {
+    bytes: target.subarray(0, offset),
+    headerBytes,
+    codes: values === null ? null : scratchCodes.subarray(0, count),
+  };
 }
 
 /** A reading position in a wire list. */
@@ -141,6 +166,36 @@ export function decodeWireList(bytes: Uint8Array, entryCount: number): FetchedLi
   if (end !== bytes.length) throw new BinaryArrayError("wire list: its length does not match its postings");
   if (docs[count - 1]! >= entryCount) throw new BinaryArrayError("postings: a posting names a missing entry");
   return { docs, contributions, codes, upper: listUpperBound(contributions) };
+}
+
+/** A coded list's header (see {@link WireListParts.headerBytes}): what a turn reads of a deferred frequent list. */
+export type WireListHeader = {
+  /** The list's posting count. */
+  count: number;
+  /** Its distinct contributions (a copy), which its codes name. */
+  values: Float64Array;
+  /** Bytes per code. */
+  width: 1 | 2;
+  /** The largest contribution (`Infinity` when one is negative or not a number). */
+  upper: number;
+};
+
+/**
+ * The header of a coded list (kind 1 or 2), exactly `bytes` long: checked, so that malformed bytes raise a
+ * `BinaryArrayError`.
+ */
+export function decodeWireHeader(bytes: Uint8Array): WireListHeader {
+  const cursor: Cursor = { bytes, offset: 1 };
+  const kind = bytes[0];
+  if (kind !== BYTE_CODES && kind !== SHORT_CODES)
+    throw new BinaryArrayError("wire list: not a coded list's header");
+  const count = readVarint(cursor);
+  const distinct = readVarint(cursor);
+  if (count === 0 || distinct === 0 || distinct > count || distinct > (kind === BYTE_CODES ? 256 : 65_536))
+    throw new BinaryArrayError("wire list: a bad count of distinct contributions");
+  const values = packedFloat64s(slice(cursor, distinct * 8));
+  if (cursor.offset !== bytes.length) throw new BinaryArrayError("wire list: a header of the wrong length");
+  return { count, values, width: kind === BYTE_CODES ? 1 : 2, upper: listUpperBound(values) };
 }
 
 /** The next `length` bytes at the cursor (a view), the cursor moved past them. */

@@ -1,0 +1,251 @@
+/**
+ * A turn's frequent lists, deferred (see `frequentLists.ts`): the turn first receives only their headers (count,
+ * distinct values, bound) and the other lists whole. What it then reads of each frequent list:
+ *
+ * 1. The other lists are summed per entry (every eligible entry's partial score); the K-th best partial score is a
+ *    lower bound of the K-th best full score.
+ * 2. The frequent lists with the smallest bounds are deferred while their bounds sum to at most
+ *    {@link DEFERRED_SHARE} of that lower bound; the others are read whole (a second round trip) and summed too.
+ * 3. An entry whose partial score plus the deferred lists' bounds stays below the K-th best partial score cannot be
+ *    among the best K. The others (the candidates) are few: their rows of the `frequent` table are read (a third
+ *    round trip) and each deferred list becomes the list of the candidates' postings in it.
+ * 4. The scorer then ranks every list as before. A candidate holds all of its postings, so its score is the same
+ *    sum in the same order; an entry that is not a candidate may score less than in full, but it was below the K-th
+ *    best score in full already. So the top K, their scores and their breakdowns are those of the whole lists.
+ *
+ * When the bounds leave too many candidates (their rows would cost more than the lists), the deferred lists are
+ * read whole instead.
+ */
+import { BinaryArrayError } from "./binaryArrays.js";
+import { readFrequentRow } from "./frequentLists.js";
+import type { FetchedList } from "./postingCache.js";
+import type { WireListHeader } from "./wireLists.js";
+
+/** A frequent list that a turn received as its header (a term's list in one field). */
+export type DeferredHeader = WireListHeader & {
+  /** Its number among the generation's frequent lists. */
+  number: number;
+};
+
+/** The largest share of the K-th best partial score that the deferred lists' bounds may sum to. */
+export const DEFERRED_SHARE = 0.4;
+
+/**
+ * The relative margin by which sums compared here may differ from the scorer's (the same non-negative numbers
+ * added in another order: a relative 1e-12 at most; see `BOUND_SLACK` in `scoreLists.ts`).
+ */
+const SLACK = 1 + 2 ** -20;
+
+/** Bytes read per deferred posting when a list is read whole (a coded list: about 3). */
+const LIST_BYTES_PER_POSTING = 3;
+
+/** What a deferral needs from the turn: its reads and the generation's figures. */
+export type DeferralContext = {
+  entryCount: number;
+  topK: number;
+  mask: Uint8Array;
+  /** Average bytes of an entry's `frequent` row (the generation's statistics). */
+  rowBytesPerEntry: number;
+  /** Reads these deferred lists whole (by their index in the deferred lists; results in the given order). */
+  readLists: (indexes: readonly number[]) => Promise<FetchedList[]>;
+  /** Reads the `frequent` rows of `docs` (ascending), each handed to `onRow` as it arrives (a view: copy to keep). */
+  readRows: (docs: Int32Array, onRow: (doc: number, bytes: Uint8Array) => void) => Promise<void>;
+};
+
+/** Partial-score buffers, reused by the turns of a process (one per turn in flight, zeroed when returned). */
+const spareTotals: Float64Array[] = [];
+
+function takeTotals(entryCount: number): Float64Array {
+  for (let index = 0; index < spareTotals.length; index++) {
+    const totals = spareTotals[index]!;
+    if (totals.length === entryCount) {
+      spareTotals.splice(index, 1);
+      return totals;
+    }
+  }
+  return new Float64Array(entryCount);
+}
+
+function returnTotals(totals: Float64Array): void {
+  totals.fill(0);
+  // A few kept: a reader serves one generation size at a time, and a few turns defer at once.
+  if (spareTotals.length < 4) spareTotals.push(totals);
+}
+
+/** Whether ascending `docs` holds `doc`. */
+function isCandidate(docs: Int32Array, doc: number): boolean {
+  let low = 0;
+  let high = docs.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (docs[middle]! < doc) low = middle + 1;
+    else high = middle;
+  }
+  return low < docs.length && docs[low] === doc;
+}
+
+/** Adds each posting's contribution of `list` to its entry's total. */
+function addList(totals: Float64Array, list: FetchedList): void {
+  const docs = list.docs;
+  const values = list.contributions;
+  const codes = list.codes;
+  if (codes === undefined)
+    for (let position = 0; position < docs.length; position++) totals[docs[position]!]! += values[position]!;
+  else if (codes instanceof Uint8Array)
+    for (let position = 0; position < docs.length; position++)
+      totals[docs[position]!]! += values[codes[position]!]!;
+  else
+    for (let position = 0; position < docs.length; position++)
+      totals[docs[position]!]! += values[codes[position]!]!;
+}
+
+/** The `k`-th largest total of an eligible entry (0 when fewer than `k` are positive). */
+function kthTotal(totals: Float64Array, mask: Uint8Array, k: number): number {
+  if (k <= 0) return 0;
+  // A min-heap of the best k totals.
+  const heap = new Float64Array(k);
+  let size = 0;
+  for (let doc = 0; doc < totals.length; doc++) {
+    const total = totals[doc]!;
+    if (!(total > 0) || mask[doc] !== 1) continue;
+    if (size < k) {
+      let child = size++;
+      while (child > 0) {
+        const parent = (child - 1) >> 1;
+        if (heap[parent]! <= total) break;
+        heap[child] = heap[parent]!;
+        child = parent;
+      }
+      heap[child] = total;
+    } else if (total > heap[0]!) {
+      let parent = 0;
+      for (;;) {
+        let child = parent * 2 + 1;
+        if (child >= k) break;
+        if (child + 1 < k && heap[child + 1]! < heap[child]!) child++;
+        if (heap[child]! >= total) break;
+        heap[parent] = heap[child]!;
+        parent = child;
+      }
+      heap[parent] = total;
+    }
+  }
+  return size < k ? 0 : heap[0]!;
+}
+
+/**
+ * The lists to rank in place of `deferred` (same order): each read whole, or (see the module comment) the list of
+ * the candidates' postings in it. `complete`: the other lists of the query, whole (any order). `whole[i]` says
+ * whether list `i` is the whole list (one a reader may keep).
+ */
+export async function resolveDeferred(
+  complete: readonly FetchedList[],
+  deferred: readonly DeferredHeader[],
+  context: DeferralContext,
+): Promise<{ lists: (FetchedList | null)[]; whole: boolean[] }> {
+  const lists = new Array<FetchedList | null>(deferred.length).fill(null);
+  const whole = new Array<boolean>(deferred.length).fill(false);
+  const readWhole = async (indexes: readonly number[]) => {
+    if (indexes.length === 0) return [];
+    const read = await context.readLists(indexes);
+    if (read.length !== indexes.length) throw new BinaryArrayError("postings: a deferred list is missing");
+    indexes.forEach((index, position) => {
+      lists[index] = read[position]!;
+      whole[index] = true;
+    });
+    return read;
+  };
+  const everyIndex = deferred.map((_, index) => index);
+  const { entryCount, mask } = context;
+  const topK = Math.min(Math.ceil(context.topK), entryCount);
+  if (!(topK > 0) || deferred.length === 0) {
+    await readWhole(everyIndex);
+    return { lists, whole };
+  }
+  const totals = takeTotals(entryCount);
+  try {
+    for (const list of complete) addList(totals, list);
+    const firstBound = kthTotal(totals, mask, topK) / SLACK;
+    // Defer the smallest bounds first (usually the longest lists: the most common terms).
+    const byBound = everyIndex
+      .filter((index) => Number.isFinite(deferred[index]!.upper))
+      .sort((left, right) => deferred[left]!.upper - deferred[right]!.upper || left - right);
+    const kept: number[] = [];
+    let keptBound = 0;
+    for (const index of byBound) {
+      const upper = deferred[index]!.upper;
+      if (!(firstBound > 0) || (keptBound + upper) * SLACK > DEFERRED_SHARE * firstBound) break;
+      kept.push(index);
+      keptBound += upper;
+    }
+    if (kept.length === 0) {
+      await readWhole(everyIndex);
+      return { lists, whole };
+    }
+    const isKept = new Uint8Array(deferred.length);
+    for (const index of kept) isKept[index] = 1;
+    for (const list of await readWhole(everyIndex.filter((index) => isKept[index] === 0)))
+      addList(totals, list);
+    const bound = kthTotal(totals, mask, topK);
+    // A candidate may still reach the K-th best partial score with every deferred posting at its bound.
+    const candidates: number[] = [];
+    const reach = keptBound * SLACK;
+    for (let doc = 0; doc < entryCount; doc++)
+      if (mask[doc] === 1 && (totals[doc]! * SLACK + reach) * SLACK >= bound) candidates.push(doc);
+    let deferredPostings = 0;
+    for (const index of kept) deferredPostings += deferred[index]!.count;
+    if (candidates.length * context.rowBytesPerEntry > deferredPostings * LIST_BYTES_PER_POSTING) {
+      await readWhole(kept);
+      return { lists, whole };
+    }
+    // The candidates' postings in the deferred lists, from their rows.
+    const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
+    const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
+    const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
+    const docsOf = kept.map(() => [] as number[]);
+    const codesOf = kept.map(() => [] as number[]);
+    const candidateDocs = Int32Array.from(candidates);
+    let previous = -1;
+    let ordered = true;
+    let current = -1;
+    const found = (sortedIndex: number, code: number) => {
+      const position = order[sortedIndex]!;
+      if (code >= deferred[kept[position]!]!.values.length)
+        throw new BinaryArrayError("frequent row: a code names no value");
+      docsOf[position]!.push(current);
+      codesOf[position]!.push(code);
+    };
+    await context.readRows(candidateDocs, (doc, bytes) => {
+      if (!isCandidate(candidateDocs, doc))
+        throw new BinaryArrayError("frequent row: an entry not asked for");
+      if (doc <= previous) ordered = false;
+      previous = doc;
+      current = doc;
+      readFrequentRow(bytes, sortedWanted, found);
+    });
+    kept.forEach((index, position) => {
+      const header = deferred[index]!;
+      let docs = docsOf[position]!;
+      let codes = codesOf[position]!;
+      if (!ordered) {
+        const pairs = docs
+          .map((doc, at) => [doc, codes[at]!] as const)
+          .sort((left, right) => left[0] - right[0]);
+        docs = pairs.map((pair) => pair[0]);
+        codes = pairs.map((pair) => pair[1]);
+      }
+      for (let at = 1; at < docs.length; at++)
+        if (docs[at]! <= docs[at - 1]!) throw new BinaryArrayError("frequent row: an entry read twice");
+      if (docs.length === 0) return;
+      lists[index] = {
+        docs: Int32Array.from(docs),
+        contributions: header.values,
+        codes: header.width === 1 ? Uint8Array.from(codes) : Uint16Array.from(codes),
+        upper: header.upper,
+      };
+    });
+    return { lists, whole };
+  } finally {
+    returnTotals(totals);
+  }
+}
