@@ -44,33 +44,37 @@ function allRows(rows: FrequentRows, minimum: number) {
 describe("frequent rows", () => {
   it("hold each entry's postings of the frequent lists, in list order, read back for any wanted lists", () => {
     fc.assert(
-      fc.property(listsArbitrary, fc.array(fc.integer({ min: 0, max: 45 })), ({ entryCount, lists }, asked) => {
-        const rows = new FrequentRows(entryCount);
-        lists.forEach((list, number) => {
-          expect(rows.add(list.docs, Uint16Array.from(list.codes))).toBe(number);
-        });
-        const { written, statistics } = allRows(rows, 7);
-        // The oracle: per entry, (list, code) pairs in list order.
-        const expected = new Map<number, [number, number][]>();
-        let postings = 0;
-        lists.forEach((list, number) => {
-          list.docs.forEach((doc, position) => {
-            const pairs = expected.get(doc) ?? [];
-            pairs.push([number, list.codes[position]!]);
-            expected.set(doc, pairs);
-            postings++;
+      fc.property(
+        listsArbitrary,
+        fc.array(fc.integer({ min: 0, max: 45 })),
+        ({ entryCount, lists }, asked) => {
+          const rows = new FrequentRows(entryCount);
+          lists.forEach((list, number) => {
+            expect(rows.add(list.docs, Uint16Array.from(list.codes))).toBe(number);
           });
-        });
-        expect([...written.keys()]).toEqual([...expected.keys()].sort((left, right) => left - right));
-        expect(statistics).toMatchObject({ minimumDocuments: 7, lists: lists.length, postings });
-        expect(statistics.bytes).toBe([...written.values()].reduce((sum, bytes) => sum + bytes.length, 0));
-        const wanted = Int32Array.from(new Set(asked)).sort();
-        for (const [doc, bytes] of written) {
-          const found: [number, number][] = [];
-          readFrequentRow(bytes, wanted, (index, code) => found.push([wanted[index]!, code]));
-          expect(found).toEqual(expected.get(doc)!.filter(([number]) => wanted.includes(number)));
-        }
-      }),
+          const { written, statistics } = allRows(rows, 7);
+          // The oracle: per entry, (list, code) pairs in list order.
+          const expected = new Map<number, [number, number][]>();
+          let postings = 0;
+          lists.forEach((list, number) => {
+            list.docs.forEach((doc, position) => {
+              const pairs = expected.get(doc) ?? [];
+              pairs.push([number, list.codes[position]!]);
+              expected.set(doc, pairs);
+              postings++;
+            });
+          });
+          expect([...written.keys()]).toEqual([...expected.keys()].sort((left, right) => left - right));
+          expect(statistics).toMatchObject({ minimumDocuments: 7, lists: lists.length, postings });
+          expect(statistics.bytes).toBe([...written.values()].reduce((sum, bytes) => sum + bytes.length, 0));
+          const wanted = Int32Array.from(new Set(asked)).sort();
+          for (const [doc, bytes] of written) {
+            const found: [number, number][] = [];
+            readFrequentRow(bytes, wanted, (index, code) => found.push([wanted[index]!, code]));
+            expect(found).toEqual(expected.get(doc)!.filter(([number]) => wanted.includes(number)));
+          }
+        },
+      ),
       { seed: propertySeed("frequent-rows"), numRuns: propertyRuns(200) },
     );
   });
@@ -79,7 +83,10 @@ describe("frequent rows", () => {
     const entryCount = (1 << 15) * 2 + 5;
     const rows = new FrequentRows(entryCount);
     const every = Int32Array.from({ length: entryCount }, (_, doc) => doc);
-    rows.add(every, Uint16Array.from(every, (doc) => doc % 65_536));
+    rows.add(
+      every,
+      Uint16Array.from(every, (doc) => doc % 65_536),
+    );
     const tail = Int32Array.from([1 << 15, entryCount - 1]);
     rows.add(tail, Uint16Array.of(3, 4));
     const { written } = allRows(rows, 1);
@@ -134,8 +141,12 @@ describe("coded lists' headers", () => {
           expect(header.width).toBe(whole.codes instanceof Uint8Array ? 1 : 2);
           expect([...parts.codes]).toEqual([...whole.codes!]);
           // A header cut short or with a byte too many is refused.
-          expect(() => decodeWireHeader(parts.bytes.slice(0, parts.headerBytes - 1))).toThrow(BinaryArrayError);
-          expect(() => decodeWireHeader(parts.bytes.slice(0, parts.headerBytes + 1))).toThrow(BinaryArrayError);
+          expect(() => decodeWireHeader(parts.bytes.slice(0, parts.headerBytes - 1))).toThrow(
+            BinaryArrayError,
+          );
+          expect(() => decodeWireHeader(parts.bytes.slice(0, parts.headerBytes + 1))).toThrow(
+            BinaryArrayError,
+          );
         },
       ),
       { seed: propertySeed("wire-headers"), numRuns: propertyRuns(200) },

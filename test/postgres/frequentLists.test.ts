@@ -106,7 +106,11 @@ describePostgres("frequent lists deferred: the same answers as in memory", () =>
     ];
     const history = [{ role: "user" as const, text: "w4 w6 w9 tied w0 w1 w3 wz" }];
     for (const candidateLimit of [1, 5, 24, 48]) {
-      const resolved = { ...resolveRetrieval(undefined), candidateLimit, resultLimit: Math.min(candidateLimit, 12) };
+      const resolved = {
+        ...resolveRetrieval(undefined),
+        candidateLimit,
+        resultLimit: Math.min(candidateLimit, 12),
+      };
       for (const query of queries)
         for (const [enabledIntegrations, blocked] of [
           [[], []],
