@@ -27,17 +27,27 @@ export type DeferredHeader = WireListHeader & {
   number: number;
 };
 
-/** The largest share of the K-th best partial score that the deferred lists' bounds may sum to. */
-export const DEFERRED_SHARE = 0.4;
-
 /**
  * The relative margin by which sums compared here may differ from the scorer's (the same non-negative numbers
  * added in another order: a relative 1e-12 at most; see `BOUND_SLACK` in `scoreLists.ts`).
  */
 const SLACK = 1 + 2 ** -20;
 
-/** Bytes read per deferred posting when a list is read whole (a coded list: about 3). */
-const LIST_BYTES_PER_POSTING = 3;
+/**
+ * The largest share of the K-th best partial score that the deferred lists' bounds may sum to (any share gives the
+ * same answers: the candidates are every entry that could still reach the top K; a larger share leaves more).
+ */
+const DEFERRED_SHARE = 0.4;
+
+/**
+ * How a turn weighs reading the candidates' rows against reading the deferred lists whole, in bytes:
+ * `listBytesPerPosting`, a whole coded list's bytes per posting (about 3); `rowOverheadBytes`, what reading one
+ * entry's row costs beyond its bytes (a lookup in the rows' primary key and a heap page: a few microseconds of the
+ * server's, where it sends a list's bytes at about 1 ns each); `share`, {@link DEFERRED_SHARE}. Tests defer every
+ * frequent list and make rows always cheaper, so that small registries take the rows' way too.
+ * @internal
+ */
+export const deferralCosts = { listBytesPerPosting: 3, rowOverheadBytes: 256, share: DEFERRED_SHARE };
 
 /** What a deferral needs from the turn: its reads and the generation's figures. */
 export type DeferralContext = {
@@ -68,8 +78,9 @@ function takeTotals(entryCount: number): Float64Array {
 
 function returnTotals(totals: Float64Array): void {
   totals.fill(0);
-  // A few kept: a reader serves one generation size at a time, and a few turns defer at once.
-  if (spareTotals.length < 4) spareTotals.push(totals);
+  // One kept (8 MB at a million entries, counted in a reader's heap): fresh memory costs page faults, and a
+  // reader serves one generation size at a time; turns deferring at the same time take new ones.
+  if (spareTotals.length < 1) spareTotals.push(totals);
 }
 
 /** Whether ascending `docs` holds `doc`. */
@@ -172,9 +183,13 @@ export async function resolveDeferred(
       .sort((left, right) => deferred[left]!.upper - deferred[right]!.upper || left - right);
     const kept: number[] = [];
     let keptBound = 0;
+    const limit =
+      deferralCosts.share === Number.POSITIVE_INFINITY
+        ? deferralCosts.share
+        : deferralCosts.share * firstBound;
     for (const index of byBound) {
       const upper = deferred[index]!.upper;
-      if (!(firstBound > 0) || (keptBound + upper) * SLACK > DEFERRED_SHARE * firstBound) break;
+      if (!(limit > 0) || (keptBound + upper) * SLACK > limit) break;
       kept.push(index);
       keptBound += upper;
     }
@@ -194,7 +209,10 @@ export async function resolveDeferred(
       if (mask[doc] === 1 && (totals[doc]! * SLACK + reach) * SLACK >= bound) candidates.push(doc);
     let deferredPostings = 0;
     for (const index of kept) deferredPostings += deferred[index]!.count;
-    if (candidates.length * context.rowBytesPerEntry > deferredPostings * LIST_BYTES_PER_POSTING) {
+    if (
+      candidates.length * (context.rowBytesPerEntry + deferralCosts.rowOverheadBytes) >
+      deferredPostings * deferralCosts.listBytesPerPosting
+    ) {
       await readWhole(kept);
       return { lists, whole };
     }
