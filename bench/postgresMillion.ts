@@ -249,6 +249,11 @@ async function main(): Promise<void> {
       "reader heap (heapUsed + external): code loaded / serving / after the turns",
       `${megabytes(report.heap.baselineBytes)} / ${megabytes(report.heap.readyBytes)} / ${megabytes(report.heap.afterTurnsBytes)}`,
     ]);
+    const parts = report.heap.afterTurnsParts;
+    rows.push([
+      "of which after the turns: V8 heap / outside it (buffers) / the posting cache's lists",
+      `${megabytes(parts.heapUsedBytes)} / ${megabytes(parts.externalBytes)} / ${megabytes(parts.postingCacheBytes)}`,
+    ]);
     rows.push([
       "reader heap peak during turns (no collection forced) / peak RSS",
       `${megabytes(report.heap.peakDuringTurnsBytes)} / ${megabytes(report.heap.peakRssBytes)}`,

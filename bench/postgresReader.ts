@@ -46,6 +46,8 @@ export type ReaderReport = {
     readyBytes: number;
     /** The same after every turn, the engine alive. */
     afterTurnsBytes: number;
+    /** Of \`afterTurnsBytes\`: V8's heap, the memory outside it (buffers), and the posting cache's lists. */
+    afterTurnsParts: { heapUsedBytes: number; externalBytes: number; postingCacheBytes: number };
     /** The largest heapUsed + external seen right after a turn (no collection forced: garbage included). */
     peakDuringTurnsBytes: number;
     /** The largest resident set size seen. */
@@ -154,6 +156,12 @@ async function main(): Promise<void> {
   clearInterval(sampler);
   sample();
   const afterTurnsBytes = retained();
+  const afterUsage = process.memoryUsage();
+  const afterTurnsParts = {
+    heapUsedBytes: afterUsage.heapUsed,
+    externalBytes: afterUsage.external,
+    postingCacheBytes: backend.postingCache.bytes,
+  };
   await backend.close();
   const report: ReaderReport = {
     turns: latencies.length,
@@ -164,7 +172,7 @@ async function main(): Promise<void> {
     failed,
     cache,
     concurrent: { clients, ...concurrent },
-    heap: { baselineBytes, readyBytes, afterTurnsBytes, peakDuringTurnsBytes, peakRssBytes },
+    heap: { baselineBytes, readyBytes, afterTurnsBytes, afterTurnsParts, peakDuringTurnsBytes, peakRssBytes },
     fetchBudget: {
       limitBytes: backend.fetchBudget.limitBytes,
       peakTurns: backend.fetchBudget.peaks.turns,
