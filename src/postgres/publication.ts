@@ -12,6 +12,7 @@ import {
   createGenerationStatements,
   dropGenerationStatement,
   encodeKey,
+  frequentTableStatements,
   GENERATION_LAYOUT,
   type GenerationTables,
   generationTables,
@@ -233,6 +234,8 @@ async function loadGeneration(
   );
   let frequent: FrequentStatistics | null = null;
   if (frequentRows) {
+    const statements = frequentTableStatements(tables);
+    for (const text of statements.create) await client.query({ text });
     await copy(tables.frequent, ["doc", "postings"], async (encoder) => {
       const rows = frequentRows.rows(frequentMinimum!);
       for (;;) {
@@ -246,6 +249,9 @@ async function loadGeneration(
         encoder.bytes(next.value.bytes);
       }
     });
+    await phases.run("index frequent", () =>
+      client.query({ text: statements.index, query_timeout: NO_READ_TIMEOUT }),
+    );
   }
   await copy(tables.phrases, ["key", "exact", "alias"], async (encoder) => {
     for (const [key, ids] of data.phrases) {

@@ -188,10 +188,22 @@ export function createGenerationStatements(tables: GenerationTables): string[] {
     `create table ${tables.phrases} (key text not null, exact integer[] not null, alias integer[] not null)`,
     `create table ${tables.scopes} (kind smallint not null, key text not null, docs integer[] not null)`,
     `alter table ${tables.scopes} alter column docs set storage external`,
-    // Rows of a few hundred bytes, read a few thousand at a time by the entries' key: never compressed.
-    `create table ${tables.frequent} (doc integer not null, postings bytea not null)`,
-    `alter table ${tables.frequent} alter column postings set storage external`,
   ];
+}
+
+/**
+ * The frequent rows' table (`frequentLists.ts`), created only by publications that write frequent lists, and its key
+ * (built once the rows are in).
+ */
+export function frequentTableStatements(tables: GenerationTables): { create: string[]; index: string } {
+  return {
+    create: [
+      `create table ${tables.frequent} (doc integer not null, postings bytea not null)`,
+      // Rows of a few hundred bytes, read a few thousand at a time by the entries' key: never compressed.
+      `alter table ${tables.frequent} alter column postings set storage external`,
+    ],
+    index: `alter table ${tables.frequent} add primary key (doc)`,
+  };
 }
 
 /** Indexes, built once the data is in (faster than maintaining them row by row), each with its phase name. */
@@ -217,10 +229,6 @@ export function indexGenerationStatements(
     [
       "index scopes",
       `alter table ${tables.scopes} add constraint g${generation}_scopes_key primary key (kind, key)`,
-    ],
-    [
-      "index frequent",
-      `alter table ${tables.frequent} add constraint g${generation}_frequent_key primary key (doc)`,
     ],
     // Statistics of the key columns only: sampling the large array columns costs seconds and no plan uses them.
     ["analyze", `analyze ${tables.entries} (doc)`],
