@@ -9,9 +9,9 @@
  * 3. An entry whose partial score plus the deferred lists' bounds stays below the K-th best partial score cannot be
  *    among the best K. The others (the candidates) are few: their rows of the `frequent` table are read (a third
  *    round trip) and each deferred list becomes the list of the candidates' postings in it.
- * 4. The scorer then ranks every list as before. A candidate holds all of its postings, so its score is the same
- *    sum in the same order; an entry that is not a candidate may score less than in full, but it was below the K-th
- *    best score in full already. So the top K, their scores and their breakdowns are those of the whole lists.
+ * 4. The scorer then ranks the candidates' postings in every list (`candidatePostings`). A candidate holds all of
+ *    its postings, so its score is the same sum in the same order; an entry that is not a candidate was below the
+ *    K-th best score in full already. So the top K, their scores and their breakdowns are those of the whole lists.
  *
  * When the bounds leave too many candidates (their rows would cost more than the lists), the deferred lists are
  * read whole instead.
@@ -48,6 +48,17 @@ const DEFERRED_SHARE = 0.4;
  * @internal
  */
 export const deferralCosts = { listBytesPerPosting: 3, rowOverheadBytes: 256, share: DEFERRED_SHARE };
+
+/**
+ * What a deferral gives the turn: the lists to rank in place of the deferred ones (same order; null: no posting),
+ * whether each is the whole list (one a reader may keep), and, when the candidates' rows were read, the candidates
+ * (marked by dense id, and their count): the best K are among them, so the turn may rank only their postings.
+ */
+export type DeferralResult = {
+  lists: (FetchedList | null)[];
+  whole: boolean[];
+  candidates: { marks: Uint8Array; count: number } | null;
+};
 
 /** What a deferral needs from the turn: its reads and the generation's figures. */
 export type DeferralContext = {
@@ -136,7 +147,7 @@ export async function resolveDeferred(
   complete: readonly FetchedList[],
   deferred: readonly DeferredHeader[],
   context: DeferralContext,
-): Promise<{ lists: (FetchedList | null)[]; whole: boolean[] }> {
+): Promise<DeferralResult> {
   const lists = new Array<FetchedList | null>(deferred.length).fill(null);
   const whole = new Array<boolean>(deferred.length).fill(false);
   const readWhole = async (indexes: readonly number[]) => {
@@ -154,7 +165,7 @@ export async function resolveDeferred(
   const topK = Math.min(Math.ceil(context.topK), entryCount);
   if (!(topK > 0) || deferred.length === 0) {
     await readWhole(everyIndex);
-    return { lists, whole };
+    return { lists, whole, candidates: null };
   }
   // A fresh buffer per turn (8 MB at a million entries): a pooled one would stay in a reader's heap between turns.
   const totals = new Float64Array(entryCount);
@@ -176,7 +187,7 @@ export async function resolveDeferred(
   }
   if (kept.length === 0) {
     await readWhole(everyIndex);
-    return { lists, whole };
+    return { lists, whole, candidates: null };
   }
   const isKept = new Uint8Array(deferred.length);
   for (const index of kept) isKept[index] = 1;
@@ -200,7 +211,7 @@ export async function resolveDeferred(
     deferredPostings * deferralCosts.listBytesPerPosting
   ) {
     await readWhole(kept);
-    return { lists, whole };
+    return { lists, whole, candidates: null };
   }
   // The candidates' postings in the deferred lists, from their rows.
   const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
@@ -247,5 +258,52 @@ export async function resolveDeferred(
       upper: header.upper,
     };
   });
-  return { lists, whole };
+  const chosen = new Uint8Array(entryCount);
+  for (const doc of candidates) chosen[doc] = 1;
+  return { lists, whole, candidates: { marks: chosen, count: candidates.length } };
+}
+
+/**
+ * `list`'s postings of the entries `candidates` marks, in order (the list itself when it holds only those; null when
+ * it holds none of them). Its bound stays the whole list's (still a bound).
+ */
+export function candidatePostings(
+  list: FetchedList,
+  candidates: { marks: Uint8Array; count: number },
+): FetchedList | null {
+  const docs = list.docs;
+  const marks = candidates.marks;
+  // At most one posting per candidate: the arrays are sized by the smaller count and cut to what was kept.
+  const room = Math.min(docs.length, candidates.count);
+  const keptDocs = new Int32Array(room);
+  const codes = list.codes;
+  let kept = 0;
+  if (codes === undefined) {
+    const values = new Float64Array(room);
+    const contributions = list.contributions;
+    for (let position = 0; position < docs.length; position++) {
+      const doc = docs[position]!;
+      if (marks[doc] !== 1) continue;
+      keptDocs[kept] = doc;
+      values[kept++] = contributions[position]!;
+    }
+    if (kept === 0) return null;
+    if (kept === docs.length) return list;
+    return { docs: keptDocs.subarray(0, kept), contributions: values.subarray(0, kept), upper: list.upper };
+  }
+  const keptCodes = codes instanceof Uint8Array ? new Uint8Array(room) : new Uint16Array(room);
+  for (let position = 0; position < docs.length; position++) {
+    const doc = docs[position]!;
+    if (marks[doc] !== 1) continue;
+    keptDocs[kept] = doc;
+    keptCodes[kept++] = codes[position]!;
+  }
+  if (kept === 0) return null;
+  if (kept === docs.length) return list;
+  return {
+    docs: keptDocs.subarray(0, kept),
+    contributions: list.contributions,
+    codes: keptCodes.subarray(0, kept),
+    upper: list.upper,
+  };
 }

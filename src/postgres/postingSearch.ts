@@ -13,7 +13,7 @@ import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { BinaryArrayError, int4Of } from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
-import { type DeferredHeader, resolveDeferred } from "./deferredLists.js";
+import { candidatePostings, type DeferredHeader, resolveDeferred } from "./deferredLists.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import type { FetchTicket } from "./fetchBudget.js";
@@ -169,6 +169,7 @@ export class PostingSearch {
       byTerm[position] = postings;
       if (keys && !partial.has(index)) this.cache.set(keys[position]!, postings);
     });
+    let candidates: { marks: Uint8Array; count: number } | null = null;
     if (deferred.length > 0) {
       const deferStarted = performance.now();
       const complete: FetchedList[] = [];
@@ -194,6 +195,7 @@ export class PostingSearch {
           readRows: (docs, onRow) => this.readFrequentRows(docs, onRow),
         },
       );
+      candidates = resolved.candidates;
       const whole = new Map<number, boolean>();
       deferred.forEach((header, index) => {
         fetched[header.slot]![header.field] = resolved.lists[index]!;
@@ -210,7 +212,17 @@ export class PostingSearch {
         performance.now() - deferStarted,
       );
     }
-    const termLists = byTerm as TermPostings[];
+    let termLists = byTerm as TermPostings[];
+    if (candidates) {
+      // The best K are among the candidates: only their postings are ranked (the same sums, in the same order).
+      const restrictStarted = performance.now();
+      const chosen = candidates;
+      termLists = termLists.map((term) => ({
+        lists: term.lists.map((list) => list && candidatePostings(list, chosen)),
+        bytes: 0,
+      }));
+      profile?.add("candidates' postings", performance.now() - restrictStarted);
+    }
     const rankStarted = performance.now();
     // Sum mode: each ranked document's position in every list, found while its exact score was summed.
     const positions = this.bm25f ? undefined : new Map<number, Int32Array>();
