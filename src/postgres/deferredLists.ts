@@ -73,18 +73,6 @@ export type DeferralContext = {
   readRows: (docs: Int32Array, onRow: (doc: number, bytes: Uint8Array) => void) => Promise<void>;
 };
 
-/** Whether ascending `docs` holds `doc`. */
-function isCandidate(docs: Int32Array, doc: number): boolean {
-  let low = 0;
-  let high = docs.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (docs[middle]! < doc) low = middle + 1;
-    else high = middle;
-  }
-  return low < docs.length && docs[low] === doc;
-}
-
 /** Adds each posting's contribution of `list` to its entry's total. */
 function addList(totals: Float64Array, list: FetchedList): void {
   const docs = list.docs;
@@ -220,6 +208,8 @@ export async function resolveDeferred(
   const docsOf = kept.map(() => [] as number[]);
   const codesOf = kept.map(() => [] as number[]);
   const candidateDocs = Int32Array.from(candidates);
+  const chosen = new Uint8Array(entryCount);
+  for (const doc of candidates) chosen[doc] = 1;
   let previous = -1;
   let ordered = true;
   let current = -1;
@@ -231,7 +221,7 @@ export async function resolveDeferred(
     codesOf[position]!.push(code);
   };
   await context.readRows(candidateDocs, (doc, bytes) => {
-    if (!isCandidate(candidateDocs, doc)) throw new BinaryArrayError("frequent row: an entry not asked for");
+    if (chosen[doc] !== 1) throw new BinaryArrayError("frequent row: an entry not asked for");
     if (doc <= previous) ordered = false;
     previous = doc;
     current = doc;
@@ -258,8 +248,6 @@ export async function resolveDeferred(
       upper: header.upper,
     };
   });
-  const chosen = new Uint8Array(entryCount);
-  for (const doc of candidates) chosen[doc] = 1;
   return { lists, whole, candidates: { marks: chosen, count: candidates.length } };
 }
 

@@ -12,6 +12,7 @@
  * previous one (the first from -1: every gap at least 1) and the posting's code, both unsigned LEB128.
  */
 import { BinaryArrayError } from "./binaryArrays.js";
+import { writeVarint } from "./wireLists.js";
 
 /** What a generation's statistics record of its frequent lists (absent: none written). */
 export type FrequentStatistics = {
@@ -45,16 +46,6 @@ function varintBytes(value: number): number {
   let bytes = 1;
   for (let rest = value; rest > 0x7f; rest = Math.floor(rest / 128)) bytes++;
   return bytes;
-}
-
-function writeVarint(target: Uint8Array, offset: number, value: number): number {
-  let rest = value;
-  while (rest > 0x7f) {
-    target[offset++] = (rest & 0x7f) | 0x80;
-    rest = Math.floor(rest / 128);
-  }
-  target[offset++] = rest;
-  return offset;
 }
 
 /** Collects a publication's frequent lists (in list-number order) and turns them into the entries' rows. */

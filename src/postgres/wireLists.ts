@@ -28,7 +28,7 @@ let scratch = new Uint8Array(1 << 16);
 let scratchCodes = new Uint16Array(1 << 14);
 
 /** Writes `value` (0 to 2^32 - 1) in LEB128 at `offset`; returns the offset after it. */
-function writeVarint(target: Uint8Array, offset: number, value: number): number {
+export function writeVarint(target: Uint8Array, offset: number, value: number): number {
   let rest = value;
   while (rest > 0x7f) {
     target[offset++] = (rest & 0x7f) | 0x80;
