@@ -9,6 +9,7 @@ import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { findPosting } from "./fieldScores.js";
 import { listUpperBound } from "./listBounds.js";
 import { DEFAULT_WINDOWS, mergeRanked, type QueryLists, type ScoringPart, scoreLists } from "./scoreLists.js";
+import { WINDOW_DOCUMENTS } from "./scoringList.js";
 
 /** Every touched eligible document, its contributions summed in list order; score descending, then rank. */
 function plainTop(
@@ -196,6 +197,61 @@ describe("scoreLists", () => {
         }
       }),
       { seed, numRuns: propertyRuns(200) },
+    );
+  });
+
+  it("returns the plain sum's top K with the default windows, postings at their edges (property)", () => {
+    // The default windows' edges: the first window's end, then every WINDOW_DOCUMENTS after it.
+    const edges = [0, DEFAULT_WINDOWS.first];
+    for (let window = 1; window <= 3; window++) edges.push(DEFAULT_WINDOWS.first + window * WINDOW_DOCUMENTS);
+    const documentCount = edges[edges.length - 1]! + 8;
+    const nearEdge = fc
+      .tuple(fc.constantFrom(...edges), fc.integer({ min: -3, max: 3 }))
+      .map(([edge, step]) => Math.min(documentCount - 1, Math.max(0, edge + step)));
+    // Ranks unrelated to dense ids (ties decided by rank), made once: the lists only touch documents near edges.
+    const ranks = Int32Array.from({ length: documentCount }, (_, doc) => (doc * 7919) % documentCount);
+    const seed = propertySeed("score-lists-window-edges");
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.tuple(nearEdge, contribution), { maxLength: 40 }), {
+          minLength: 1,
+          maxLength: 8,
+        }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.option(fc.nat(), { freq: 2 }),
+        (pairs, topK, maskSeed) => {
+          const postings = pairs.map((listPairs) => {
+            const byDoc = new Map<number, number>(listPairs);
+            const docs = Int32Array.from([...byDoc.keys()].sort((left, right) => left - right));
+            return { docs, contributions: Float64Array.from(docs, (doc) => byDoc.get(doc)!) };
+          });
+          const lists: QueryLists = {
+            postings,
+            starts: new Int32Array(postings.length),
+            ends: Int32Array.from(postings, ({ docs }) => docs.length),
+            upper: Float64Array.from(postings, ({ contributions }) =>
+              listUpperBound(contributions, 0, contributions.length),
+            ),
+          };
+          const mask =
+            maskSeed === null
+              ? null
+              : Uint8Array.from({ length: documentCount }, (_, doc) =>
+                  (doc * 7 + maskSeed) % 3 === 0 ? 0 : 1,
+                );
+          const expected = plainTop(lists, ranks, topK, mask);
+          for (const layout of ["dense", "sparse"] as const)
+            for (const alwaysProbe of [false, true])
+              expect(
+                scoreLists(lists, documentCount, ranks, topK, mask, {
+                  ...DEFAULT_WINDOWS,
+                  layout,
+                  alwaysProbe,
+                }),
+              ).toEqual(expected);
+        },
+      ),
+      { seed, numRuns: propertyRuns(100) },
     );
   });
 });
