@@ -3,8 +3,9 @@
  * three modes: from the manifest (read, validate, hash, build), from the manifest with a prebuilt artifact (read,
  * validate, hash, load), and from the self-contained artifact alone (`indexArtifact` without sources: load only).
  * Each child runs the built package (`dist/`, plain `node`, no TypeScript loader), constructs the engine and
- * grounds one query; a bare `node -e ""` is timed in the same runs (Node's own start, part of every figure). Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c] [--artifact-dir DIR]`
- * (modes: `manifest`, `manifest+artifact`, `artifact`, and `cli`: `lexground query --kb kb.lxg <query>` from spawn to
+ * grounds one query; a bare `node -e ""` is timed in the same runs (Node's own start, part of every figure). Run with `npm run bench:coldstart -- [--sizes 10000,100000] [--runs 3] [--modes a,b,c] [--artifact-dir DIR] [--heap]`
+ * (modes: `manifest`, `manifest+artifact`, `artifact`, `artifact-nocache` (the same with `LEXGROUND_CODE_CACHE=off`: the engine
+ * loaded as a module, without its V8 code cache), and `cli`: `lexground query --kb kb.lxg <query>` from spawn to
  * exit, wall time only; default the first three); it builds `dist/` first. The children import the package by
  * name, as an application does. With
  * `--artifact-dir`, the artifacts (and their query) are kept in DIR as `synthetic-<size>-seed42.lxg` and reused by
@@ -37,6 +38,12 @@ const sizes = option("sizes", "10000,100000").split(",").map(Number);
 const runs = Number(option("runs", "3"));
 const modes = option("modes", "manifest,manifest+artifact,artifact").split(",");
 const artifactDirectory = option("artifact-dir", "");
+/**
+ * `--heap`: children run with `--max-old-space-size=8192` (needed from about a million entries). Without it, plain
+ * `node` as an application starts, which is what the engine's V8 code cache is made for (any V8 option makes the
+ * engine load without it: scripts/engineScript.mjs); sizes from a million entries get it regardless.
+ */
+const heapFlag = process.argv.includes("--heap");
 
 async function main(): Promise<void> {
   execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
@@ -45,12 +52,15 @@ async function main(): Promise<void> {
   console.log(
     `cold start: ${cpus().length} CPUs (${cpus()[0]?.model.trim()}), Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`,
   );
-  console.log(`children load ${describeBuiltEntry()}`);
+  console.log(
+    `children load ${describeBuiltEntry()}; node options: ${heapFlag ? "--max-old-space-size=8192" : "none below 1M entries (--max-old-space-size=8192 from 1M)"}`,
+  );
   console.log("");
   const labels: Record<string, string> = {
     manifest: "manifest (ms: turn (CPU); exit)",
     "manifest+artifact": "manifest + artifact (ms: turn (CPU); exit)",
     artifact: "artifact alone (ms: turn (CPU); exit)",
+    "artifact-nocache": "artifact alone, no code cache (ms: turn (CPU); exit)",
     cli: "CLI query --kb kb.lxg (ms, wall only)",
   };
   console.log(
@@ -67,7 +77,7 @@ async function main(): Promise<void> {
       let query: string;
       if (
         kept &&
-        modes.every((mode) => mode === "artifact" || mode === "cli") &&
+        modes.every((mode) => mode === "artifact" || mode === "artifact-nocache" || mode === "cli") &&
         existsSync(`${kept}.query.txt`)
       ) {
         // Kept by an earlier run (its query beside it): reused as it is.
@@ -82,7 +92,7 @@ async function main(): Promise<void> {
           catalogs: [{ id: "synthetic", entries: workload.entries }],
         };
         // A million entries' manifest is longer than the longest string V8 makes: written only when a mode reads it.
-        if (modes.some((mode) => mode !== "artifact" && mode !== "cli")) {
+        if (modes.some((mode) => mode !== "artifact" && mode !== "artifact-nocache" && mode !== "cli")) {
           const manifestText = JSON.stringify(manifest);
           manifestBytes = Buffer.byteLength(manifestText);
           writeFileSync(manifestPath, manifestText);
@@ -97,6 +107,7 @@ async function main(): Promise<void> {
         query = workload.queries[0]!.query;
         if (kept) writeFileSync(`${kept}.query.txt`, query);
       }
+      const heapOption = heapFlag || size >= 1_000_000;
       const times = new Map<string, number[]>(modes.map((mode) => [mode, []]));
       const cpuTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
       const exitTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
@@ -110,11 +121,16 @@ async function main(): Promise<void> {
             cpuTimes.get(mode)!.push(Number.NaN);
             continue;
           }
-          const result = await timeFirstTurn(childPath, {
-            ...(mode === "artifact" ? {} : { manifestPath }),
-            ...(mode === "manifest" ? {} : { artifactPath }),
-            query,
-          });
+          const result = await timeFirstTurn(
+            childPath,
+            {
+              ...(mode === "artifact" || mode === "artifact-nocache" ? {} : { manifestPath }),
+              ...(mode === "manifest" ? {} : { artifactPath }),
+              query,
+            },
+            heapOption ? ["--max-old-space-size=8192"] : [],
+            mode === "artifact-nocache" ? { LEXGROUND_CODE_CACHE: "off" } : {},
+          );
           const expectedOrigin = mode === "manifest" ? "built" : "artifact";
           if (result.report.origin !== expectedOrigin || !result.report.grounded)
             throw new Error(`unexpected (${mode}): ${JSON.stringify(result.report)}`);

@@ -35,13 +35,21 @@ export function describeBuiltEntry(): string {
     const text = readFileSync(file, "utf8");
     seen.set(file, text.length);
     for (const match of text.matchAll(
-      /(?:^|[\n;])\s*(?:import|export)\s[^;]*?from\s*["'](\.[^"']+)["']|(?:^|[\n;])\s*import\s*["'](\.[^"']+)["']/g,
-    ))
-      visit(resolve(dirname(file), (match[1] ?? match[2])!));
+      /(?:^|[\n;])\s*(?:import|export)\s[^;]*?from\s*["']([.#][^"']+)["']|(?:^|[\n;])\s*import\s*["']([.#][^"']+)["']/g,
+    )) {
+      const specifier = (match[1] ?? match[2])!;
+      // The engine chunk, imported through package.json `imports` (its module; Node loads it code-cached).
+      visit(
+        specifier.startsWith("#")
+          ? join(REPO_ROOT, "dist/knowledge/rootChunk.js")
+          : resolve(dirname(file), specifier),
+      );
+    }
   };
   visit(entry);
   const bytes = [...seen.values()].reduce((sum, length) => sum + length, 0);
-  return `dist/index.js (npm run build): ${seen.size} files in its static import graph, ${(bytes / 1024).toFixed(0)} KiB`;
+  const cached = existsSync(join(REPO_ROOT, "dist/knowledge/rootChunk.cache"));
+  return `dist/index.js (npm run build): ${seen.size} files in its static import graph, ${(bytes / 1024).toFixed(0)} KiB${cached ? " (the engine chunk with its V8 code cache in plain node)" : ""}`;
 }
 
 /**
@@ -121,10 +129,14 @@ export function writeArtifactPieces(path: string, pieces: readonly Uint8Array[])
  */
 function timedNode(
   args: string[],
+  environment: Record<string, string> = {},
 ): Promise<{ milliseconds: number; reportMilliseconds: number; output: string }> {
   return new Promise((resolvePromise, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, args, {
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, ...environment },
+    });
     let output = "";
     let reportMilliseconds = Number.NaN;
     child.stdout.on("data", (chunk) => {
@@ -152,19 +164,20 @@ function timedNode(
  * report, written right after the turn) and to its exit (`exitMilliseconds`: Node's teardown included, and V8's
  * background compilations still running, which the process waits for): from the manifest when `manifestPath` is
  * given, with the artifact when `artifactPath` is given (both: the key-checked mode; the artifact alone: no sources).
+ * `nodeOptions`: the child's `node` options (a larger heap by default, which a million entries need; any V8 option
+ * makes the child load the engine without its code cache, see scripts/engineScript.mjs); `environment`: added to
+ * the child's.
  */
 export async function timeFirstTurn(
   childPath: string,
   turn: { manifestPath?: string; artifactPath?: string; query: string },
+  nodeOptions: readonly string[] = ["--max-old-space-size=8192"],
+  environment: Record<string, string> = {},
 ): Promise<{ milliseconds: number; exitMilliseconds: number; report: FirstTurnReport }> {
-  const { milliseconds, reportMilliseconds, output } = await timedNode([
-    "--max-old-space-size=8192",
-    childPath,
-    "lexground",
-    turn.manifestPath ?? "-",
-    turn.artifactPath ?? "-",
-    turn.query,
-  ]);
+  const { milliseconds, reportMilliseconds, output } = await timedNode(
+    [...nodeOptions, childPath, "lexground", turn.manifestPath ?? "-", turn.artifactPath ?? "-", turn.query],
+    environment,
+  );
   if (Number.isNaN(reportMilliseconds)) throw new Error(`the child printed no report:\n${output}`);
   return {
     milliseconds: reportMilliseconds,

@@ -19,6 +19,7 @@ import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "no
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { build } from "esbuild";
+import { emitEngineForNode } from "./engineScript.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const dist = join(root, "dist");
@@ -143,7 +144,13 @@ for (const file of loadedFiles)
       `bundle: ${relative(staging, file)} builds a namespace object at the root export's import`,
     );
 
+const engineChunk = loadedFiles.find((file) => file !== join(staging, relative(dist, rootEntry)));
+if (!engineChunk) throw new Error("bundle: the root export has no chunk");
+
 // tsc's JavaScript (and its maps) goes; its declarations stay; the bundles take the entry points' places.
 for (const file of filesUnder(dist)) if (/\.js(\.map)?$/.test(file)) rmSync(file);
 for (const file of filesUnder(staging)) renameSync(file, join(dist, relative(staging, file)));
 rmSync(staging, { recursive: true, force: true });
+
+// The engine chunk as `dist/knowledge/engine.js`, and Node's code-cached copy of it (scripts/engineScript.mjs).
+emitEngineForNode({ dist, chunkPath: join(dist, relative(staging, engineChunk)) });

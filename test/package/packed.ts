@@ -49,7 +49,7 @@ function newestModification(path: string, skip: (name: string) => boolean): numb
  * Builds `dist/` when it is missing or older than a source file (after `npm ci`, `prepare` has just built it, and
  * nothing is done). The test packs `dist/` as it is, with `--ignore-scripts`, so it does not build twice.
  */
-async function ensureBuilt(): Promise<void> {
+export async function ensureBuilt(): Promise<void> {
   const built = join(repositoryRoot, "dist/index.js");
   const sources = Math.max(
     newestModification(join(repositoryRoot, "src"), (name) => name.includes(".test.")),

@@ -1,0 +1,242 @@
+/**
+ * Part of `npm run build` (called by scripts/bundle.mjs): the engine chunk (the root export's code, one file) for
+ * Node with a V8 code cache.
+ *
+ * Why: a 10k cold start spent about 20 ms compiling the chunk's ~480 KiB at its import (V8's pre-parse) and 10-18 ms
+ * compiling lazily, at the first turn, the functions the turn runs (README, "Prebuilt index artifacts and cold
+ * start"). Node 20 has no module compile cache (`module.enableCompileCache` is Node 22), but `vm.Script` takes a V8
+ * code cache, and `script.createCachedData()` made after a representative first turn holds the bytecode of every
+ * function compiled until then. So the build writes, beside the chunk (`dist/knowledge/rootChunk.js`, unchanged):
+ *
+ * - `rootChunk.script.js`: the same code as a classic script, a function expression that takes the chunk's URL (its
+ *   only `import.meta` use: the workers are started from beside it) and returns the chunk's exports; same lines.
+ * - `rootChunk.cache`: V8's code cache of that script, made in a fresh `node` (no flags) after loading a small
+ *   self-contained artifact from a file and grounding one turn on it.
+ * - `rootChunk.node.js`: the loader. Every file of `dist/` imports the engine as `#lexground-engine`; package.json
+ *   `imports` maps it, under the `node-addons` condition (only Node itself matches it, not bundlers, Deno or Bun;
+ *   `--no-addons` turns it off), to the loader, and otherwise to the chunk. One module either way, so every entry
+ *   point shares the same classes. The loader compiles the script with the cache (V8 checks that the cache was made
+ *   by the same V8 with the same flags and source length, and compiles normally when not) and falls back to the
+ *   chunk (through `require`, synchronous: the loader has no top-level await, so `require("lexground")` still
+ *   works) when the script cannot be read or run, when source maps are enabled (stack traces of a `vm` script are
+ *   not mapped), and when `LEXGROUND_CODE_CACHE=off`. `LEXGROUND_CODE_CACHE=report` prints what it did to stderr.
+ *
+ * The cache sits in the package's own `dist/`, beside the code, with the code's trust; nothing is read from or
+ * written to any other place.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+/** The specifier every file of `dist/` imports the engine by (package.json `imports`). */
+export const ENGINE_SPECIFIER = "#lexground-engine";
+
+/** The exported names of an esbuild chunk: its last statement, `export { a, b, ... };` (no renames). */
+function exportedNames(text, file) {
+  const at = text.lastIndexOf("\nexport {");
+  const end = at < 0 ? -1 : text.indexOf("};", at);
+  if (at < 0 || end < 0) throw new Error(`engine script: ${file} has no export list`);
+  const names = text
+    .slice(at + "\nexport {".length, end)
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+  for (const name of names)
+    if (!/^[A-Za-z_$][\w$]*$/.test(name)) throw new Error(`engine script: export "${name}" is renamed`);
+  const rest = text.slice(end + 2);
+  if (rest.replace(/\/\/[^\n]*/g, "").trim() !== "")
+    throw new Error(`engine script: code after ${file}'s exports`);
+  return { names, body: text.slice(0, at) };
+}
+
+/**
+ * The loader exports copies of the script's bindings (`export const`), not live bindings: checked that no exported
+ * `var` or `let` is assigned anywhere but at its declaration, and that the chunk has no other import or export.
+ */
+function checkChunk(body, names, file) {
+  // esbuild writes top-level statements at column 0 (a dynamic import() in a worker's source text is not one).
+  if (/^(import\s*[\w{*"']|export\s)/m.test(body))
+    throw new Error(`engine script: ${file} imports or exports elsewhere`);
+  const metaUses = body.match(/\bimport\.meta\b(\.url)?/g) ?? [];
+  if (metaUses.some((use) => use !== "import.meta.url"))
+    throw new Error(`engine script: ${file} uses import.meta other than import.meta.url`);
+  for (const name of names) {
+    const escaped = name.replace(/\$/g, "\\$");
+    const declaration = new RegExp(
+      `^(var|let|const|function\\*?|async function|class) ${escaped}\\b`,
+      "m",
+    ).exec(body);
+    if (!declaration) throw new Error(`engine script: no top-level declaration of ${name} in ${file}`);
+    if (declaration[1] !== "var" && declaration[1] !== "let") continue;
+    const assignments =
+      body.match(new RegExp(`(^|[^.\\w$])${escaped}\\s*(=(?!=)|\\+=|-=|\\+\\+|--)`, "gm")) ?? [];
+    if (assignments.length !== 1) throw new Error(`engine script: ${name} is assigned after its declaration`);
+  }
+}
+
+/** The loader's source (ESM, no top-level await; see the module comment). */
+function loaderSource(names) {
+  return `// Generated by scripts/engineScript.mjs (npm run build): the engine for Node, compiled with a V8 code cache.
+const host = globalThis.process;
+const mode = host.env.LEXGROUND_CODE_CACHE;
+const report = (message) => {
+  if (mode === "report") host.getBuiltinModule("node:fs").writeSync(2, \`lexground code cache: \${message}\\n\`);
+};
+// Options that set no V8 flag. V8 takes the cache only under the flags it was made with (none): under any other
+// option of the command line or NODE_OPTIONS the chunk is loaded as a module, as without a cache, rather than
+// compiled as a script whose cache V8 then rejects (about as slow, and a cache file read more).
+const NODE_ONLY = /^(--(import|require|loader|experimental-loader|conditions|unhandled-rejections|env-file|input-type|title)(=.*)?|-r|-C|-e|--eval|-p|--print|--no-warnings|--no-deprecation|--trace-warnings|[^-].*)$/s;
+function plainNode() {
+  const options = [...host.execArgv, ...(host.env.NODE_OPTIONS ?? "").split(/\\s+/).filter(Boolean)];
+  return options.every((option) => NODE_ONLY.test(option));
+}
+function fromScript() {
+  if (mode === "off" || host.sourceMapsEnabled || host.versions.bun !== undefined || host.versions.deno !== undefined)
+    return undefined;
+  if (!plainNode()) {
+    report("skipped (V8 options)");
+    return undefined;
+  }
+  const fs = host.getBuiltinModule("node:fs");
+  const vm = host.getBuiltinModule("node:vm");
+  const { fileURLToPath } = host.getBuiltinModule("node:url");
+  const scriptPath = fileURLToPath(new URL("./rootChunk.script.js", import.meta.url));
+  // ASCII (scripts/bundle.mjs): latin1 gives V8 a one-byte string without decoding.
+  const source = fs.readFileSync(scriptPath, "latin1");
+  let cachedData;
+  try {
+    cachedData = fs.readFileSync(fileURLToPath(new URL("./rootChunk.cache", import.meta.url)));
+  } catch {
+    // No cache: compiled as usual.
+  }
+  const script = new vm.Script(source, { filename: scriptPath, cachedData });
+  const engine = script.runInThisContext()(new URL("./rootChunk.js", import.meta.url).href);
+  report(cachedData === undefined ? "absent" : script.cachedDataRejected ? "rejected" : "accepted");
+  return engine;
+}
+let engine;
+try {
+  engine = fromScript();
+} catch (error) {
+  report(\`failed (\${error?.message ?? error}), loading the module\`);
+}
+if (engine === undefined) {
+  if (mode === "off" || host.sourceMapsEnabled) report("off");
+  engine = host.getBuiltinModule("node:module").createRequire(import.meta.url)("./rootChunk.js");
+}
+export const {
+${names.map((name) => `  ${name},`).join("\n")}
+} = engine;
+`;
+}
+
+/** A small self-contained artifact (built in a child from the ESM chunk) for the cache's representative turn. */
+const ARTIFACT_CHILD = `
+const [enginePath, artifactPath] = process.argv.slice(1);
+const { buildIndexArtifact } = await import(enginePath);
+const entries = [
+  { id: "settings.multi-step-flow", title: "Multi-Step Flow", summary: "Controls whether guided workflow steps are shown to new accounts.", domain: "account-settings", integrations: ["integration-a"], kind: "configuration", body: "When on, onboarding is split into guided workflow steps.", aliases: ["enableMultiStepFlow"], keywords: ["wizard", "onboarding"], relatedEntryIds: ["settings.progress-indicator"] },
+  { id: "settings.progress-indicator", title: "Progress Indicator", summary: "Shows a progress bar during onboarding.", domain: "account-settings", integrations: [], kind: "configuration" },
+  { id: "access.policy-types", title: "Policy Types", summary: "The kinds of access policy an administrator can assign.", domain: "access-policies", integrations: [], kind: "policy", body: "There are three policy types: owner, editor and viewer." },
+];
+process.getBuiltinModule("node:fs").writeFileSync(artifactPath, await buildIndexArtifact([{ id: "docs", version: "1", entries }]));
+`;
+
+/**
+ * The cache's workload, in a fresh \`node\` without flags (V8 accepts a cache only under the flags it was made with):
+ * compiles the script as the loader does, loads the artifact from its file, grounds one turn, saves the cache.
+ */
+const CACHE_CHILD = `
+const [scriptPath, engineUrl, artifactPath, cachePath] = process.argv.slice(1);
+const fs = process.getBuiltinModule("node:fs");
+const vm = process.getBuiltinModule("node:vm");
+const script = new vm.Script(fs.readFileSync(scriptPath, "latin1"), { filename: scriptPath });
+const { KnowledgeGroundingEngine } = script.runInThisContext()(engineUrl);
+const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: artifactPath });
+const outcome = await engine.ground({ query: "multi step flow onboarding" });
+if (engine.getStatus().snapshotOrigin !== "artifact" || outcome.ephemeralContext === null)
+  throw new Error("the cache's turn grounded nothing");
+fs.writeFileSync(cachePath, script.createCachedData());
+`;
+
+/** Checks, in a fresh \`node\`, that the root export loads through the loader with the cache accepted. */
+const CHECK_CHILD = `
+const [rootUrl] = process.argv.slice(1);
+const root = await import(rootUrl);
+if (typeof root.KnowledgeGroundingEngine !== "function") throw new Error("no engine");
+`;
+
+function filesUnder(directory) {
+  return readdirSync(directory, { withFileTypes: true, recursive: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath ?? entry.path, entry.name));
+}
+
+/**
+ * Renames the engine chunk `chunkPath` (in `dist`) to `dist/knowledge/rootChunk.js`, points every other file at it as
+ * {@link ENGINE_SPECIFIER}, and writes the classic script, its code cache and the loader beside it.
+ */
+export function emitEngineForNode({ dist, chunkPath }) {
+  const knowledge = join(dist, "knowledge");
+  const chunkName = chunkPath.slice(chunkPath.lastIndexOf("/") + 1);
+  if (join(knowledge, chunkName) !== chunkPath)
+    throw new Error(`engine script: ${chunkPath} is not in ${knowledge}`);
+  const enginePath = join(knowledge, "rootChunk.js");
+  const quotedChunk = new RegExp(`(["'])\\.\\.?/(?:[^"'\\n]*/)?${chunkName.replace(/\./g, "\\.")}\\1`, "g");
+  for (const file of filesUnder(dist)) {
+    if (!file.endsWith(".js") || file === chunkPath) continue;
+    const text = readFileSync(file, "utf8");
+    const rewritten = text.replace(quotedChunk, JSON.stringify(ENGINE_SPECIFIER));
+    if (rewritten !== text) writeFileSync(file, rewritten);
+  }
+  const text = readFileSync(chunkPath, "utf8");
+  const map = JSON.parse(readFileSync(`${chunkPath}.map`, "utf8"));
+  writeFileSync(`${enginePath}.map`, JSON.stringify({ ...map, file: "rootChunk.js" }));
+  writeFileSync(
+    enginePath,
+    text.replace(`//# sourceMappingURL=${chunkName}.map`, "//# sourceMappingURL=rootChunk.js.map"),
+  );
+  rmSync(chunkPath);
+  rmSync(`${chunkPath}.map`);
+
+  const { names, body } = exportedNames(text, chunkName);
+  checkChunk(body, names, chunkName);
+  if (/[\u0080-\uffff]/.test(body)) throw new Error("engine script: the chunk is not ASCII");
+  // Same lines as rootChunk.js (the wrapper's opening shares the chunk's first line), so a stack trace's line numbers
+  // are the chunk's; strict, as the module is.
+  const script = `(function (lexgroundEngineUrl) { "use strict"; ${body.replaceAll("import.meta.url", "lexgroundEngineUrl")}\nreturn { ${names.join(", ")} };\n})\n`;
+  const scriptPath = join(knowledge, "rootChunk.script.js");
+  writeFileSync(scriptPath, script, "latin1");
+  writeFileSync(join(knowledge, "rootChunk.node.js"), loaderSource(names));
+
+  const temporary = mkdtempSync(join(tmpdir(), "lexground-engine-cache-"));
+  // No NODE_OPTIONS: the cache is for a plain \`node\` (V8 rejects it under other V8 flags).
+  const environment = { ...process.env, NODE_OPTIONS: "" };
+  const node = (source, args, extra = {}) =>
+    execFileSync(process.execPath, ["--input-type=module", "-e", source, "--", ...args], {
+      env: { ...environment, ...extra },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+  try {
+    const artifactPath = join(temporary, "cache.lxg");
+    node(ARTIFACT_CHILD, [pathToFileURL(enginePath).href, artifactPath]);
+    node(CACHE_CHILD, [
+      scriptPath,
+      pathToFileURL(enginePath).href,
+      artifactPath,
+      join(knowledge, "rootChunk.cache"),
+    ]);
+  } finally {
+    rmSync(temporary, { recursive: true, force: true });
+  }
+  const checked = spawnSync(
+    process.execPath,
+    ["--input-type=module", "-e", CHECK_CHILD, "--", pathToFileURL(join(dist, "index.js")).href],
+    { env: { ...environment, LEXGROUND_CODE_CACHE: "report" }, encoding: "utf8" },
+  );
+  if (checked.status !== 0 || !checked.stderr.includes("lexground code cache: accepted"))
+    throw new Error(`engine script: the root export did not load with the code cache:\n${checked.stderr}`);
+}
