@@ -15,11 +15,13 @@
  * - `rootChunk.node.js`: the loader. Every file of `dist/` imports the engine as `#lexground-engine`; package.json
  *   `imports` maps it, under the `node-addons` condition (only Node itself matches it, not bundlers, Deno or Bun;
  *   `--no-addons` turns it off), to the loader, and otherwise to the chunk. One module either way, so every entry
- *   point shares the same classes. The loader compiles the script with the cache (V8 checks that the cache was made
- *   by the same V8 with the same flags and source length, and compiles normally when not) and falls back to the
- *   chunk (through `require`, synchronous: the loader has no top-level await, so `require("lexground")` still
- *   works) when the script cannot be read or run, when source maps are enabled (stack traces of a `vm` script are
- *   not mapped), and when `LEXGROUND_CODE_CACHE=off`. `LEXGROUND_CODE_CACHE=report` prints what it did to stderr.
+ *   point shares the same classes. The loader compiles the script with the cache when the process has no V8
+ *   option (V8 takes a cache only under the flags it was made with; a rejected one costs more than the module) and
+ *   the cache passes its check (V8 11.3 does not check the payload: see checkModuleBytes); V8 still checks its
+ *   version, flags and source length and compiles normally when they differ. It loads the chunk instead (through
+ *   `require`, synchronous: the loader has no top-level await, so `require("lexground")` still works) when the
+ *   script cannot be read or run, under V8 options, with source maps enabled (a `vm` script's stack traces are not
+ *   mapped), and with `LEXGROUND_CODE_CACHE=off`. `LEXGROUND_CODE_CACHE=report` prints what it did to stderr.
  *
  * The cache sits in the package's own `dist/`, beside the code, with the code's trust; nothing is read from or
  * written to any other place.
