@@ -71,6 +71,8 @@ export type DeferralContext = {
   readLists: (indexes: readonly number[]) => Promise<FetchedList[]>;
   /** Reads the `frequent` rows of `docs` (ascending), each handed to `onRow` as it arrives (a view: copy to keep). */
   readRows: (docs: Int32Array, onRow: (doc: number, bytes: Uint8Array) => void) => Promise<void>;
+  /** Where a partial-sum buffer is kept between turns (the reader's posting cache); a fresh one when absent. */
+  scratch?: { take: (length: number) => Float64Array | undefined; keep: (buffer: Float64Array) => void };
 };
 
 /** Adds each posting's contribution of `list` to its entry's total. */
@@ -155,100 +157,113 @@ export async function resolveDeferred(
     await readWhole(everyIndex);
     return { lists, whole, candidates: null };
   }
-  // A fresh buffer per turn (8 MB at a million entries): a pooled one would stay in a reader's heap between turns.
-  const totals = new Float64Array(entryCount);
-  for (const list of complete) addList(totals, list);
-  const firstBound = kthTotal(totals, mask, topK) / SLACK;
-  // Defer the smallest bounds first (usually the longest lists: the most common terms).
-  const byBound = everyIndex
-    .filter((index) => Number.isFinite(deferred[index]!.upper))
-    .sort((left, right) => deferred[left]!.upper - deferred[right]!.upper || left - right);
-  const kept: number[] = [];
-  let keptBound = 0;
-  const limit =
-    deferralCosts.share === Number.POSITIVE_INFINITY ? deferralCosts.share : deferralCosts.share * firstBound;
-  for (const index of byBound) {
-    const upper = deferred[index]!.upper;
-    if (!(limit > 0) || (keptBound + upper) * SLACK > limit) break;
-    kept.push(index);
-    keptBound += upper;
-  }
-  if (kept.length === 0) {
-    await readWhole(everyIndex);
-    return { lists, whole, candidates: null };
-  }
-  const isKept = new Uint8Array(deferred.length);
-  for (const index of kept) isKept[index] = 1;
-  for (const list of await readWhole(everyIndex.filter((index) => isKept[index] === 0)))
-    addList(totals, list);
-  const bound = kthTotal(totals, mask, topK);
-  // A candidate may still reach the K-th best partial score with every deferred posting at its bound.
-  const candidates: number[] = [];
-  const reach = keptBound * SLACK;
-  // Entries below `low` cannot pass the test (the margin covers its roundings): most are passed over by one
-  // predictable comparison.
-  const low = ((bound / SLACK / SLACK - reach) / SLACK) * (1 - 2 ** -30) - bound * 2 ** -40;
-  for (let doc = 0; doc < entryCount; doc++) {
-    const total = totals[doc]!;
-    if (total >= low && mask[doc] === 1 && (total * SLACK + reach) * SLACK >= bound) candidates.push(doc);
-  }
-  let deferredPostings = 0;
-  for (const index of kept) deferredPostings += deferred[index]!.count;
-  if (
-    candidates.length * (context.rowBytesPerEntry + deferralCosts.rowOverheadBytes) >
-    deferredPostings * deferralCosts.listBytesPerPosting
-  ) {
-    await readWhole(kept);
-    return { lists, whole, candidates: null };
-  }
-  // The candidates' postings in the deferred lists, from their rows.
-  const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
-  const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
-  const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
-  const docsOf = kept.map(() => [] as number[]);
-  const codesOf = kept.map(() => [] as number[]);
-  const candidateDocs = Int32Array.from(candidates);
-  const chosen = new Uint8Array(entryCount);
-  for (const doc of candidates) chosen[doc] = 1;
-  let previous = -1;
-  let ordered = true;
-  let current = -1;
-  const found = (sortedIndex: number, code: number) => {
-    const position = order[sortedIndex]!;
-    if (code >= deferred[kept[position]!]!.values.length)
-      throw new BinaryArrayError("frequent row: a code names no value");
-    docsOf[position]!.push(current);
-    codesOf[position]!.push(code);
-  };
-  await context.readRows(candidateDocs, (doc, bytes) => {
-    if (chosen[doc] !== 1) throw new BinaryArrayError("frequent row: an entry not asked for");
-    if (doc <= previous) ordered = false;
-    previous = doc;
-    current = doc;
-    readFrequentRow(bytes, sortedWanted, found);
-  });
-  kept.forEach((index, position) => {
-    const header = deferred[index]!;
-    let docs = docsOf[position]!;
-    let codes = codesOf[position]!;
-    if (!ordered) {
-      const pairs = docs
-        .map((doc, at) => [doc, codes[at]!] as const)
-        .sort((left, right) => left[0] - right[0]);
-      docs = pairs.map((pair) => pair[0]);
-      codes = pairs.map((pair) => pair[1]);
+  const totals = context.scratch?.take(entryCount) ?? new Float64Array(entryCount);
+  try {
+    return await deferWithTotals(totals);
+  } finally {
+    if (context.scratch) {
+      totals.fill(0);
+      context.scratch.keep(totals);
     }
-    for (let at = 1; at < docs.length; at++)
-      if (docs[at]! <= docs[at - 1]!) throw new BinaryArrayError("frequent row: an entry read twice");
-    if (docs.length === 0) return;
-    lists[index] = {
-      docs: Int32Array.from(docs),
-      contributions: header.values,
-      codes: header.width === 1 ? Uint8Array.from(codes) : Uint16Array.from(codes),
-      upper: header.upper,
+  }
+
+  /** The deferral proper, over `totals` (zeroed, one per entry). */
+  async function deferWithTotals(totals: Float64Array): Promise<DeferralResult> {
+    for (const list of complete) addList(totals, list);
+    const firstBound = kthTotal(totals, mask, topK) / SLACK;
+    // Defer the smallest bounds first (usually the longest lists: the most common terms).
+    const byBound = everyIndex
+      .filter((index) => Number.isFinite(deferred[index]!.upper))
+      .sort((left, right) => deferred[left]!.upper - deferred[right]!.upper || left - right);
+    const kept: number[] = [];
+    let keptBound = 0;
+    const limit =
+      deferralCosts.share === Number.POSITIVE_INFINITY
+        ? deferralCosts.share
+        : deferralCosts.share * firstBound;
+    for (const index of byBound) {
+      const upper = deferred[index]!.upper;
+      if (!(limit > 0) || (keptBound + upper) * SLACK > limit) break;
+      kept.push(index);
+      keptBound += upper;
+    }
+    if (kept.length === 0) {
+      await readWhole(everyIndex);
+      return { lists, whole, candidates: null };
+    }
+    const isKept = new Uint8Array(deferred.length);
+    for (const index of kept) isKept[index] = 1;
+    for (const list of await readWhole(everyIndex.filter((index) => isKept[index] === 0)))
+      addList(totals, list);
+    const bound = kthTotal(totals, mask, topK);
+    // A candidate may still reach the K-th best partial score with every deferred posting at its bound.
+    const candidates: number[] = [];
+    const reach = keptBound * SLACK;
+    // Entries below `low` cannot pass the test (the margin covers its roundings): most are passed over by one
+    // predictable comparison.
+    const low = ((bound / SLACK / SLACK - reach) / SLACK) * (1 - 2 ** -30) - bound * 2 ** -40;
+    for (let doc = 0; doc < entryCount; doc++) {
+      const total = totals[doc]!;
+      if (total >= low && mask[doc] === 1 && (total * SLACK + reach) * SLACK >= bound) candidates.push(doc);
+    }
+    let deferredPostings = 0;
+    for (const index of kept) deferredPostings += deferred[index]!.count;
+    if (
+      candidates.length * (context.rowBytesPerEntry + deferralCosts.rowOverheadBytes) >
+      deferredPostings * deferralCosts.listBytesPerPosting
+    ) {
+      await readWhole(kept);
+      return { lists, whole, candidates: null };
+    }
+    // The candidates' postings in the deferred lists, from their rows.
+    const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
+    const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
+    const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
+    const docsOf = kept.map(() => [] as number[]);
+    const codesOf = kept.map(() => [] as number[]);
+    const candidateDocs = Int32Array.from(candidates);
+    const chosen = new Uint8Array(entryCount);
+    for (const doc of candidates) chosen[doc] = 1;
+    let previous = -1;
+    let ordered = true;
+    let current = -1;
+    const found = (sortedIndex: number, code: number) => {
+      const position = order[sortedIndex]!;
+      if (code >= deferred[kept[position]!]!.values.length)
+        throw new BinaryArrayError("frequent row: a code names no value");
+      docsOf[position]!.push(current);
+      codesOf[position]!.push(code);
     };
-  });
-  return { lists, whole, candidates: { marks: chosen, count: candidates.length } };
+    await context.readRows(candidateDocs, (doc, bytes) => {
+      if (chosen[doc] !== 1) throw new BinaryArrayError("frequent row: an entry not asked for");
+      if (doc <= previous) ordered = false;
+      previous = doc;
+      current = doc;
+      readFrequentRow(bytes, sortedWanted, found);
+    });
+    kept.forEach((index, position) => {
+      const header = deferred[index]!;
+      let docs = docsOf[position]!;
+      let codes = codesOf[position]!;
+      if (!ordered) {
+        const pairs = docs
+          .map((doc, at) => [doc, codes[at]!] as const)
+          .sort((left, right) => left[0] - right[0]);
+        docs = pairs.map((pair) => pair[0]);
+        codes = pairs.map((pair) => pair[1]);
+      }
+      for (let at = 1; at < docs.length; at++)
+        if (docs[at]! <= docs[at - 1]!) throw new BinaryArrayError("frequent row: an entry read twice");
+      if (docs.length === 0) return;
+      lists[index] = {
+        docs: Int32Array.from(docs),
+        contributions: header.values,
+        codes: header.width === 1 ? Uint8Array.from(codes) : Uint16Array.from(codes),
+        upper: header.upper,
+      };
+    });
+    return { lists, whole, candidates: { marks: chosen, count: candidates.length } };
+  }
 }
 
 /**

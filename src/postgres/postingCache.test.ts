@@ -86,4 +86,26 @@ describe("PostingCache", () => {
     off.fitTo(10);
     expect(off.limitBytes).toBe(0);
   });
+
+  it("keeps one partial-sum buffer between deferring turns, counted in its bytes and forgotten like a term", () => {
+    const buffer = new Float64Array(1000);
+    const cache = new PostingCache(postings(100).bytes * 20);
+    expect(cache.takeScratch(1000)).toBeUndefined();
+    cache.keepScratch(buffer);
+    expect(cache.bytes).toBeGreaterThanOrEqual(8000);
+    expect(cache.get("scratch")).toBeUndefined(); // not a term's lists
+    expect(cache.takeScratch(999)).toBeUndefined(); // another generation's size
+    expect(cache.takeScratch(1000)).toBe(buffer);
+    expect(cache.takeScratch(1000)).toBeUndefined(); // taken out
+    expect(cache.bytes).toBe(0);
+    cache.keepScratch(buffer);
+    for (let term = 0; term < 20; term++) cache.set(`0:${term}`, postings(100));
+    expect(cache.takeScratch(1000)).toBeUndefined(); // the least recently used: forgotten for the terms
+    const small = new PostingCache(4000);
+    small.keepScratch(buffer); // larger than the whole cache
+    expect(small.takeScratch(1000)).toBeUndefined();
+    const off = new PostingCache(0);
+    off.keepScratch(buffer);
+    expect(off.takeScratch(1000)).toBeUndefined();
+  });
 });

@@ -193,6 +193,10 @@ export class PostingSearch {
               ticket,
             ),
           readRows: (docs, onRow) => this.readFrequentRows(docs, onRow),
+          scratch: {
+            take: (length) => this.cache.takeScratch(length),
+            keep: (buffer) => this.cache.keepScratch(buffer),
+          },
         },
       );
       candidates = resolved.candidates;
