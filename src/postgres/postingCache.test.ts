@@ -64,8 +64,9 @@ describe("PostingCache", () => {
     expect(mebibytes(defaultPostingCacheBytes(262_144))).toBe(64);
     expect(mebibytes(defaultPostingCacheBytes(400_000))).toBeCloseTo(41.94, 2);
     expect(mebibytes(defaultPostingCacheBytes(524_288))).toBe(32);
-    expect(mebibytes(defaultPostingCacheBytes(1_000_000))).toBe(32);
-    expect(mebibytes(defaultPostingCacheBytes(10_000_000))).toBe(32);
+    expect(mebibytes(defaultPostingCacheBytes(699_051))).toBe(24);
+    expect(mebibytes(defaultPostingCacheBytes(1_000_000))).toBe(24);
+    expect(mebibytes(defaultPostingCacheBytes(10_000_000))).toBe(24);
     for (let entries = 1; entries < 4_000_000; entries = Math.ceil(entries * 1.7)) {
       expect(defaultPostingCacheBytes(entries + 1)).toBeLessThanOrEqual(defaultPostingCacheBytes(entries));
     }
