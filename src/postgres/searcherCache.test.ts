@@ -25,13 +25,13 @@ function searcherOf(cache: PostingCache, entryCount: number, generation = 1): Po
 }
 
 describe("the posting cache's default follows the generation served", () => {
-  it("is 64 MiB for 100,000 entries, 32 MiB once a million-entry generation is served, and a given size stays", () => {
+  it("is 64 MiB for 100,000 entries, 24 MiB once a million-entry generation is served, and a given size stays", () => {
     const cache = new PostingCache("auto");
     searcherOf(cache, 100_000);
     expect(cache.limitBytes).toBe(64 * 1024 ** 2);
     searcherOf(cache, 1_000_000, 2);
     expect(cache.limitBytes).toBe(defaultPostingCacheBytes(1_000_000));
-    expect(cache.limitBytes).toBe(32 * 1024 ** 2);
+    expect(cache.limitBytes).toBe(24 * 1024 ** 2);
     const given = new PostingCache(64 * 1024 ** 2);
     searcherOf(given, 1_000_000);
     expect(given.limitBytes).toBe(64 * 1024 ** 2);
