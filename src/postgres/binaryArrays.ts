@@ -65,6 +65,12 @@ export function int4Of(bytes: Uint8Array): number {
   return new DataView(bytes.buffer, bytes.byteOffset, 4).getInt32(0);
 }
 
+/** A binary COPY field that must not be NULL: its bytes, else a `BinaryArrayError` with `message`. */
+export function presentField(field: Uint8Array | null | undefined, message: string): Uint8Array {
+  if (!field) throw new BinaryArrayError(message);
+  return field;
+}
+
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /** The text of a binary COPY field (UTF-8). */

@@ -11,6 +11,7 @@
  * A row's bytes: per frequent list holding the entry, in ascending list number, the number's gap from the
  * previous one (the first from -1: every gap at least 1) and the posting's code, both unsigned LEB128.
  */
+import { seek } from "../knowledge/fieldScores.js";
 import { BinaryArrayError } from "./binaryArrays.js";
 import { writeVarint } from "./wireLists.js";
 
@@ -103,7 +104,7 @@ export class FrequentRows {
       for (let list = 0; list < this.docs.length; list++) {
         const docs = this.docs[list]!;
         const codes = this.codes[list]!;
-        let position = lowerBound(docs, from);
+        let position = seek(docs, 0, docs.length, from);
         for (; position < docs.length; position++) {
           const doc = docs[position]!;
           if (doc >= to) break;
@@ -131,18 +132,6 @@ export class FrequentRows {
     this.codes.length = 0;
     return statistics;
   }
-}
-
-/** The first position of ascending `docs` holding `doc` or more. */
-function lowerBound(docs: Int32Array, doc: number): number {
-  let low = 0;
-  let high = docs.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (docs[middle]! < doc) low = middle + 1;
-    else high = middle;
-  }
-  return low;
 }
 
 /**

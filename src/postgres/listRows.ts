@@ -4,10 +4,19 @@
  * (little-endian documents and contributions), or arrays (the binary array format). Checked: malformed bytes raise
  * a `BinaryArrayError`, never a wrong posting.
  */
-import { BinaryArrayError, decodeBinaryArray, packedFloat64s, packedInt32s } from "./binaryArrays.js";
+import {
+  BinaryArrayError,
+  decodeBinaryArray,
+  packedFloat64s,
+  packedInt32s,
+  presentField,
+} from "./binaryArrays.js";
 import { codedList } from "./codedLists.js";
 import { type FetchedList, listUpperBound } from "./postingCache.js";
 import { decodeWireList } from "./wireLists.js";
+
+/** What a row without its list arrays is told. */
+const NO_LIST = "postings: a list row holds no list";
 
 /** Fields of a list row: the coded list, then the packed documents and contributions, then the arrays. */
 const CODED = 0;
@@ -33,8 +42,8 @@ export function listOfRow(
     docs && contributions
       ? checkedList(packedInt32s(docs), packedFloat64s(contributions), entryCount)
       : checkedList(
-          decodeBinaryArray(required(fields[ARRAY_DOCS])),
-          decodeBinaryArray(required(fields[ARRAY_CONTRIBUTIONS])),
+          decodeBinaryArray(presentField(fields[ARRAY_DOCS], NO_LIST)),
+          decodeBinaryArray(presentField(fields[ARRAY_CONTRIBUTIONS], NO_LIST)),
           entryCount,
         );
   return coding ? codedList(list) : list;
@@ -43,11 +52,6 @@ export function listOfRow(
 /** Bytes a list holds (what a turn's fetch budget counts). */
 export function listBytes(list: FetchedList): number {
   return list.docs.byteLength + list.contributions.byteLength + (list.codes?.byteLength ?? 0);
-}
-
-function required(field: Uint8Array | null | undefined): Uint8Array {
-  if (!field) throw new BinaryArrayError("postings: a list row holds no list");
-  return field;
 }
 
 /** A fetched list, checked: documents ascending within the generation, one contribution each. */

@@ -11,7 +11,7 @@ import { contributionAt, type ScoringList, scoreLists, sumBreakdown } from "../k
 import type { KnowledgeCandidateEvidence, KnowledgeCandidateQuery } from "../knowledge/searchBackend.js";
 import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
-import { BinaryArrayError, int4Of } from "./binaryArrays.js";
+import { BinaryArrayError, int4Of, presentField } from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
 import { candidatePostings, type DeferredHeader, resolveDeferred } from "./deferredLists.js";
 import type { GenerationEligibility } from "./eligibility.js";
@@ -44,10 +44,9 @@ type PhraseLookup = { keys: readonly string[] } | { tokens: readonly string[]; m
 /** A frequent list received as its header: the term's slot among the fetched terms, its field, its header. */
 type FetchedHeader = { slot: number; field: number; header: DeferredHeader };
 
-function required(field: Uint8Array | null | undefined): Uint8Array {
-  if (!field) throw new BinaryArrayError("postings: a row misses a value");
-  return field;
-}
+/** A field of a row that must not be NULL. */
+const required = (field: Uint8Array | null | undefined) =>
+  presentField(field, "postings: a row misses a value");
 
 /** Field slots of a term's lists: the five fields, then BM25F's combined list. */
 const LIST_SLOTS = COMBINED_FIELD + 1;
