@@ -38,7 +38,9 @@ function entryPoints() {
   const visit = (value) => {
     if (typeof value === "string") {
       if (value.endsWith(".js")) targets.add(value);
-    } else if (value && typeof value === "object") for (const nested of Object.values(value)) visit(nested);
+    } else if (value && typeof value === "object")
+      // The root export's Node entry is written after the bundle, from its bundled entry (scripts/engineScript.mjs).
+      for (const [condition, nested] of Object.entries(value)) if (condition !== "node-addons") visit(nested);
   };
   visit(manifest.exports);
   return [...targets].map((target) => join(root, target));

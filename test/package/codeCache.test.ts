@@ -208,6 +208,54 @@ describe("the engine chunk's V8 code cache (Node)", () => {
     ]);
   }, 120_000);
 
+  it("the package's name resolves to the Node entry (dist/index.node.js) in node, to dist/index.js otherwise; both give the same module", async () => {
+    // Imported by name from the repository (the package's self-reference): package.json `exports` ".", `node-addons`.
+    const child = `
+const named = await import("lexground");
+const byPath = await import(${JSON.stringify(`${repositoryRoot}/dist/index.js`)});
+const neurolink = await import("lexground/neurolink");
+console.log(JSON.stringify({
+  resolved: import.meta.resolve("lexground").split("/dist/")[1],
+  sameKeys: JSON.stringify(Object.keys(named).sort()) === JSON.stringify(Object.keys(byPath).sort()),
+  sameValues: Object.keys(named).every((name) => named[name] === byPath[name]),
+  shared: neurolink.MissingPeerDependencyError === named.MissingPeerDependencyError,
+  count: Object.keys(named).length,
+}));`;
+    const { NODE_OPTIONS: _ignored, ...inherited } = process.env;
+    const outcomes = [];
+    for (const options of [[], ["--no-addons"]]) {
+      const { stdout, stderr } = await execute(
+        process.execPath,
+        [...options, "--input-type=module", "-e", child],
+        {
+          cwd: repositoryRoot,
+          env: { ...inherited, LEXGROUND_CODE_CACHE: "report" },
+          timeout: 60_000,
+        },
+      );
+      outcomes.push({ ...JSON.parse(stdout), cache: stderr.trim() });
+    }
+    expect(outcomes).toEqual([
+      {
+        resolved: "index.node.js",
+        sameKeys: true,
+        sameValues: true,
+        shared: true,
+        count: expect.any(Number),
+        cache: "lexground code cache: accepted",
+      },
+      {
+        resolved: "index.js",
+        sameKeys: true,
+        sameValues: true,
+        shared: true,
+        count: expect.any(Number),
+        cache: "",
+      },
+    ]);
+    expect(outcomes[0]!.count).toBeGreaterThan(100);
+  }, 120_000);
+
   it("a missing or broken script falls back to the module", async () => {
     const copy = copyPackage("broken-script");
     const scriptPath = join(copy, "dist/knowledge/rootChunk.script.js");
