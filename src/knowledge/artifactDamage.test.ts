@@ -31,7 +31,7 @@ describe("damaged and crafted index artifacts", () => {
     );
     expectArtifactError(() => deserializeIndexSnapshot(new Uint8Array(3)), "not-an-index-artifact");
     // Formats 1 to 3 (eagerly read postings; another checksum) included: they are rebuilt, not read.
-    for (const version of [1, 2, 3, 6, 99]) {
+    for (const version of [1, 2, 3, 7, 99]) {
       const otherVersion = bytes.slice();
       new DataView(otherVersion.buffer).setUint32(8, version, true);
       expectArtifactError(() => deserializeIndexSnapshot(otherVersion), "unsupported-format-version");
@@ -112,7 +112,7 @@ describe("damaged and crafted index artifacts", () => {
     const key = buildKnowledgeIndexCacheKey(normalized.groups);
     const bytes = serializeIndexSnapshot(built, key, { tableBlockElements: 2 });
     const header = readIndexArtifactHeader(bytes);
-    expect(header.formatVersion).toBe(5);
+    expect(header.formatVersion).toBe(6);
     expect(header.tableBlockElements).toBe(2);
     const payloadStart = bytes.length - header.payloadLength;
     const retrieval = resolveRetrieval(undefined);

@@ -11,7 +11,7 @@ import { hasErrorMarker } from "./errors.js";
 import { openRandomAccessFile } from "./runtime.js";
 
 /** Version of the artifact layout written; readers refuse versions other than this and format 4. */
-export const INDEX_ARTIFACT_FORMAT_VERSION = 5;
+export const INDEX_ARTIFACT_FORMAT_VERSION = 6;
 /**
  * Format 4 differs only in holding the blocked tables (`artifactBlocks.ts`) as eager sections: it is still read
  * (its tables are checked whole at load, as before).
@@ -309,7 +309,7 @@ export function readHeaderFrom(source: ByteSource): {
   if (formatVersion < OLDEST_READABLE_FORMAT_VERSION || formatVersion > INDEX_ARTIFACT_FORMAT_VERSION) {
     throw new KnowledgeArtifactError(
       "unsupported-format-version",
-      `index artifact format ${formatVersion} is not supported (this lexground reads formats ${OLDEST_READABLE_FORMAT_VERSION} and ${INDEX_ARTIFACT_FORMAT_VERSION}); rebuild it with lexground build --index`,
+      `index artifact format ${formatVersion} is not supported (this lexground reads formats ${OLDEST_READABLE_FORMAT_VERSION} to ${INDEX_ARTIFACT_FORMAT_VERSION}); rebuild it with lexground build --index`,
     );
   }
   const headerLength = view.getUint32(12, true);

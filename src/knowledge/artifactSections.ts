@@ -114,6 +114,7 @@ export function sectionReader(
   };
   const read: SectionReader = {
     has: (name) => header.sections[name] !== undefined,
+    isLazy: (name) => header.sections[name]?.lazy === true,
     bytes,
     json<T>(name: string): T {
       try {

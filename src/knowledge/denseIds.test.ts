@@ -5,8 +5,9 @@ import { fewestHeapBytesAllocated } from "../../test/support/heapAllocation.js";
 import type { KnowledgeEntryInput } from "../types/knowledge.js";
 import { deserializeIndexSnapshot } from "./artifact.js";
 import { readIndexArtifactHeader } from "./artifactHeader.js";
+import { checksum32 } from "./checksum.js";
 import { resolveRetrieval } from "./config.js";
-import { entryIdArray, LazyEntryIds } from "./denseIds.js";
+import { entryIdArray, ID_BLOCK_IDS, idBlockRange, LazyEntryIds } from "./denseIds.js";
 import { buildIndexArtifact, clearKnowledgeIndexCache } from "./indexCache.js";
 import { RankedIdMap } from "./rankedIdMap.js";
 import { retrieve } from "./retrieval.js";
@@ -23,7 +24,113 @@ function lazyOf(ids: readonly string[]): LazyEntryIds {
   );
 }
 
+/** The starts `LazyEntryIds` takes for `list` (each id's first byte, then the list's length plus one). */
+function startsOf(list: Uint8Array, count: number): Int32Array {
+  const starts = new Int32Array(count + 1);
+  let next = 1;
+  for (let position = 0; position < list.length; position++)
+    if (list[position] === 0) starts[next++] = position + 1;
+  starts[count] = list.length + 1;
+  return starts;
+}
+
+/**
+ * A list read a block at a time (format 6) from `file` (the list's bytes as written), its block checksums computed
+ * from `written` (what the writer saw) over `starts`; every block read is recorded in `reads`.
+ */
+function blockedList(
+  file: Uint8Array,
+  count: number,
+  starts: Int32Array,
+  written: Uint8Array = file,
+): { lazy: LazyEntryIds; reads: number[] } {
+  const checksums = new Uint32Array(Math.ceil(count / ID_BLOCK_IDS));
+  for (let block = 0; block < checksums.length; block++) {
+    const range = idBlockRange(starts, written.length, block)!;
+    checksums[block] = checksum32(written.subarray(range.from, range.to));
+  }
+  const reads: number[] = [];
+  const lazy = new LazyEntryIds(
+    new Uint8Array(file.length),
+    count,
+    (message) => new RangeError(message),
+    starts,
+    {
+      checksums,
+      fill(from, to, target) {
+        reads.push(from);
+        target.set(file.subarray(from, to));
+      },
+      check: checksum32,
+    },
+  );
+  return { lazy, reads };
+}
+
 describe("entry ids decoded as they are read", () => {
+  it("a list read a block of 64 ids at a time (format 6) reads back every id, reading each block once (property)", () => {
+    const id = fc
+      .string({ unit: "grapheme", minLength: 1, maxLength: 8 })
+      .filter((text) => !text.includes("\u0000"));
+    fc.assert(
+      fc.property(
+        fc.array(id, { minLength: 1, maxLength: 300 }),
+        fc.array(fc.nat(), { maxLength: 40 }),
+        (ids, reads) => {
+          const list = encoder.encode(ids.join("\u0000"));
+          const { lazy, reads: blocksRead } = blockedList(list, ids.length, startsOf(list, ids.length));
+          const touched = new Set<number>();
+          for (const read of reads) {
+            const doc = read % ids.length;
+            touched.add(Math.floor(doc / ID_BLOCK_IDS));
+            // Ids equal as strings may repeat here; the list refuses a repeated id (tested apart).
+            if (ids.indexOf(ids[doc]!) !== doc || ids.lastIndexOf(ids[doc]!) !== doc) continue;
+            expect(lazy.at(doc)).toBe(ids[doc]);
+          }
+          expect(blocksRead.length).toBeLessThanOrEqual(touched.size);
+          if (new Set(ids).size === ids.length) {
+            expect(entryIdArray(lazy)).toEqual(ids);
+            expect(blocksRead).toHaveLength(Math.ceil(ids.length / ID_BLOCK_IDS));
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
+  it("a damaged block of a list read a block at a time fails only the reads of its ids, and zeros its bytes again", () => {
+    const ids = Array.from({ length: 300 }, (_, index) => `id-${String(index).padStart(4, "0")}`);
+    const list = encoder.encode(ids.join("\u0000"));
+    const starts = startsOf(list, ids.length);
+    const intact = blockedList(list, ids.length, starts);
+    expect(intact.lazy.at(70)).toBe("id-0070");
+    expect(intact.reads).toEqual([starts[64]! - 1]);
+    expect(intact.lazy.at(127)).toBe("id-0127");
+    expect(intact.reads).toHaveLength(1);
+    const damagedFile = list.slice();
+    damagedFile[starts[150]!]! ^= 1;
+    const { lazy: damaged } = blockedList(damagedFile, ids.length, starts, list);
+    expect(damaged.at(10)).toBe("id-0010");
+    expect(() => damaged.at(150)).toThrow("block 2 of section lexical.idList does not match its checksum");
+    expect(() => damaged.at(130)).toThrow("does not match its checksum");
+    expect(damaged.at(200)).toBe("id-0200");
+    expect(damaged.at(127)).toBe("id-0127");
+    expect(() => damaged.toArray()).toThrow("does not match its checksum");
+  });
+
+  it("refuses starts that would decode an id from bytes its block did not read (a crafted artifact)", () => {
+    const ids = Array.from({ length: 300 }, (_, index) => `id-${String(index).padStart(4, "0")}`);
+    const list = encoder.encode(ids.join("\u0000"));
+    const starts = startsOf(list, ids.length);
+    // Id 70 made empty, placed inside block 3 (not read for it): zeros there read as an empty id between separators.
+    const crafted = starts.slice();
+    crafted[70] = starts[200]! + 2;
+    crafted[71] = crafted[70]! + 1;
+    const { lazy } = blockedList(list, ids.length, crafted);
+    expect(() => lazy.at(70)).toThrow("does not hold one id per entry");
+    expect(lazy.at(10)).toBe("id-0010");
+  });
+
   it("reads back every id of a NUL-joined list, in any order and as an array (property)", () => {
     const id = fc
       .string({ unit: "grapheme", minLength: 1, maxLength: 12 })

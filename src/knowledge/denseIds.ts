@@ -27,6 +27,41 @@ export function entryIdArray(ids: EntryIds): readonly string[] {
 
 const SEPARATOR = 0;
 
+/** Ids per checked block of an artifact's lazy id list (format 6; a power of two). */
+export const ID_BLOCK_IDS = 64;
+const ID_BLOCK_SHIFT = 6;
+
+/**
+ * Where block `block` of an id list lies (`starts` as {@link LazyEntryIds} takes them, `listLength` the list's bytes):
+ * from the separator before its first id (the list's start for block 0) to the separator after its last id included
+ * (the list's end for the last block), so that a block's bytes hold every byte {@link LazyEntryIds.at} reads to decode
+ * one of its ids; two neighbouring blocks share that one separator. Undefined when `starts` do not give a range
+ * inside the list (a crafted artifact).
+ */
+export function idBlockRange(
+  starts: Int32Array,
+  listLength: number,
+  block: number,
+): { from: number; to: number } | undefined {
+  const count = starts.length - 1;
+  const first = block * ID_BLOCK_IDS;
+  const next = first + ID_BLOCK_IDS;
+  const from = block === 0 ? 0 : starts[first]! - 1;
+  const to = next >= count ? listLength : starts[next]!;
+  return from >= 0 && from <= to && to <= listLength ? { from, to } : undefined;
+}
+
+/**
+ * An id list read a block of {@link ID_BLOCK_IDS} ids at a time (format 6): `fill(from, to)` copies the list's bytes
+ * `[from, to)` into the list's (zeroed) bytes, `checksums` hold one checksum per block of its range
+ * ({@link idBlockRange}), `check` computes one.
+ */
+export type IdBlockReader = {
+  checksums: Uint32Array;
+  fill(from: number, to: number, target: Uint8Array): void;
+  check(bytes: Uint8Array): number;
+};
+
 /**
  * An artifact's entry ids: `bytes` holds them as UTF-8 joined by NUL bytes (`count` of them), decoded one at a
  * time when first read and kept. The id boundaries come from `starts` (each id's first byte, plus the end of the
@@ -47,16 +82,45 @@ export class LazyEntryIds implements EntryIds {
   /** The dense id of each id decoded so far. */
   private readonly denseIds = new Map<string, number>();
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
+  /** Per block of a lazily read list, whether its bytes were read and checked (null: the list is all there). */
+  private readonly filled: Uint8Array | null = null;
 
+  /**
+   * `bytes` is the whole list, or with `blocks` (format 6) a zeroed buffer of its length that blocks are read into
+   * when an id of theirs is first decoded (`starts` required then).
+   */
   constructor(
     private readonly bytes: Uint8Array,
     readonly length: number,
     private readonly corrupt: (message: string) => Error,
     starts: Int32Array | null = null,
+    private readonly blocks: IdBlockReader | null = null,
   ) {
     if (starts && starts.length !== length + 1)
       throw corrupt("lexical.idStarts does not hold one start per entry");
     this.starts = starts;
+    if (blocks) {
+      if (!starts || blocks.checksums.length !== Math.ceil(length / ID_BLOCK_IDS))
+        throw corrupt("lexical.idList does not match its block checksums");
+      this.filled = new Uint8Array(blocks.checksums.length);
+    }
+  }
+
+  /** Reads and checks block `block` of a lazily read list (see {@link idBlockRange}). */
+  private fill(block: number): void {
+    const range = idBlockRange(this.starts!, this.bytes.length, block);
+    if (!range) throw this.corrupt("lexical.idList does not hold one id per entry");
+    const target = this.bytes.subarray(range.from, range.to);
+    const blocks = this.blocks!;
+    blocks.fill(range.from, range.to, target);
+    if (blocks.check(target) !== blocks.checksums[block]) {
+      // Zeros again (a neighbour's shared separator included, which its own check still covers when it is read).
+      target.fill(0);
+      if (block > 0) this.filled![block - 1] = 0;
+      if (block + 1 < this.filled!.length) this.filled![block + 1] = 0;
+      throw this.corrupt(`block ${block} of section lexical.idList does not match its checksum`);
+    }
+    this.filled![block] = 1;
   }
 
   at(denseId: number): string | undefined {
@@ -64,6 +128,8 @@ export class LazyEntryIds implements EntryIds {
     if (!(denseId >= 0 && denseId < this.length)) return undefined;
     const known = this.decoded.get(denseId);
     if (known !== undefined) return known;
+    if (this.filled !== null && this.filled[denseId >>> ID_BLOCK_SHIFT] === 0)
+      this.fill(denseId >>> ID_BLOCK_SHIFT);
     this.starts ??= this.scan();
     const starts = this.starts;
     const start = starts[denseId]!;
@@ -71,6 +137,7 @@ export class LazyEntryIds implements EntryIds {
     // Each id ends at a separator (the last one at the end of the list) and holds none.
     if (
       !(start >= 0 && start <= end && end <= this.bytes.length) ||
+      (this.filled !== null && !this.insideBlock(denseId, start, end)) ||
       (start > 0 && this.bytes[start - 1] !== SEPARATOR) ||
       (end < this.bytes.length && this.bytes[end] !== SEPARATOR) ||
       (denseId === this.length - 1 && end !== this.bytes.length)
@@ -90,6 +157,20 @@ export class LazyEntryIds implements EntryIds {
     return id;
   }
 
+  /**
+   * Whether id `denseId`'s bytes `[start, end]` (with the separators around them) lie in its block's range, the bytes
+   * read and checked for it: crafted starts could otherwise point into blocks not read (zeros, which read as
+   * separators).
+   */
+  private insideBlock(denseId: number, start: number, end: number): boolean {
+    const block = denseId >>> ID_BLOCK_SHIFT;
+    const range = idBlockRange(this.starts!, this.bytes.length, block)!;
+    return (
+      (block === 0 || start - 1 >= range.from) &&
+      (end < range.to || (end === range.to && end === this.bytes.length))
+    );
+  }
+
   decodedDenseId(id: string): number | undefined {
     return this.denseIds.get(id);
   }
@@ -97,6 +178,9 @@ export class LazyEntryIds implements EntryIds {
   /** Every id, decoded once (then {@link at} reads this array). */
   toArray(): readonly string[] {
     if (this.all) return this.all;
+    const filled = this.filled;
+    if (filled !== null)
+      for (let block = 0; block < filled.length; block++) if (filled[block] === 0) this.fill(block);
     let text: string;
     try {
       text = this.decoder.decode(this.bytes);

@@ -55,6 +55,84 @@ describe("RankedIdMap", () => {
     );
   });
 
+  it("with the blocks' first ids stored apart (format 6): finds every id and no other, and refuses firsts the ids do not match (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.string({ maxLength: 6 }), { minLength: 1, maxLength: 400 }),
+        fc.array(fc.string({ maxLength: 6 }), { maxLength: 20 }),
+        fc.nat(),
+        (distinct, others, seed) => {
+          const sorted = distinct.slice().sort();
+          const docs = sorted.map((_, rank) => rank);
+          for (let index = docs.length - 1; index > 0; index--) {
+            const swap = (seed * (index + 7)) % (index + 1);
+            [docs[index], docs[swap]] = [docs[swap]!, docs[index]!];
+          }
+          const ids = docs.map((rank) => sorted[rank]!);
+          const firsts = sorted.filter((_, rank) => rank % 64 === 0);
+          const map = RankedIdMap.from(ids, Int32Array.from(docs), undefined, firsts);
+          ids.forEach((id, doc) => {
+            expect(map.get(id)).toBe(doc);
+          });
+          for (const other of others) if (!distinct.includes(other)) expect(map.get(other)).toBeUndefined();
+          // A stored first that is not the list's: the lookup that checks its block refuses it.
+          const wrong = firsts.slice();
+          const block = seed % wrong.length;
+          wrong[block] = `${wrong[block]}\u0000`;
+          const crafted = RankedIdMap.from(ids, Int32Array.from(docs), undefined, wrong);
+          expect(() => crafted.get(sorted[block * 64]!)).toThrow(RangeError);
+          const tooSmall = firsts.slice();
+          tooSmall[block] = "";
+          if (block > 0) {
+            const craftedSmall = RankedIdMap.from(ids, Int32Array.from(docs), undefined, tooSmall);
+            expect(() => craftedSmall.get(sorted[block * 64 - 1]!)).toThrow(RangeError);
+          }
+        },
+      ),
+      { seed: propertySeed("RankedIdMap.from firsts"), numRuns: propertyRuns(200) },
+    );
+    expect(() => RankedIdMap.from(["a", "b"], Int32Array.of(0, 1), undefined, [])).toThrow(
+      "does not hold one id per block",
+    );
+  });
+
+  it("with stored firsts, a first too large for its block is refused by a lookup that would miss an id for it", () => {
+    const ids = Array.from({ length: 300 }, (_, index) => `entry-${String(index).padStart(4, "0")}`);
+    const firsts = ids.filter((_, rank) => rank % 64 === 0);
+    firsts[2] = "entry-0130";
+    const map = RankedIdMap.from(
+      ids,
+      Int32Array.from(ids, (_, doc) => doc),
+      undefined,
+      firsts,
+    );
+    expect(() => map.get("entry-0129")).toThrow("not distinct and in the order");
+    expect(map.get("entry-0100")).toBe(100);
+  });
+
+  it("with stored firsts, a first lookup decodes only the ids of the block it searches", () => {
+    const ids = Array.from({ length: 1000 }, (_, index) => `entry-${String(index).padStart(4, "0")}`);
+    const decoded = new Set<number>();
+    const counted = {
+      length: ids.length,
+      at(doc: number) {
+        decoded.add(doc);
+        return ids[doc];
+      },
+    };
+    const firsts = ids.filter((_, rank) => rank % 64 === 0);
+    const map = RankedIdMap.from(
+      counted,
+      Int32Array.from(ids, (_, doc) => doc),
+      undefined,
+      firsts,
+    );
+    expect(map.get("entry-0700")).toBe(700);
+    // Block 10 (ranks 640-703) and nothing else: its ids' order and its last id against the next stored first.
+    expect([...decoded].every((doc) => doc >= 640 && doc < 704)).toBe(true);
+    expect(decoded.size).toBe(64);
+  });
+
   it("from() checks the ids' order a block of ranks at a time, when a lookup first searches the block", () => {
     const ids = Array.from({ length: 300 }, (_, index) => `entry-${String(index).padStart(4, "0")}`);
     // Two ids of the fourth block of 64 ranks swapped: out of order there only.

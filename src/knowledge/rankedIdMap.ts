@@ -37,6 +37,12 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
   /** Whether the first ids of the super-blocks were checked to ascend (what picks a lookup's super-block). */
   private firstsChecked = false;
   private corrupt: (message: string) => Error = (message) => new RangeError(message);
+  /**
+   * The id of each block's first rank, when the artifact stores them apart (format 6: `lexical.idFirsts`), so that
+   * a lookup picks its block without decoding ids spread over the whole list (an artifact reads its ids a block at
+   * a time); each is checked against the list when its block is.
+   */
+  private firsts: readonly string[] | null = null;
 
   private constructor(
     private readonly ids: EntryIds,
@@ -55,9 +61,16 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
    * block of ranks at a time, by the first lookup that searches the block; a lookup that finds a block out of order
    * throws `corrupt(...)` (a RangeError by default) instead of answering.
    */
-  static from(ids: EntryIds, ranks: Int32Array, corrupt?: (message: string) => Error): RankedIdMap {
+  static from(
+    ids: EntryIds,
+    ranks: Int32Array,
+    corrupt?: (message: string) => Error,
+    firsts?: readonly string[],
+  ): RankedIdMap {
     const count = ids.length;
     if (ranks.length !== count) throw new RangeError("lexical.ranks does not match the entry count");
+    if (firsts && firsts.length !== Math.ceil(count / RANK_BLOCK))
+      throw new RangeError("lexical.idFirsts does not hold one id per block of ranks");
     let identity = true;
     for (let doc = 0; doc < count; doc++)
       if (ranks[doc] !== doc) {
@@ -78,6 +91,7 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
     map.checkedBlocks = new Uint8Array(Math.ceil(count / RANK_BLOCK));
     map.checkedSupers = new Uint8Array(Math.ceil(count / SUPER_RANKS));
     if (corrupt) map.corrupt = corrupt;
+    if (firsts) map.firsts = firsts;
     return map;
   }
 
@@ -91,6 +105,11 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
     return this.ids.at(this.order ? this.order[rank]! : rank)!;
   }
 
+  /** The id of block `block`'s first rank. */
+  private blockFirst(block: number): string {
+    return this.firsts ? this.firsts[block]! : this.idAt(block * RANK_BLOCK);
+  }
+
   override get(id: string): number | undefined {
     if (typeof id !== "string") return undefined;
     const blocks = this.checkedBlocks;
@@ -102,36 +121,56 @@ export class RankedIdMap extends DerivedReadOnlyMap<number> {
     const supers = this.checkedSupers!;
     if (!this.firstsChecked) {
       for (let block = 1; block < supers.length; block++)
-        if (!(this.idAt((block - 1) * SUPER_RANKS) < this.idAt(block * SUPER_RANKS))) throw this.disorder();
+        if (!(this.blockFirst((block - 1) * SUPER_BLOCKS) < this.blockFirst(block * SUPER_BLOCKS)))
+          throw this.disorder();
       this.firstsChecked = true;
     }
     // The last super-block whose first id is at most `id`, then its last block whose first id is.
-    const superBlock = this.lastFirstAtMost(id, 0, supers.length - 1, SUPER_RANKS);
+    const superBlock = this.lastFirstAtMost(id, 0, supers.length - 1, SUPER_BLOCKS);
     const firstBlock = superBlock * SUPER_BLOCKS;
     const endBlock = Math.min(blocks.length, firstBlock + SUPER_BLOCKS);
     if (supers[superBlock] === 0) {
       // The blocks' first ids ascend within the super-block, and stay below the next super-block's first id.
       for (let block = firstBlock + 1; block < Math.min(blocks.length, endBlock + 1); block++)
-        if (!(this.idAt((block - 1) * RANK_BLOCK) < this.idAt(block * RANK_BLOCK))) throw this.disorder();
+        if (!(this.blockFirst(block - 1) < this.blockFirst(block))) throw this.disorder();
       supers[superBlock] = 1;
     }
-    const block = this.lastFirstAtMost(id, firstBlock, endBlock - 1, RANK_BLOCK);
+    const block = this.lastFirstAtMost(id, firstBlock, endBlock - 1, 1);
     const first = block * RANK_BLOCK;
     const end = Math.min(this.ids.length, first + RANK_BLOCK);
     if (blocks[block] === 0) {
-      // Ascending within the block, and below the next block's first id.
-      for (let rank = first + 1; rank < Math.min(this.ids.length, end + 1); rank++)
-        if (!(this.idAt(rank - 1) < this.idAt(rank))) throw this.disorder();
+      if (this.firsts) {
+        // The block's ids are the list's: its first is the stored one, they ascend, and the last is below the next
+        // block's stored first (not decoded: it lies in another block of the list).
+        if (this.idAt(first) !== this.firsts[block]) throw this.disorder();
+        for (let rank = first + 1; rank < end; rank++)
+          if (!(this.idAt(rank - 1) < this.idAt(rank))) throw this.disorder();
+        if (end < this.ids.length && !(this.idAt(end - 1) < this.firsts[block + 1]!)) throw this.disorder();
+      } else {
+        // Ascending within the block, and below the next block's first id.
+        for (let rank = first + 1; rank < Math.min(this.ids.length, end + 1); rank++)
+          if (!(this.idAt(rank - 1) < this.idAt(rank))) throw this.disorder();
+      }
       blocks[block] = 1;
     }
-    return this.search(id, first, end - 1);
+    const found = this.search(id, first, end - 1);
+    // Not in its block: unless the next block's stored first is the list's (a stored first that is too large would
+    // have sent the lookup to this block instead of that one), the answer could be wrong.
+    if (
+      found === undefined &&
+      this.firsts &&
+      end < this.ids.length &&
+      this.idAt(end) !== this.firsts[block + 1]
+    )
+      throw this.disorder();
+    return found;
   }
 
-  /** The last of the groups `[low, high]` (of `ranks` ranks each, known to ascend) whose first id is at most `id`. */
-  private lastFirstAtMost(id: string, low: number, high: number, ranks: number): number {
+  /** The last of the groups `[low, high]` (of `blocks` blocks each, known to ascend) whose first id is at most `id`. */
+  private lastFirstAtMost(id: string, low: number, high: number, blocks: number): number {
     while (low < high) {
       const middle = (low + high + 1) >>> 1;
-      if (this.idAt(middle * ranks) <= id) low = middle;
+      if (this.blockFirst(middle * blocks) <= id) low = middle;
       else high = middle - 1;
     }
     return low;

@@ -6,6 +6,7 @@
 import { expect } from "vitest";
 import { KnowledgeArtifactError, readIndexArtifactHeader } from "../../src/knowledge/artifactHeader.js";
 import { checksum32 } from "../../src/knowledge/checksum.js";
+import { idBlockRange } from "../../src/knowledge/denseIds.js";
 
 /** The artifact with its header JSON changed by `change` (and a matching header checksum): a crafted file. */
 export function withHeader(bytes: Uint8Array, change: (header: Record<string, unknown>) => void): Uint8Array {
@@ -63,7 +64,26 @@ export function withSection(
   const elementBytes = blockedElementBytes(name);
   const blockChecksums = header.sections[`${name}.checksums`];
   let checksumsContent: Uint8Array | null = null;
-  if (section.lazy && elementBytes !== undefined && blockChecksums && header.tableBlockElements) {
+  const idStarts = header.sections["lexical.idStarts"];
+  if (name === "lexical.idList" && section.lazy && blockChecksums && idStarts) {
+    // The format-6 id list: a checksum per block of ids, located by the id starts (see denseIds.ts).
+    const startsBytes = changed.slice(
+      payloadStart + idStarts.offset,
+      payloadStart + idStarts.offset + idStarts.length,
+    );
+    const starts = new Int32Array(startsBytes.buffer, 0, startsBytes.length / 4);
+    const checksumsStart = payloadStart + blockChecksums.offset;
+    checksumsContent = changed.subarray(checksumsStart, checksumsStart + blockChecksums.length);
+    const view = new DataView(
+      checksumsContent.buffer,
+      checksumsContent.byteOffset,
+      checksumsContent.byteLength,
+    );
+    for (let block = 0; block * 4 < checksumsContent.length; block++) {
+      const range = idBlockRange(starts, content.length, block)!;
+      view.setUint32(block * 4, checksum32(content.subarray(range.from, range.to)), true);
+    }
+  } else if (section.lazy && elementBytes !== undefined && blockChecksums && header.tableBlockElements) {
     const blockBytes = header.tableBlockElements * elementBytes;
     const checksumsStart = payloadStart + blockChecksums.offset;
     checksumsContent = changed.subarray(checksumsStart, checksumsStart + blockChecksums.length);
@@ -114,6 +134,36 @@ export function asFormat4(bytes: Uint8Array): Uint8Array {
     changed.formatVersion = 4;
   });
   new DataView(crafted.buffer, crafted.byteOffset).setUint32(8, 4, true);
+  return crafted;
+}
+
+/**
+ * The format-5 layout of a format-6 artifact: the entry ids an eager section checked whole (`lexical.idList` with
+ * its checksum; its block checksums and the blocks' first ids stay in the file, named by no section), format 5.
+ */
+export function asFormat5(bytes: Uint8Array): Uint8Array {
+  const header = readIndexArtifactHeader(bytes);
+  const payloadStart = bytes.length - header.payloadLength;
+  const crafted = withHeader(bytes, (changed) => {
+    const table = changed.sections as Record<
+      string,
+      { offset: number; length: number; checksum: number; lazy?: boolean }
+    >;
+    const list = table["lexical.idList"];
+    if (list?.lazy) {
+      delete table["lexical.idList.checksums"];
+      delete table["lexical.idFirsts"];
+      table["lexical.idList"] = {
+        offset: list.offset,
+        length: list.length,
+        checksum: checksum32(
+          bytes.subarray(payloadStart + list.offset, payloadStart + list.offset + list.length),
+        ),
+      };
+    }
+    changed.formatVersion = 5;
+  });
+  new DataView(crafted.buffer, crafted.byteOffset).setUint32(8, 5, true);
   return crafted;
 }
 
