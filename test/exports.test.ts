@@ -17,6 +17,11 @@ describe("package exports", () => {
       expect(Object.keys(conditions).at(-1), "default comes last").toBe("default");
       expect(Object.keys(conditions)).not.toContain("import");
       for (const [condition, path] of Object.entries(conditions)) {
+        if (condition === "node-addons") {
+          // Node's entry of the root export, written by the build from the default one (scripts/engineScript.mjs).
+          expect(path, condition).toBe(conditions.default!.replace(/\.js$/, ".node.js"));
+          continue;
+        }
         const source =
           condition === "types"
             ? path.replace("./dist/", "src/").replace(/\.d\.ts$/, ".ts")
