@@ -12,7 +12,7 @@ import {
   resolvedArbitrary,
 } from "../../test/property/arbitraries.js";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { asFormat4, asFormat5, expectArtifactError } from "../../test/support/artifactBytes.js";
+import { asFormat4, asFormat5, asFormat6, expectArtifactError } from "../../test/support/artifactBytes.js";
 import { deserializeIndexSnapshot, loadIndexArtifact } from "./artifact.js";
 import { contentKeySources, readIndexArtifactHeader } from "./artifactHeader.js";
 import { serializeIndexSnapshot } from "./artifactWriter.js";
@@ -46,9 +46,10 @@ describe("index artifact round trip", () => {
         blockedArbitrary,
         fc.constantFrom("sum", "bm25f"),
         // Tiny blocks, so that a small registry's tables span many (a read that skipped its block would see zeros),
-        // and the format-5 and format-4 layouts of the same artifact (its ids, then its tables eager), still read.
+        // and the format-6, -5 and -4 layouts of the same artifact (its phrase lists, then its ids, then its tables
+        // eager), still read.
         fc.constantFrom(1, 2, 8, 1024),
-        fc.constantFrom(6, 5, 4),
+        fc.constantFrom(7, 6, 5, 4),
         (registry, requests, resolved, blocked, scoring, tableBlockElements, format) => {
           const normalized = normalizeSources([{ id: "s", version: "2", entries: registry }], {
             manifestVersion: "0",
@@ -64,7 +65,13 @@ describe("index artifact round trip", () => {
           const key = buildKnowledgeIndexCacheKey(normalized.groups, options);
           const bytes = serializeIndexSnapshot(built, key, { tableBlockElements });
           const { snapshot: loaded, header } = deserializeIndexSnapshot(
-            format === 4 ? asFormat4(asFormat5(bytes)) : format === 5 ? asFormat5(bytes) : bytes,
+            format === 4
+              ? asFormat4(asFormat5(bytes))
+              : format === 5
+                ? asFormat5(bytes)
+                : format === 6
+                  ? asFormat6(bytes)
+                  : bytes,
             key,
           );
           expect(header.entryCount).toBe(built.entryCount);

@@ -11,7 +11,7 @@ import { hasErrorMarker } from "./errors.js";
 import { openRandomAccessFile } from "./runtime.js";
 
 /** Version of the artifact layout written; readers refuse versions other than this and format 4. */
-export const INDEX_ARTIFACT_FORMAT_VERSION = 6;
+export const INDEX_ARTIFACT_FORMAT_VERSION = 7;
 /**
  * Format 4 differs only in holding the blocked tables (`artifactBlocks.ts`) as eager sections: it is still read
  * (its tables are checked whole at load, as before).

@@ -102,6 +102,7 @@ function denseLists(
   keyCount: number,
   denseOf: (id: string) => number,
 ): { offsets: Int32Array; docs: Int32Array } {
+  map.readAll();
   const offsets = new Int32Array(keyCount + 1);
   offsets.set(map.offsets.subarray(0, keyCount + 1));
   offsets.fill(map.offsets[map.offsets.length - 1]!, map.offsets.length);
@@ -216,10 +217,11 @@ export function serializeIndexSnapshotChunks(
     { name: "phrases.nodeKey", bytes: bytesOf(trie.nodeKey) },
     { name: "phrases.nodeSample", bytes: bytesOf(trie.nodeSample) },
     ...blockedSections("phrases.table", trie.table, blockElements),
-    { name: "phrases.exactOffsets", bytes: bytesOf(exact.offsets) },
-    { name: "phrases.exactDocs", bytes: bytesOf(exact.docs) },
-    { name: "phrases.aliasOffsets", bytes: bytesOf(alias.offsets) },
-    { name: "phrases.aliasDocs", bytes: bytesOf(alias.docs) },
+    // Blocked tables (format 6): a turn reads the lists of a few keys.
+    ...blockedSections("phrases.exactOffsets", exact.offsets, blockElements),
+    ...blockedSections("phrases.exactDocs", exact.docs, blockElements),
+    ...blockedSections("phrases.aliasOffsets", alias.offsets, blockElements),
+    ...blockedSections("phrases.aliasDocs", alias.docs, blockElements),
     { name: "scope.universal", bytes: compiled.universalMask },
     { name: "scope.integrationNames", bytes: encoder.encode(JSON.stringify(integrations.names)) },
     { name: "scope.integrationOffsets", bytes: bytesOf(integrations.offsets) },

@@ -131,6 +131,12 @@ export class PhraseListMap extends DerivedReadOnlyMap<Set<string>> {
   /** Checks the list of the key at trie index `index` before it is read (an artifact's, when first read). */
   protected checkList(_index: number): void {}
 
+  /**
+   * Makes `offsets` and `docs` whole before a caller reads them directly (an artifact's are read a block at a time:
+   * see `artifactPhrases.ts`).
+   */
+  readAll(): void {}
+
   override get(key: string): Set<string> | undefined {
     return typeof key === "string" ? this.idsAt(this.trie.indexOf(key)) : undefined;
   }

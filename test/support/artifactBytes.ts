@@ -41,7 +41,12 @@ export function expectArtifactError(run: () => unknown, code: string): void {
 /** The blocked tables of format 5 (`artifactBlocks.ts`) and their element sizes. */
 export function blockedElementBytes(name: string): number | undefined {
   if (name === "phrases.keyOffsets") return 8;
-  if (/^(lexical\.dictionary\.(table|records)|lexical\.offsets\.\d|phrases\.table)$/.test(name)) return 4;
+  if (
+    /^(lexical\.dictionary\.(table|records)|lexical\.offsets\.\d|phrases\.(table|(exact|alias)(Offsets|Docs)))$/.test(
+      name,
+    )
+  )
+    return 4;
   return undefined;
 }
 
@@ -137,34 +142,63 @@ export function asFormat4(bytes: Uint8Array): Uint8Array {
   return crafted;
 }
 
-/**
- * The format-5 layout of a format-6 artifact: the entry ids an eager section checked whole (`lexical.idList` with
- * its checksum; its block checksums and the blocks' first ids stay in the file, named by no section), format 5.
- */
-export function asFormat5(bytes: Uint8Array): Uint8Array {
+/** Section `name` of `table` made an eager section checked whole (its block checksums stay in the file, unnamed). */
+function eagerSection(
+  table: Record<string, { offset: number; length: number; checksum: number; lazy?: boolean }>,
+  name: string,
+  bytes: Uint8Array,
+  payloadStart: number,
+): void {
+  const section = table[name];
+  if (!section?.lazy) return;
+  delete table[`${name}.checksums`];
+  table[name] = {
+    offset: section.offset,
+    length: section.length,
+    checksum: checksum32(
+      bytes.subarray(payloadStart + section.offset, payloadStart + section.offset + section.length),
+    ),
+  };
+}
+
+/** `bytes` as an artifact of format `version` (in its header and prefix), its sections changed by `change`. */
+function asFormat(
+  bytes: Uint8Array,
+  version: number,
+  change: (
+    table: Record<string, { offset: number; length: number; checksum: number; lazy?: boolean }>,
+    payloadStart: number,
+  ) => void,
+): Uint8Array {
   const header = readIndexArtifactHeader(bytes);
   const payloadStart = bytes.length - header.payloadLength;
   const crafted = withHeader(bytes, (changed) => {
-    const table = changed.sections as Record<
-      string,
-      { offset: number; length: number; checksum: number; lazy?: boolean }
-    >;
-    const list = table["lexical.idList"];
-    if (list?.lazy) {
-      delete table["lexical.idList.checksums"];
-      delete table["lexical.idFirsts"];
-      table["lexical.idList"] = {
-        offset: list.offset,
-        length: list.length,
-        checksum: checksum32(
-          bytes.subarray(payloadStart + list.offset, payloadStart + list.offset + list.length),
-        ),
-      };
-    }
-    changed.formatVersion = 5;
+    change(changed.sections as never, payloadStart);
+    changed.formatVersion = version;
   });
-  new DataView(crafted.buffer, crafted.byteOffset).setUint32(8, 5, true);
+  new DataView(crafted.buffer, crafted.byteOffset).setUint32(8, version, true);
   return crafted;
+}
+
+/** The format-6 layout of a format-7 artifact: the exact and alias phrase lists eager sections checked whole. */
+export function asFormat6(bytes: Uint8Array): Uint8Array {
+  return asFormat(bytes, 6, (table, payloadStart) => {
+    for (const kind of ["exact", "alias"])
+      for (const part of ["Offsets", "Docs"])
+        eagerSection(table, `phrases.${kind}${part}`, bytes, payloadStart);
+  });
+}
+
+/**
+ * The format-5 layout of a format-6 or -7 artifact: also the entry ids an eager section checked whole (the blocks'
+ * first ids stay in the file, named by no section).
+ */
+export function asFormat5(bytes: Uint8Array): Uint8Array {
+  const six = asFormat6(bytes);
+  return asFormat(six, 5, (table, payloadStart) => {
+    delete table["lexical.idFirsts"];
+    eagerSection(table, "lexical.idList", six, payloadStart);
+  });
 }
 
 /** Whether `position` is alignment padding after a section or the header (bytes no checksum covers). */
