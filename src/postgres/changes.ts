@@ -18,7 +18,7 @@ import { KNOWLEDGE_FIELD_NAMES } from "../knowledge/defaults.js";
 import { buildDocument } from "../knowledge/knowledgeIndex.js";
 import { compareCodeUnits } from "../knowledge/ranking.js";
 import type { NormalizedKnowledgeEntry } from "../types/knowledge.js";
-import { EntryListsCollector } from "./entryLists.js";
+import { EntryListsCollector, type PhraseLists } from "./entryLists.js";
 import type { PostgresIndexParameters } from "./indexData.js";
 
 const FIELD_COUNT = 5;
@@ -60,7 +60,7 @@ export type DerivedGenerationData = {
   idfStride: number;
   saturation: number;
   averageLengths: number[];
-  phrases: Map<string, { exact: number[]; alias: number[] }>;
+  phrases: PhraseLists;
   maxPhraseWords: number;
   restricted: number[];
   byIntegration: Map<string, number[]>;

@@ -35,7 +35,11 @@ describe("computeGenerationData", () => {
               ...(parts !== undefined ? { partEntries: parts } : {}),
             });
             return {
-              entries: data.entries,
+              entries: Array.from(data.entryRows(), (row) => ({
+                ...row,
+                relations: Array.from(row.relations),
+                fieldLengths: Array.from(row.fieldLengths),
+              })),
               // A row's arrays are reused by the next row: each copied as it comes.
               postings: Array.from(data.postings(), (row) => ({
                 ...row,
@@ -43,7 +47,11 @@ describe("computeGenerationData", () => {
                 frequencies: row.frequencies.slice(),
                 contributions: row.contributions.slice(),
               })),
-              phrases: [...data.phrases],
+              phrases: Array.from(data.phrases, ([key, ids]) => [
+                key,
+                Array.from(ids.exact),
+                Array.from(ids.alias),
+              ]),
               averageLengths: data.averageLengths,
             };
           };

@@ -21,6 +21,7 @@ import {
   type KnowledgeIndexBuildOptions,
   resolveFieldWeights,
 } from "../knowledge/knowledgeIndex.js";
+import { MAX_RESERVED_POSTINGS } from "../knowledge/lexicalIndexBuilder.js";
 import { type BuildSegment, parallelIndexing } from "../knowledge/parallelBuild.js";
 import { IntBuffer } from "../knowledge/postings.js";
 import { TermCounter } from "../knowledge/termCounter.js";
@@ -32,7 +33,7 @@ import type {
   NormalizedKnowledgeEntry,
 } from "../types/knowledge.js";
 import { bm25fRows } from "./bm25fPostings.js";
-import { EntryListsCollector } from "./entryLists.js";
+import { EntryListsCollector, type PhraseLists } from "./entryLists.js";
 import { FIELD_COUNT, type FieldPairs } from "./fieldPairs.js";
 import { sumRows } from "./sumPostings.js";
 
@@ -77,19 +78,23 @@ export type EntryRow = {
   doc: number;
   entry: NormalizedKnowledgeEntry;
   /** Dense ids of its related entries then its parent, in order (ids without an entry are left out). */
-  relations: number[];
+  relations: ArrayLike<number>;
   /** Tokens per field (title, aliases, keywords, summary, body), after analysis. */
-  fieldLengths: number[];
+  fieldLengths: ArrayLike<number>;
 };
 
 /** Everything a generation stores. */
 export type GenerationData = {
   parameters: PostgresIndexParameters;
-  entries: EntryRow[];
+  /**
+   * The entries' rows in dense-id order, made as they are read (each row's arrays are views valid until the next
+   * row): held as the entries and a few typed arrays, not an object and two arrays per entry (see `PhraseLists`).
+   */
+  entryRows: () => Generator<EntryRow>;
   /** Posting lists of every scored field (computed lazily, field by field; each row's arrays valid until the next). */
   postings: () => Generator<PostingRow>;
   /** Phrase key → dense ids naming it exactly (id, title) and as an alias; keys in first-seen order. */
-  phrases: Map<string, { exact: number[]; alias: number[] }>;
+  phrases: PhraseLists;
   /** Words of the longest phrase key (phrase lookup never builds longer n-grams). */
   maxPhraseWords: number;
   /** Dense ids not eligible in every scope: not active, or bound to integrations. */
@@ -101,6 +106,11 @@ export type GenerationData = {
   documentCount: number;
   averageLengths: number[];
 };
+
+/** Documents filed before the pair buffers are sized for the whole registry (see `reservePairs`). */
+const RESERVE_AFTER_DOCUMENTS = 1024;
+/** A pair buffer filled below this fraction is copied to its length at the end. */
+const TRIM_BELOW = 0.85;
 
 /** Computes a generation's data from validated entries (any order; duplicates are not allowed). */
 export function computeGenerationData(
@@ -126,7 +136,9 @@ export function computeGenerationData(
   const lengths = Array.from({ length: FIELD_COUNT }, () => new Int32Array(documentCount));
   const totals = new Array<number>(FIELD_COUNT).fill(0);
   const lists = new EntryListsCollector(denseIds);
-  const rows: EntryRow[] = new Array(documentCount);
+  // Each entry's relations (dense ids), one after another, and where each entry's end.
+  const relations = new IntBuffer();
+  const relationEnds = new Int32Array(documentCount);
   /** Files one field's counted terms of document `doc`. */
   const fileField = (doc: number, field: number, length: number) => {
     fieldEnds[field]![doc] = fieldTerms[field]!.length;
@@ -134,7 +146,7 @@ export function computeGenerationData(
     totals[field]! += length;
   };
   /** Counts document `doc` on this thread. */
-  const countHere = (doc: number, entry: NormalizedKnowledgeEntry, fieldLengths: number[]) => {
+  const countHere = (doc: number, entry: NormalizedKnowledgeEntry) => {
     const texts = analyzer ? null : entryFieldTexts(entry);
     const document = analyzer ? buildDocument(entry) : null;
     for (let field = 0; field < FIELD_COUNT; field++) {
@@ -148,14 +160,13 @@ export function computeGenerationData(
       }
       counter.clearField();
       fileField(doc, field, length);
-      fieldLengths.push(length);
     }
   };
   /**
    * Files document `doc` from a build worker's counts (the in-memory build's format: per field its length, its
    * distinct terms, then (worker term id, frequency) pairs); returns where the next document's counts start.
    */
-  const fileCounted = (doc: number, segment: BuildSegment, fieldLengths: number[]) => {
+  const fileCounted = (doc: number, segment: BuildSegment) => {
     const counts = segment.counts!;
     const termIds = segment.termIds!;
     let position = segment.offset;
@@ -169,9 +180,38 @@ export function computeGenerationData(
         frequencies.push(counts[position++]!);
       }
       fileField(doc, field, length);
-      fieldLengths.push(length);
     }
     segment.offset = position;
+  };
+  /**
+   * Files entry `doc`'s lists from the phrase keys the worker computed with its counts (see `PartPhrases`: the
+   * keys `lists.add` computes, so the main thread, whose heap holds the registry, does not).
+   */
+  const fileKeys = (entry: NormalizedKnowledgeEntry, doc: number, segment: BuildSegment): number[] => {
+    const phrases = segment.phrases;
+    if (!phrases) return lists.add(entry, doc);
+    const position = 2 * (doc - segment.start);
+    const exactCount = phrases.counts[position]!;
+    const aliasCount = phrases.counts[position + 1]!;
+    const related = lists.addWithKeys(entry, doc, phrases.keys, segment.phraseOffset, exactCount, aliasCount);
+    segment.phraseOffset += exactCount + aliasCount;
+    return related;
+  };
+  /**
+   * Sizes the pair buffers for the whole registry from the first `filed` documents (as the in-memory build's
+   * `reserveFor`), so that they are allocated about once instead of doubling: every large allocation may set off
+   * a full garbage collection, which walks the registry's heap (five of them, 3 s, at 100k entries).
+   */
+  const reservePairs = (filed: number) => {
+    const scale = (documentCount / filed) * 1.1;
+    const estimates = fieldTerms.map((buffer) => Math.ceil(buffer.length * scale) + 1024);
+    const total = estimates.reduce((sum, estimate) => sum + estimate, 0);
+    const shrink = total > MAX_RESERVED_POSTINGS ? MAX_RESERVED_POSTINGS / total : 1;
+    for (let field = 0; field < FIELD_COUNT; field++) {
+      const pairs = Math.ceil(estimates[field]! * shrink);
+      fieldTerms[field]!.reserve(pairs);
+      fieldFrequencies[field]!.reserve(pairs);
+    }
   };
   // Large registries are tokenized and counted by the in-memory build's worker threads (the same counts and term
   // ids as one thread, see `parallelBuild.ts`) while this thread files them in dense-id order.
@@ -192,10 +232,17 @@ export function computeGenerationData(
       const from = doc;
       for (; doc < end; doc++) {
         const entry = entries[doc]!;
-        const fieldLengths: number[] = [];
-        if (counted) fileCounted(doc, counted, fieldLengths);
-        else countHere(doc, entry, fieldLengths);
-        rows[doc] = { doc, entry, relations: lists.add(entry, doc), fieldLengths };
+        let related: number[];
+        if (counted) {
+          fileCounted(doc, counted);
+          related = fileKeys(entry, doc, counted);
+        } else {
+          countHere(doc, entry);
+          related = lists.add(entry, doc);
+        }
+        for (const other of related) relations.push(other);
+        relationEnds[doc] = relations.length;
+        if (doc + 1 === RESERVE_AFTER_DOCUMENTS) reservePairs(doc + 1);
       }
       parallel?.record(doc - from, performance.now() - started, counted !== null);
     }
@@ -203,18 +250,33 @@ export function computeGenerationData(
     parallel?.close();
   }
   counter.release();
-  // The pair buffers grew by doubling: trimmed to their pairs, so a large registry does not hold up to twice them
-  // through the load (one buffer copied at a time).
-  for (const buffer of [...fieldTerms, ...fieldFrequencies])
-    buffer.data = buffer.data.slice(0, buffer.length);
+  // A pair buffer that grew past its reservation by doubling is trimmed to its pairs, so a large registry does not
+  // hold up to twice them through the load (one buffer copied at a time); one within a reservation's margin is kept
+  // (a copy costs a fresh allocation and its page faults).
+  for (const buffer of [...fieldTerms, ...fieldFrequencies]) {
+    if (buffer.length < buffer.data.length * TRIM_BELOW) buffer.data = buffer.data.slice(0, buffer.length);
+    else buffer.data = buffer.data.subarray(0, buffer.length);
+  }
   const terms = dictionary.allTerms();
   const averageLengths = totals.map((total) => (documentCount > 0 ? total / documentCount : 0));
   const pairs: FieldPairs = { terms, fieldTerms, fieldFrequencies, fieldEnds, lengths, averageLengths };
   const postings = (): Generator<PostingRow> =>
     parameters.scoring === "bm25f" ? bm25fRows(parameters, pairs) : sumRows(parameters, pairs);
+  const relationIds = relations.data;
+  /** The entries' rows, each row's arrays views of scratch space or of the relations (see `entryRows`). */
+  const entryRows = function* (): Generator<EntryRow> {
+    const fieldLengths = new Int32Array(FIELD_COUNT);
+    let start = 0;
+    for (let doc = 0; doc < documentCount; doc++) {
+      for (let field = 0; field < FIELD_COUNT; field++) fieldLengths[field] = lengths[field]![doc]!;
+      const end = relationEnds[doc]!;
+      yield { doc, entry: entries[doc]!, relations: relationIds.subarray(start, end), fieldLengths };
+      start = end;
+    }
+  };
   return {
     parameters,
-    entries: rows,
+    entryRows,
     postings,
     phrases: lists.phrases,
     maxPhraseWords: lists.maxPhraseWords,

@@ -191,7 +191,7 @@ async function loadGeneration(
       copyIn(client, table, columns, produce, { freeze: true }),
     );
   await copy(tables.entries, ["doc", "id", "entry", "relations", "field_lengths"], async (encoder) => {
-    for (const row of data.entries) {
+    for (const row of data.entryRows()) {
       await encoder.row(5);
       encoder.int4(row.doc);
       encoder.text(JSON.stringify(row.entry.id));
