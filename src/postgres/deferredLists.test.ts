@@ -2,7 +2,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { propertyRuns, propertySeed } from "../../test/property/seed.js";
-import { candidatePostings } from "./deferredLists.js";
+import { candidatePostings, candidateSet, isCandidate } from "./deferredLists.js";
 import type { FetchedList } from "./postingCache.js";
 
 const ENTRIES = 200;
@@ -31,7 +31,7 @@ const listAndMarks = fc
           };
     const marks = new Uint8Array(ENTRIES);
     for (const doc of marked) marks[doc] = 1;
-    return { list, candidates: { marks, count: marked.length } };
+    return { list, marks, candidates: candidateSet(marked, ENTRIES) };
   });
 
 const contribution = (list: FetchedList, position: number) =>
@@ -40,11 +40,14 @@ const contribution = (list: FetchedList, position: number) =>
 describe("candidatePostings", () => {
   it("keeps exactly the marked entries' postings, in order, with their contributions and the list's bound", () => {
     fc.assert(
-      fc.property(listAndMarks, ({ list, candidates }) => {
+      fc.property(listAndMarks, listAndMarks, ({ list, marks, candidates }, other) => {
+        for (let doc = 0; doc < ENTRIES; doc++) expect(isCandidate(candidates, doc)).toBe(marks[doc] === 1);
         const expected = [...list.docs.keys()]
-          .filter((position) => candidates.marks[list.docs[position]!] === 1)
+          .filter((position) => marks[list.docs[position]!] === 1)
           .map((position) => [list.docs[position]!, contribution(list, position)]);
         const kept = candidatePostings(list, candidates);
+        // A second list's filtering (the same scratch space) leaves the first one's postings as they were.
+        candidatePostings(other.list, other.candidates);
         if (expected.length === 0) {
           expect(kept).toBeNull();
           return;

@@ -57,7 +57,7 @@ export const deferralCosts = { listBytesPerPosting: 3, rowOverheadBytes: 256, sh
 export type DeferralResult = {
   lists: (FetchedList | null)[];
   whole: boolean[];
-  candidates: { marks: Uint8Array; count: number } | null;
+  candidates: CandidateSet | null;
 };
 
 /** What a deferral needs from the turn: its reads and the generation's figures. */
@@ -73,6 +73,8 @@ export type DeferralContext = {
   readRows: (docs: Int32Array, onRow: (doc: number, bytes: Uint8Array) => void) => Promise<void>;
   /** Where a partial-sum buffer is kept between turns (the reader's posting cache); a fresh one when absent. */
   scratch?: { take: (length: number) => Float64Array | undefined; keep: (buffer: Float64Array) => void };
+  /** Adds a step's wall milliseconds to the turn's profile (benchmarks). */
+  profile?: (step: string, milliseconds: number) => void;
 };
 
 /** Adds each posting's contribution of `list` to its entry's total. */
@@ -169,8 +171,18 @@ export async function resolveDeferred(
 
   /** The deferral proper, over `totals` (zeroed, one per entry). */
   async function deferWithTotals(totals: Float64Array): Promise<DeferralResult> {
+    const profile = context.profile;
+    let mark = performance.now();
+    const lap = (step: string) => {
+      if (!profile) return;
+      const now = performance.now();
+      profile(step, now - mark);
+      mark = now;
+    };
     for (const list of complete) addList(totals, list);
+    lap("defer: sum");
     const firstBound = kthTotal(totals, mask, topK) / SLACK;
+    lap("defer: kth");
     // Defer the smallest bounds first (usually the longest lists: the most common terms).
     const byBound = everyIndex
       .filter((index) => Number.isFinite(deferred[index]!.upper))
@@ -193,9 +205,12 @@ export async function resolveDeferred(
     }
     const isKept = new Uint8Array(deferred.length);
     for (const index of kept) isKept[index] = 1;
-    for (const list of await readWhole(everyIndex.filter((index) => isKept[index] === 0)))
-      addList(totals, list);
+    const wholeLists = await readWhole(everyIndex.filter((index) => isKept[index] === 0));
+    lap("defer: read whole");
+    for (const list of wholeLists) addList(totals, list);
+    lap("defer: sum");
     const bound = kthTotal(totals, mask, topK);
+    lap("defer: kth");
     // A candidate may still reach the K-th best partial score with every deferred posting at its bound.
     const candidates: number[] = [];
     const reach = keptBound * SLACK;
@@ -206,6 +221,7 @@ export async function resolveDeferred(
       const total = totals[doc]!;
       if (total >= low && mask[doc] === 1 && (total * SLACK + reach) * SLACK >= bound) candidates.push(doc);
     }
+    lap("defer: candidates");
     let deferredPostings = 0;
     for (const index of kept) deferredPostings += deferred[index]!.count;
     if (
@@ -222,8 +238,7 @@ export async function resolveDeferred(
     const docsOf = kept.map(() => [] as number[]);
     const codesOf = kept.map(() => [] as number[]);
     const candidateDocs = Int32Array.from(candidates);
-    const chosen = new Uint8Array(entryCount);
-    for (const doc of candidates) chosen[doc] = 1;
+    const chosen = candidateSet(candidateDocs, entryCount);
     let previous = -1;
     let ordered = true;
     let current = -1;
@@ -235,12 +250,14 @@ export async function resolveDeferred(
       codesOf[position]!.push(code);
     };
     await context.readRows(candidateDocs, (doc, bytes) => {
-      if (chosen[doc] !== 1) throw new BinaryArrayError("frequent row: an entry not asked for");
+      if (!(doc >= 0 && doc < entryCount) || !isCandidate(chosen, doc))
+        throw new BinaryArrayError("frequent row: an entry not asked for");
       if (doc <= previous) ordered = false;
       previous = doc;
       current = doc;
       readFrequentRow(bytes, sortedWanted, found);
     });
+    lap("defer: read rows");
     kept.forEach((index, position) => {
       const header = deferred[index]!;
       let docs = docsOf[position]!;
@@ -262,51 +279,91 @@ export async function resolveDeferred(
         upper: header.upper,
       };
     });
-    return { lists, whole, candidates: { marks: chosen, count: candidates.length } };
+    lap("defer: row lists");
+    return { lists, whole, candidates: chosen };
   }
 }
 
+/** The candidates of a deferring turn: one bit per dense id (bit `doc & 31` of word `doc >>> 5`), and their count. */
+export type CandidateSet = { bits: Int32Array; count: number };
+
+/** Whether `doc` is one of `candidates`. */
+export function isCandidate(candidates: CandidateSet, doc: number): boolean {
+  return ((candidates.bits[doc >>> 5]! >>> (doc & 31)) & 1) === 1;
+}
+
+/** The candidate set of `docs` among `entryCount` entries. */
+export function candidateSet(docs: ArrayLike<number>, entryCount: number): CandidateSet {
+  const bits = new Int32Array((entryCount + 31) >>> 5);
+  for (let index = 0; index < docs.length; index++) {
+    const doc = docs[index]!;
+    bits[doc >>> 5]! |= 1 << (doc & 31);
+  }
+  return { bits, count: docs.length };
+}
+
 /**
- * `list`'s postings of the entries `candidates` marks, in order (the list itself when it holds only those; null when
+ * Scratch space of {@link candidatePostings} (one list at a time), grown as needed: a list's kept postings are
+ * gathered here and copied out at their exact size, so a turn allocates what it keeps, not the room each list
+ * might have needed (fresh memory costs page faults: up to 7 MB a history-heavy turn at a million entries).
+ */
+const keptScratch = {
+  docs: new Int32Array(1024),
+  bytes: new Uint8Array(1024),
+  shorts: new Uint16Array(1024),
+  values: new Float64Array(1024),
+};
+
+/** {@link keptScratch}, each array at least `length` long. */
+function scratchFor(length: number): typeof keptScratch {
+  if (keptScratch.docs.length < length) {
+    const grown = Math.max(length, keptScratch.docs.length * 2);
+    keptScratch.docs = new Int32Array(grown);
+    keptScratch.bytes = new Uint8Array(grown);
+    keptScratch.shorts = new Uint16Array(grown);
+    keptScratch.values = new Float64Array(grown);
+  }
+  return keptScratch;
+}
+
+/**
+ * `list`'s postings of the entries in `candidates`, in order (the list itself when it holds only those; null when
  * it holds none of them). Its bound stays the whole list's (still a bound).
  */
-export function candidatePostings(
-  list: FetchedList,
-  candidates: { marks: Uint8Array; count: number },
-): FetchedList | null {
+export function candidatePostings(list: FetchedList, candidates: CandidateSet): FetchedList | null {
   const docs = list.docs;
-  const marks = candidates.marks;
-  // At most one posting per candidate: the arrays are sized by the smaller count and cut to what was kept.
-  const room = Math.min(docs.length, candidates.count);
-  const keptDocs = new Int32Array(room);
+  const bits = candidates.bits;
+  // At most one posting per candidate.
+  const scratch = scratchFor(Math.min(docs.length, candidates.count));
+  const keptDocs = scratch.docs;
   const codes = list.codes;
   let kept = 0;
   if (codes === undefined) {
-    const values = new Float64Array(room);
+    const values = scratch.values;
     const contributions = list.contributions;
     for (let position = 0; position < docs.length; position++) {
       const doc = docs[position]!;
-      if (marks[doc] !== 1) continue;
+      if (((bits[doc >>> 5]! >>> (doc & 31)) & 1) === 0) continue;
       keptDocs[kept] = doc;
       values[kept++] = contributions[position]!;
     }
     if (kept === 0) return null;
     if (kept === docs.length) return list;
-    return { docs: keptDocs.subarray(0, kept), contributions: values.subarray(0, kept), upper: list.upper };
+    return { docs: keptDocs.slice(0, kept), contributions: values.slice(0, kept), upper: list.upper };
   }
-  const keptCodes = codes instanceof Uint8Array ? new Uint8Array(room) : new Uint16Array(room);
+  const keptCodes = codes instanceof Uint8Array ? scratch.bytes : scratch.shorts;
   for (let position = 0; position < docs.length; position++) {
     const doc = docs[position]!;
-    if (marks[doc] !== 1) continue;
+    if (((bits[doc >>> 5]! >>> (doc & 31)) & 1) === 0) continue;
     keptDocs[kept] = doc;
     keptCodes[kept++] = codes[position]!;
   }
   if (kept === 0) return null;
   if (kept === docs.length) return list;
   return {
-    docs: keptDocs.subarray(0, kept),
+    docs: keptDocs.slice(0, kept),
     contributions: list.contributions,
-    codes: keptCodes.subarray(0, kept),
+    codes: keptCodes.slice(0, kept),
     upper: list.upper,
   };
 }

@@ -13,7 +13,12 @@ import type { KnowledgeLexicalMatch } from "../types/knowledge.js";
 import type { PostgresBackend } from "./backend.js";
 import { BinaryArrayError, int4Of, presentField } from "./binaryArrays.js";
 import { sqlTextArray } from "./copyOut.js";
-import { candidatePostings, type DeferredHeader, resolveDeferred } from "./deferredLists.js";
+import {
+  type CandidateSet,
+  candidatePostings,
+  type DeferredHeader,
+  resolveDeferred,
+} from "./deferredLists.js";
 import type { GenerationEligibility } from "./eligibility.js";
 import { UNDEFINED_COLUMN } from "./faults.js";
 import type { FetchTicket } from "./fetchBudget.js";
@@ -168,7 +173,7 @@ export class PostingSearch {
       byTerm[position] = postings;
       if (keys && !partial.has(index)) this.cache.set(keys[position]!, postings);
     });
-    let candidates: { marks: Uint8Array; count: number } | null = null;
+    let candidates: CandidateSet | null = null;
     if (deferred.length > 0) {
       const deferStarted = performance.now();
       const complete: FetchedList[] = [];
@@ -196,6 +201,9 @@ export class PostingSearch {
             take: (length) => this.cache.takeScratch(length),
             keep: (buffer) => this.cache.keepScratch(buffer),
           },
+          ...(profile
+            ? { profile: (step: string, milliseconds: number) => profile.add(step, milliseconds) }
+            : {}),
         },
       );
       candidates = resolved.candidates;
@@ -426,10 +434,13 @@ export class PostingSearch {
   ): Promise<void> {
     if (docs.length === 0) return;
     const started = performance.now();
+    let bytes = 0;
     await this.backend.readCopy(frequentRowsQuery(this.tables, `'{${docs.join(",")}}'::int4[]`), (fields) => {
-      onRow(int4Of(fields[0]!), required(fields[1]));
+      const row = required(fields[1]);
+      bytes += row.byteLength;
+      onRow(int4Of(fields[0]!), row);
     });
-    this.backend.turnProfile?.add("rows", performance.now() - started);
+    this.backend.turnProfile?.add("rows", performance.now() - started, bytes);
   }
 
   /**
