@@ -43,11 +43,21 @@ const DEFERRED_SHARE = 0.4;
  * How a turn weighs reading the candidates' rows against reading the deferred lists whole, in bytes:
  * `listBytesPerPosting`, a whole coded list's bytes per posting (about 3); `rowOverheadBytes`, what reading one
  * entry's row costs beyond its bytes (a lookup in the rows' primary key and a heap page: a few microseconds of the
- * server's, where it sends a list's bytes at about 1 ns each); `share`, {@link DEFERRED_SHARE}. Tests defer every
- * frequent list and make rows always cheaper, so that small registries take the rows' way too.
+ * server's, where it sends a list's bytes at about 1 ns each); `share`, {@link DEFERRED_SHARE}; `firstStage` and
+ * `twoStagesFrom`, the candidates' rows read in two rounds when there are more than `twoStagesFrom` × K
+ * candidates, the first round `firstStage` × K of them (see `readCandidateRows`: at a million entries, a
+ * history-heavy turn's 4,000 candidates became about 1,700 rows read; each row is a heap page and an index page
+ * the server touches). Tests defer every frequent list and make rows always cheaper, so that small registries
+ * take the rows' way too.
  * @internal
  */
-export const deferralCosts = { listBytesPerPosting: 3, rowOverheadBytes: 256, share: DEFERRED_SHARE };
+export const deferralCosts = {
+  listBytesPerPosting: 3,
+  rowOverheadBytes: 256,
+  share: DEFERRED_SHARE,
+  firstStage: 2,
+  twoStagesFrom: 8,
+};
 
 /**
  * What a deferral gives the turn: the lists to rank in place of the deferred ones (same order; null: no posting),
@@ -231,16 +241,17 @@ export async function resolveDeferred(
       await readWhole(kept);
       return { lists, whole, candidates: null };
     }
-    // The candidates' postings in the deferred lists, from their rows.
+    // The candidates' postings in the deferred lists, from their rows (see `readCandidateRows`).
+    const candidateDocs = Int32Array.from(candidates);
+    const rows = await readCandidateRows(candidateDocs, totals, kept, reach, bound);
+    lap("defer: read rows");
+    const chosenDocs = rows.chosen;
+    const chosen = candidateSet(chosenDocs, entryCount);
     const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
     const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
     const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
     const docsOf = kept.map(() => [] as number[]);
     const codesOf = kept.map(() => [] as number[]);
-    const candidateDocs = Int32Array.from(candidates);
-    const chosen = candidateSet(candidateDocs, entryCount);
-    let previous = -1;
-    let ordered = true;
     let current = -1;
     const found = (sortedIndex: number, code: number) => {
       const position = order[sortedIndex]!;
@@ -249,29 +260,18 @@ export async function resolveDeferred(
       docsOf[position]!.push(current);
       codesOf[position]!.push(code);
     };
-    await context.readRows(candidateDocs, (doc, bytes) => {
-      if (!(doc >= 0 && doc < entryCount) || !isCandidate(chosen, doc))
-        throw new BinaryArrayError("frequent row: an entry not asked for");
-      if (doc <= previous) ordered = false;
-      previous = doc;
+    // In ascending order of entries, so each list's postings come out in order.
+    for (const doc of chosenDocs) {
+      const bytes = rows.byDoc.get(doc);
+      if (bytes === undefined) continue;
       current = doc;
       readFrequentRow(bytes, sortedWanted, found);
-    });
-    lap("defer: read rows");
+    }
     kept.forEach((index, position) => {
       const header = deferred[index]!;
-      let docs = docsOf[position]!;
-      let codes = codesOf[position]!;
-      if (!ordered) {
-        const pairs = docs
-          .map((doc, at) => [doc, codes[at]!] as const)
-          .sort((left, right) => left[0] - right[0]);
-        docs = pairs.map((pair) => pair[0]);
-        codes = pairs.map((pair) => pair[1]);
-      }
-      for (let at = 1; at < docs.length; at++)
-        if (docs[at]! <= docs[at - 1]!) throw new BinaryArrayError("frequent row: an entry read twice");
+      const docs = docsOf[position]!;
       if (docs.length === 0) return;
+      const codes = codesOf[position]!;
       lists[index] = {
         docs: Int32Array.from(docs),
         contributions: header.values,
@@ -282,6 +282,90 @@ export async function resolveDeferred(
     lap("defer: row lists");
     return { lists, whole, candidates: chosen };
   }
+
+  /**
+   * The `frequent` rows of the candidates that can still reach the top K (copied, by entry), and those candidates
+   * (ascending). With many candidates, in two rounds: first the rows of the `firstStage` × K candidates with the
+   * best partial sums; each of them then has a known lower bound of its full score (its partial sum plus its
+   * deferred contributions, every one of them read), so the K-th best of those bounds is a lower bound of the K-th
+   * best score, above the K-th partial sum; only the other candidates that can still reach it are read next. An
+   * entry in the best K scores at least that bound, so it is among the candidates of one round or the other.
+   */
+  async function readCandidateRows(
+    candidates: Int32Array,
+    totals: Float64Array,
+    kept: readonly number[],
+    reach: number,
+    bound: number,
+  ): Promise<{ chosen: Int32Array; byDoc: Map<number, Uint8Array> }> {
+    const byDoc = new Map<number, Uint8Array>();
+    const read = async (docs: Int32Array) => {
+      await context.readRows(docs, (doc, bytes) => {
+        if (!isAmong(docs, doc)) throw new BinaryArrayError("frequent row: an entry not asked for");
+        if (byDoc.has(doc)) throw new BinaryArrayError("frequent row: an entry read twice");
+        byDoc.set(doc, bytes.slice());
+      });
+    };
+    const firstCount = Math.ceil(deferralCosts.firstStage * topK);
+    if (
+      !(candidates.length > deferralCosts.twoStagesFrom * topK) ||
+      !(firstCount >= topK && firstCount < candidates.length)
+    ) {
+      await read(candidates);
+      return { chosen: candidates, byDoc };
+    }
+    // Round one: the best partial sums (ties: the lower entry), read in ascending order.
+    const best = Array.from(candidates)
+      .sort((left, right) => totals[right]! - totals[left]! || left - right)
+      .slice(0, firstCount)
+      .sort((left, right) => left - right);
+    const first = Int32Array.from(best);
+    await read(first);
+    const values = kept.map((index) => deferred[index]!.values);
+    const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
+    const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
+    const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
+    // Each first-round candidate's full score, less the margin of sums in another order (non-negative terms).
+    const lowers = new Float64Array(first.length);
+    first.forEach((doc, index) => {
+      let sum = totals[doc]!;
+      const bytes = byDoc.get(doc);
+      if (bytes)
+        readFrequentRow(bytes, sortedWanted, (sortedIndex, code) => {
+          const value = values[order[sortedIndex]!]![code];
+          if (value === undefined) throw new BinaryArrayError("frequent row: a code names no value");
+          sum += value;
+        });
+      lowers[index] = sum / SLACK / SLACK;
+    });
+    lowers.sort();
+    const raised = Math.max(bound, lowers[lowers.length - topK]!);
+    const second: number[] = [];
+    for (const doc of candidates)
+      if (!isAmong(first, doc) && (totals[doc]! * SLACK + reach) * SLACK >= raised) second.push(doc);
+    const secondDocs = Int32Array.from(second);
+    if (secondDocs.length > 0) await read(secondDocs);
+    const chosen = new Int32Array(first.length + secondDocs.length);
+    chosen.set(first);
+    chosen.set(secondDocs, first.length);
+    chosen.sort();
+    context.profile?.("defer: two rounds", 0);
+    return { chosen, byDoc };
+  }
+}
+
+/** Whether `doc` is in `docs` (ascending). */
+function isAmong(docs: Int32Array, doc: number): boolean {
+  let low = 0;
+  let high = docs.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >>> 1;
+    const value = docs[middle]!;
+    if (value === doc) return true;
+    if (value < doc) low = middle + 1;
+    else high = middle - 1;
+  }
+  return false;
 }
 
 /** The candidates of a deferring turn: one bit per dense id (bit `doc & 31` of word `doc >>> 5`), and their count. */

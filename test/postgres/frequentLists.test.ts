@@ -52,6 +52,11 @@ function ways(backend: PostgresBackend): { rows: number; whole: number } {
   return { rows: steps?.get("defer: rows")?.count ?? 0, whole: steps?.get("defer: whole")?.count ?? 0 };
 }
 
+/** How many turns read their candidates' rows in two rounds. */
+function twoRounds(backend: PostgresBackend): number {
+  return backend.turnProfile?.steps.get("defer: two rounds")?.count ?? 0;
+}
+
 /** A registry where a few words are in most entries (frequent lists) and others are rare. */
 function skewedRegistry(size: number, seed: number) {
   let state = seed >>> 0;
@@ -129,6 +134,9 @@ describePostgres("frequent lists deferred: the same answers as in memory", () =>
     expect(ways(pg).rows).toBeGreaterThan(0);
     expect(ways(pg).whole).toBeGreaterThan(0);
     expect(ways(plain)).toEqual({ rows: 0, whole: 0 });
+    // Some read their candidates' rows in two rounds (the best partial sums first), some in one.
+    expect(twoRounds(pg)).toBeGreaterThan(0);
+    expect(twoRounds(pg)).toBeLessThan(ways(pg).rows);
     expect(cached.postingCache.counts.hits).toBeGreaterThan(0);
     const statistics = await suite.newPool({ max: 1 }).query({
       text: "select g.statistics from frequent_skewed.generations g join frequent_skewed.serving s using (generation)",
@@ -147,6 +155,9 @@ describePostgres("frequent lists deferred: the same answers as in memory", () =>
     const costs = { ...deferralCosts };
     deferralCosts.listBytesPerPosting = Number.POSITIVE_INFINITY;
     deferralCosts.share = Number.POSITIVE_INFINITY;
+    // Two rounds of rows whenever there are more candidates than K, the first round of K.
+    deferralCosts.twoStagesFrom = 1;
+    deferralCosts.firstStage = 1;
     suite.cleanup(async () => {
       Object.assign(deferralCosts, costs);
     });
@@ -183,7 +194,9 @@ describePostgres("frequent lists deferred: the same answers as in memory", () =>
       { seed, numRuns: propertyRuns(30) },
     );
     expect(bm25fRows).toBe(0);
-    // Field-by-field turns read candidates' rows (the skewed registry's test covers the lists read whole).
+    // Field-by-field turns read candidates' rows (the skewed registry's test covers the lists read whole), some in
+    // two rounds.
     expect(ways(pg).rows).toBeGreaterThan(0);
+    expect(twoRounds(pg)).toBeGreaterThan(0);
   }, 180_000);
 });
