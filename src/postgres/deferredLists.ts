@@ -303,7 +303,8 @@ export async function resolveDeferred(
       await context.readRows(docs, (doc, bytes) => {
         if (!isAmong(docs, doc)) throw new BinaryArrayError("frequent row: an entry not asked for");
         if (byDoc.has(doc)) throw new BinaryArrayError("frequent row: an entry read twice");
-        byDoc.set(doc, bytes.slice());
+        // A copy (`slice` of a Node Buffer would be a view of the COPY's buffer, reused by later rows).
+        byDoc.set(doc, new Uint8Array(bytes));
       });
     };
     const firstCount = Math.ceil(deferralCosts.firstStage * topK);
