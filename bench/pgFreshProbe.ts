@@ -1,8 +1,11 @@
 /**
- * Probe (session 16): the reader process's sequence (5 warm-ups, then N turns) with, per turn, the app's CPU and
- * page faults, the backend's steps, and per server connection its CPU and minor page faults (from /proc), so a
- * fresh connection's first heavy turn can be told from a warm one's.
- * `node --expose-gc --import tsx bench/pgFreshProbe.ts --url postgres://… --turns 20 [--clients 16]`
+ * Probe (session 16): the reader process's sequence (`bench/postgresReader.ts`: 5 warm-ups, then N turns) on the
+ * generation `bench/postgresMillion.ts --keep` left, with per turn the app's CPU and page faults, the backend's
+ * steps, the candidates' rows read (and how many an earlier turn had read), and per server connection its CPU and
+ * minor page faults (from /proc: the server must run on this machine; `*` marks a connection new in that turn).
+ * `--dump-turn N` writes turn N's statements to /tmp/pgfresh16/turnN.json for `bench/pgReplay.ts`.
+ * `node --expose-gc --import tsx bench/pgFreshProbe.ts --url postgres://… [--turns 20] [--clients 16]
+ *   [--queries /tmp/lexground-pg-million-1000000.json] [--dump-turn N]`
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -18,7 +21,8 @@ function option(name: string, fallback: string): string {
   const index = process.argv.indexOf(`--${name}`);
   return index >= 0 && process.argv[index + 1] !== undefined ? process.argv[index + 1]! : fallback;
 }
-const url = option("url", "postgres://postgres@127.0.0.1:40185/postgres");
+const url = option("url", "");
+if (!url) throw new Error("--url is required");
 const turns = Number(option("turns", "20"));
 const input = JSON.parse(
   readFileSync(option("queries", "/tmp/lexground-pg-million-1000000.json"), "utf8"),

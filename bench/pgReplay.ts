@@ -1,6 +1,9 @@
 /**
  * Probe (session 16): replays a dumped turn's statements (`bench/pgFreshProbe.ts --dump-turn N`) on one fresh
- * connection, `--rounds` times, with the server process's CPU and minor page faults per statement (from /proc).
+ * connection, `--rounds` times, with the server process's CPU and minor page faults per statement (from /proc):
+ * round 0 is a new connection's first read of those pages, the next rounds a warm connection's.
+ * `node --import tsx bench/pgReplay.ts --url postgres://… --file /tmp/pgfresh16/turn9.json [--rounds 3]
+ *   [--prelude] [--explain]`
  */
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
@@ -18,6 +21,7 @@ type Client = {
 const pg = (await importPostgresDriver()) as unknown as {
   Client: new (c: { connectionString: string; options?: string }) => Client;
 };
+if (!option("url", "")) throw new Error("--url is required");
 const dumped = JSON.parse(readFileSync(option("file", "/tmp/pgfresh16/turn9.json"), "utf8")) as {
   kind: string;
   text: string;
@@ -25,7 +29,7 @@ const dumped = JSON.parse(readFileSync(option("file", "/tmp/pgfresh16/turn9.json
 }[];
 const rounds = Number(option("rounds", "3"));
 const client = new pg.Client({
-  connectionString: option("url", "postgres://postgres@127.0.0.1:40185/postgres"),
+  connectionString: option("url", ""),
   options: "-c max_parallel_workers_per_gather=0 -c jit=off",
 });
 await client.connect();
