@@ -97,13 +97,14 @@ describe("resolveDeferred", () => {
     ),
     topK: fc.integer({ min: 1, max: 12 }),
     stages: fc.constantFrom(1, 2),
+    reversed: fc.boolean(),
   });
 
-  it("returns the candidates' whole postings and keeps the best K among the candidates, in one or two rounds", async () => {
+  it("returns the candidates' whole postings and keeps the best K among the candidates, in one or two rounds, rows in any order", async () => {
     const costs = { ...deferralCosts };
     try {
       await fc.assert(
-        fc.asyncProperty(instance, async ({ lists, topK, stages }) => {
+        fc.asyncProperty(instance, async ({ lists, topK, stages, reversed }) => {
           deferralCosts.share = Number.POSITIVE_INFINITY;
           deferralCosts.listBytesPerPosting = Number.POSITIVE_INFINITY;
           deferralCosts.twoStagesFrom = stages === 2 ? 1 : Number.POSITIVE_INFINITY;
@@ -143,8 +144,9 @@ describe("resolveDeferred", () => {
             mask,
             rowBytesPerEntry: 1,
             readLists: async (indexes) => indexes.map((index) => deferredWhole[index]!),
+            // Rows in the order asked for, or (a server free to return them in any order) reversed.
             readRows: async (docs, onRow) => {
-              for (const doc of docs) {
+              for (const doc of reversed ? [...docs].reverse() : docs) {
                 const bytes = rowBytes.get(doc);
                 if (!bytes) continue;
                 shared.set(bytes);

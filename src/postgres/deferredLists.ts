@@ -243,35 +243,43 @@ export async function resolveDeferred(
     }
     // The candidates' postings in the deferred lists, from their rows (see `readCandidateRows`).
     const candidateDocs = Int32Array.from(candidates);
-    const rows = await readCandidateRows(candidateDocs, totals, kept, reach, bound);
-    lap("defer: read rows");
-    const chosenDocs = rows.chosen;
-    const chosen = candidateSet(chosenDocs, entryCount);
     const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
     const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
     const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
-    const docsOf = kept.map(() => [] as number[]);
-    const codesOf = kept.map(() => [] as number[]);
-    let current = -1;
-    const found = (sortedIndex: number, code: number) => {
-      const position = order[sortedIndex]!;
-      if (code >= deferred[kept[position]!]!.values.length)
-        throw new BinaryArrayError("frequent row: a code names no value");
-      docsOf[position]!.push(current);
-      codesOf[position]!.push(code);
-    };
-    // In ascending order of entries, so each list's postings come out in order.
-    for (const doc of chosenDocs) {
-      const bytes = rows.byDoc.get(doc);
-      if (bytes === undefined) continue;
-      current = doc;
-      readFrequentRow(bytes, sortedWanted, found);
-    }
+    const values = kept.map((index) => deferred[index]!.values);
+    const rounds = await readCandidateRows(candidateDocs, totals, reach, bound, (docs, onRow) => {
+      // One round's postings per deferred list, decoded as the rows arrive (each row's bytes are a view).
+      const run: RowRun = { docs: kept.map(() => []), codes: kept.map(() => []), ordered: true };
+      let previous = -1;
+      let current = -1;
+      let sum = 0;
+      const found = (sortedIndex: number, code: number) => {
+        const position = order[sortedIndex]!;
+        const value = values[position]![code];
+        if (value === undefined) throw new BinaryArrayError("frequent row: a code names no value");
+        run.docs[position]!.push(current);
+        run.codes[position]!.push(code);
+        sum += value;
+      };
+      return {
+        run,
+        read: context.readRows(docs, (doc, bytes) => {
+          if (!isAmong(docs, doc)) throw new BinaryArrayError("frequent row: an entry not asked for");
+          if (doc <= previous) run.ordered = false;
+          previous = doc;
+          current = doc;
+          sum = 0;
+          readFrequentRow(bytes, sortedWanted, found);
+          onRow?.(doc, sum);
+        }),
+      };
+    });
+    lap("defer: read rows");
+    const chosen = candidateSet(rounds.chosen, entryCount);
     kept.forEach((index, position) => {
       const header = deferred[index]!;
-      const docs = docsOf[position]!;
+      const { docs, codes } = mergedRuns(rounds.runs, position);
       if (docs.length === 0) return;
-      const codes = codesOf[position]!;
       lists[index] = {
         docs: Int32Array.from(docs),
         contributions: header.values,
@@ -284,89 +292,130 @@ export async function resolveDeferred(
   }
 
   /**
-   * The `frequent` rows of the candidates that can still reach the top K (copied, by entry), and those candidates
-   * (ascending). With many candidates, in two rounds: first the rows of the `firstStage` × K candidates with the
-   * best partial sums; each of them then has a known lower bound of its full score (its partial sum plus its
-   * deferred contributions, every one of them read), so the K-th best of those bounds is a lower bound of the K-th
-   * best score, above the K-th partial sum; only the other candidates that can still reach it are read next. An
-   * entry in the best K scores at least that bound, so it is among the candidates of one round or the other.
+   * Reads the `frequent` rows of the candidates that can still reach the top K (`readRound`: one round's rows,
+   * decoded into a run of postings per deferred list, `onRow` told each row's entry and the sum of its deferred
+   * contributions); returns those candidates (ascending) and the runs. With many candidates, in two rounds: first
+   * the rows of the `firstStage` × K candidates with the best partial sums; each of them then has a known lower
+   * bound of its full score (its partial sum plus its deferred contributions, every one of them read), so the K-th
+   * best of those bounds is a lower bound of the K-th best score, above the K-th partial sum; only the other
+   * candidates that can still reach it are read next. An entry in the best K scores at least that bound, so it is
+   * among the candidates of one round or the other.
    */
   async function readCandidateRows(
     candidates: Int32Array,
     totals: Float64Array,
-    kept: readonly number[],
     reach: number,
     bound: number,
-  ): Promise<{ chosen: Int32Array; byDoc: Map<number, Uint8Array> }> {
-    const byDoc = new Map<number, Uint8Array>();
-    const read = async (docs: Int32Array) => {
-      await context.readRows(docs, (doc, bytes) => {
-        if (!isAmong(docs, doc)) throw new BinaryArrayError("frequent row: an entry not asked for");
-        if (byDoc.has(doc)) throw new BinaryArrayError("frequent row: an entry read twice");
-        // A copy (`slice` of a Node Buffer would be a view of the COPY's buffer, reused by later rows).
-        byDoc.set(doc, new Uint8Array(bytes));
-      });
-    };
+    readRound: (
+      docs: Int32Array,
+      onRow?: (doc: number, deferredSum: number) => void,
+    ) => { run: RowRun; read: Promise<void> },
+  ): Promise<{ chosen: Int32Array; runs: RowRun[] }> {
     const firstCount = Math.ceil(deferralCosts.firstStage * topK);
     if (
       !(candidates.length > deferralCosts.twoStagesFrom * topK) ||
       !(firstCount >= topK && firstCount < candidates.length)
     ) {
-      await read(candidates);
-      return { chosen: candidates, byDoc };
+      const round = readRound(candidates);
+      await round.read;
+      return { chosen: candidates, runs: [round.run] };
     }
     // Round one: the best partial sums (ties: the lower entry), read in ascending order.
-    const best = Array.from(candidates)
-      .sort((left, right) => totals[right]! - totals[left]! || left - right)
-      .slice(0, firstCount)
-      .sort((left, right) => left - right);
-    const first = Int32Array.from(best);
-    await read(first);
-    const values = kept.map((index) => deferred[index]!.values);
-    const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
-    const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
-    const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
-    // Each first-round candidate's full score, less the margin of sums in another order (non-negative terms).
-    const lowers = new Float64Array(first.length);
-    first.forEach((doc, index) => {
-      let sum = totals[doc]!;
-      const bytes = byDoc.get(doc);
-      if (bytes)
-        readFrequentRow(bytes, sortedWanted, (sortedIndex, code) => {
-          const value = values[order[sortedIndex]!]![code];
-          if (value === undefined) throw new BinaryArrayError("frequent row: a code names no value");
-          sum += value;
-        });
-      lowers[index] = sum / SLACK / SLACK;
+    const first = Int32Array.from(
+      Array.from(candidates)
+        .sort((left, right) => totals[right]! - totals[left]! || left - right)
+        .slice(0, firstCount),
+    ).sort();
+    // Each first-round candidate's full score, less the margin of sums in another order (non-negative terms); an
+    // entry without a row has no deferred posting.
+    const lowers = Float64Array.from(first, (doc) => totals[doc]! / SLACK / SLACK);
+    const firstRound = readRound(first, (doc, deferredSum) => {
+      const at = indexAmong(first, doc);
+      lowers[at] = (totals[doc]! + deferredSum) / SLACK / SLACK;
     });
+    await firstRound.read;
     lowers.sort();
     const raised = Math.max(bound, lowers[lowers.length - topK]!);
     const second: number[] = [];
     for (const doc of candidates)
-      if (!isAmong(first, doc) && (totals[doc]! * SLACK + reach) * SLACK >= raised) second.push(doc);
+      if ((totals[doc]! * SLACK + reach) * SLACK >= raised && !isAmong(first, doc)) second.push(doc);
     const secondDocs = Int32Array.from(second);
-    if (secondDocs.length > 0) await read(secondDocs);
+    const runs = [firstRound.run];
+    if (secondDocs.length > 0) {
+      const secondRound = readRound(secondDocs);
+      await secondRound.read;
+      runs.push(secondRound.run);
+    }
     const chosen = new Int32Array(first.length + secondDocs.length);
     chosen.set(first);
     chosen.set(secondDocs, first.length);
     chosen.sort();
     context.profile?.("defer: two rounds", 0);
-    return { chosen, byDoc };
+    return { chosen, runs };
   }
 }
 
-/** Whether `doc` is in `docs` (ascending). */
-function isAmong(docs: Int32Array, doc: number): boolean {
+/** One round's postings of each deferred list (by position), in the order its rows arrived. */
+type RowRun = { docs: number[][]; codes: number[][]; ordered: boolean };
+
+/**
+ * A deferred list's postings (`position`) from every round, in ascending order of entries: each round's run as it
+ * came when its rows arrived in order (as the rows' primary key returns them), else sorted; then merged. Checked:
+ * an entry read twice raises a `BinaryArrayError`.
+ */
+function mergedRuns(runs: readonly RowRun[], position: number): { docs: number[]; codes: number[] } {
+  const sorted = runs.map((run) => {
+    const docs = run.docs[position]!;
+    const codes = run.codes[position]!;
+    if (run.ordered) return { docs, codes };
+    const pairs = docs.map((doc, at) => [doc, codes[at]!] as const).sort((left, right) => left[0] - right[0]);
+    return { docs: pairs.map((pair) => pair[0]), codes: pairs.map((pair) => pair[1]) };
+  });
+  let merged = sorted[0]!;
+  for (let round = 1; round < sorted.length; round++) {
+    const next = sorted[round]!;
+    if (next.docs.length === 0) continue;
+    const docs: number[] = [];
+    const codes: number[] = [];
+    let left = 0;
+    let right = 0;
+    while (left < merged.docs.length || right < next.docs.length) {
+      if (
+        right >= next.docs.length ||
+        (left < merged.docs.length && merged.docs[left]! < next.docs[right]!)
+      ) {
+        docs.push(merged.docs[left]!);
+        codes.push(merged.codes[left++]!);
+      } else {
+        docs.push(next.docs[right]!);
+        codes.push(next.codes[right++]!);
+      }
+    }
+    merged = { docs, codes };
+  }
+  for (let at = 1; at < merged.docs.length; at++)
+    if (merged.docs[at]! <= merged.docs[at - 1]!)
+      throw new BinaryArrayError("frequent row: an entry read twice");
+  return merged;
+}
+
+/** The index of `doc` in `docs` (ascending), -1 when absent. */
+function indexAmong(docs: Int32Array, doc: number): number {
   let low = 0;
   let high = docs.length - 1;
   while (low <= high) {
     const middle = (low + high) >>> 1;
     const value = docs[middle]!;
-    if (value === doc) return true;
+    if (value === doc) return middle;
     if (value < doc) low = middle + 1;
     else high = middle - 1;
   }
-  return false;
+  return -1;
+}
+
+/** Whether `doc` is in `docs` (ascending). */
+function isAmong(docs: Int32Array, doc: number): boolean {
+  return indexAmong(docs, doc) >= 0;
 }
 
 /** The candidates of a deferring turn: one bit per dense id (bit `doc & 31` of word `doc >>> 5`), and their count. */
