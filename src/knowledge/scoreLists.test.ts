@@ -119,6 +119,67 @@ describe("scoreLists", () => {
     );
   });
 
+  it("sums dense windows read eight postings a step, whatever each list's length in a window (property)", () => {
+    // Lists that hold most documents, so each window reads runs of every length from 0 to over 8 per list (the
+    // unrolled steps and the postings left after them), marked and unmarked.
+    const seed = propertySeed("score-lists-dense-steps");
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 8, max: 300 }),
+        fc.array(fc.tuple(fc.double({ min: 0.05, max: 1, noNaN: true }), fc.nat()), {
+          minLength: 1,
+          maxLength: 6,
+        }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 64 }),
+        fc.integer({ min: 1, max: 128 }),
+        fc.option(fc.nat(), { freq: 2 }),
+        (documentCount, listSeeds, topK, first, later, maskSeed) => {
+          const postings = listSeeds.map(([density, salt]) => {
+            const docs = Int32Array.from(
+              Array.from({ length: documentCount }, (_, doc) => doc).filter(
+                (doc) => ((Math.imul(doc + salt, 0x9e3779b1) >>> 0) % 1000) / 1000 < density,
+              ),
+            );
+            // Distinct contributions per position: a posting summed with another's value changes the result.
+            return {
+              docs,
+              contributions: Float64Array.from(docs, (doc) => 1 + ((doc * 31 + salt) % 97) / 64),
+            };
+          });
+          const lists: QueryLists = {
+            postings,
+            starts: new Int32Array(postings.length),
+            ends: Int32Array.from(postings, ({ docs }) => docs.length),
+            upper: Float64Array.from(postings, ({ contributions }) =>
+              listUpperBound(contributions, 0, contributions.length),
+            ),
+          };
+          const ranks = Int32Array.from({ length: documentCount }, (_, doc) => (doc * 7919) % documentCount);
+          const mask =
+            maskSeed === null
+              ? null
+              : Uint8Array.from({ length: documentCount }, (_, doc) =>
+                  (doc * 5 + maskSeed) % 4 === 0 ? 0 : 1,
+                );
+          const expected = plainTop(lists, ranks, topK, mask);
+          for (const unmarked of [true, false])
+            for (const pruning of [true, false])
+              expect(
+                scoreLists(lists, documentCount, ranks, topK, mask, {
+                  first,
+                  later,
+                  layout: "dense",
+                  unmarked,
+                  pruning,
+                }),
+              ).toEqual(expected);
+        },
+      ),
+      { seed, numRuns: propertyRuns(200) },
+    );
+  });
+
   it("merges parts of the document ids into the whole top K, whatever valid floor each part reads (property)", () => {
     const seed = propertySeed("score-lists-parts");
     fc.assert(

@@ -320,7 +320,36 @@ export function scoreLists(
       windowFirst[list] = from;
       const contributions = windowContributions(postings[list]!, from, stop);
       const offset = windowRead.offset;
-      for (let position = from; position < stop; position++) {
+      // Eight postings a step, as in `scanWindowTotals`.
+      let position = from;
+      for (const unrolledStop = stop - 7; position < unrolledStop; position += 8) {
+        const at = position - offset;
+        const local0 = docs[position]! - windowStart;
+        const local1 = docs[position + 1]! - windowStart;
+        const local2 = docs[position + 2]! - windowStart;
+        const local3 = docs[position + 3]! - windowStart;
+        const local4 = docs[position + 4]! - windowStart;
+        const local5 = docs[position + 5]! - windowStart;
+        const local6 = docs[position + 6]! - windowStart;
+        const local7 = docs[position + 7]! - windowStart;
+        marks[local0]! |= 2;
+        marks[local1]! |= 2;
+        marks[local2]! |= 2;
+        marks[local3]! |= 2;
+        marks[local4]! |= 2;
+        marks[local5]! |= 2;
+        marks[local6]! |= 2;
+        marks[local7]! |= 2;
+        totals[local0]! += contributions[at]!;
+        totals[local1]! += contributions[at + 1]!;
+        totals[local2]! += contributions[at + 2]!;
+        totals[local3]! += contributions[at + 3]!;
+        totals[local4]! += contributions[at + 4]!;
+        totals[local5]! += contributions[at + 5]!;
+        totals[local6]! += contributions[at + 6]!;
+        totals[local7]! += contributions[at + 7]!;
+      }
+      for (; position < stop; position++) {
         const local = docs[position]! - windowStart;
         marks[local]! |= 2;
         totals[local]! += contributions[position - offset]!;
@@ -352,7 +381,30 @@ export function scoreLists(
       windowFirst[list] = from;
       const contributions = windowContributions(postings[list]!, from, stop);
       const offset = windowRead.offset;
-      for (let position = from; position < stop; position++)
+      // Eight postings a step (the 300 benchmark searches at a million entries: CPU -15 to -20% against one a step;
+      // see README, "A million entries"). A list's documents are distinct within it, so each total still adds its
+      // lists in the exhaustive order, the same bits.
+      let position = from;
+      for (const unrolledStop = stop - 7; position < unrolledStop; position += 8) {
+        const at = position - offset;
+        const local0 = docs[position]! - windowStart;
+        const local1 = docs[position + 1]! - windowStart;
+        const local2 = docs[position + 2]! - windowStart;
+        const local3 = docs[position + 3]! - windowStart;
+        const local4 = docs[position + 4]! - windowStart;
+        const local5 = docs[position + 5]! - windowStart;
+        const local6 = docs[position + 6]! - windowStart;
+        const local7 = docs[position + 7]! - windowStart;
+        totals[local0]! += contributions[at]!;
+        totals[local1]! += contributions[at + 1]!;
+        totals[local2]! += contributions[at + 2]!;
+        totals[local3]! += contributions[at + 3]!;
+        totals[local4]! += contributions[at + 4]!;
+        totals[local5]! += contributions[at + 5]!;
+        totals[local6]! += contributions[at + 6]!;
+        totals[local7]! += contributions[at + 7]!;
+      }
+      for (; position < stop; position++)
         totals[docs[position]! - windowStart]! += contributions[position - offset]!;
       cursors[list] = stop;
       if (stop < end) remaining = true;
