@@ -43,6 +43,16 @@ describe("damaged and crafted index artifacts", () => {
     expect(deserializeIndexSnapshot(unaligned.subarray(3), key).snapshot.entryCount).toBe(3);
   });
 
+  it("input that is not bytes (a path, an ArrayBuffer, null) is a typed error that says what to pass", () => {
+    const notBytes = (value: unknown) => value as Uint8Array;
+    for (const value of ["kb.lxg", new ArrayBuffer(64), null, 42, { length: 3 }]) {
+      expectArtifactError(() => readIndexArtifactHeader(notBytes(value)), "unreadable");
+      expectArtifactError(() => deserializeIndexSnapshot(notBytes(value)), "unreadable");
+    }
+    expect(() => readIndexArtifactHeader(notBytes("kb.lxg"))).toThrow(/readIndexArtifactHeaderFrom\(path\)/);
+    expect(() => readIndexArtifactHeader(notBytes(new ArrayBuffer(8)))).toThrow(/new Uint8Array\(buffer\)/);
+  });
+
   it("a flipped byte anywhere is a typed error: at load, when its posting block is read, or when its entry is read", () => {
     const normalized = normalizeSources(sources, { manifestVersion: "0" });
     const built = buildIndexSnapshot(normalized.entries);

@@ -152,6 +152,12 @@ export type ByteSource = {
 
 /** An artifact held in memory as a {@link ByteSource} (its bytes are read in place, not copied). */
 export function memorySource(data: Uint8Array): ByteSource {
+  // JavaScript callers pass paths and ArrayBuffers here too: a typed error instead of a TypeError deep inside.
+  if (!(data instanceof Uint8Array))
+    throw new KnowledgeArtifactError(
+      "unreadable",
+      `an index artifact must be given as bytes (a Uint8Array or Buffer), not ${describeValue(data)}${typeof data === "string" ? "; to read one from a file, use readIndexArtifactHeaderFrom(path) or loadIndexArtifact's file path" : ""}`,
+    );
   return {
     size: data.byteLength,
     read(position, length, aligned) {
@@ -396,4 +402,13 @@ export function checkExpectations(
       `index artifact was built with other index settings (${describeOptions(header.options)}) than this engine's (${describeOptions(expected.options)}); rebuild it with the same preset and retrieval settings`,
     );
   }
+}
+
+/** A value's kind, for an error message (never its content). */
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "string") return "a string";
+  if (typeof value !== "object") return typeof value;
+  if (value instanceof ArrayBuffer) return "an ArrayBuffer (wrap it: new Uint8Array(buffer))";
+  return `an object (${Object.prototype.toString.call(value).slice(8, -1)})`;
 }
