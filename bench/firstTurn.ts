@@ -16,7 +16,7 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 
@@ -28,7 +28,10 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
  * figure says whether it measured a bundle or a module tree.
  */
 export function describeBuiltEntry(): string {
-  const entry = join(REPO_ROOT, "dist/index.js");
+  // Node resolves the root export through its "node-addons" condition (dist/index.node.js) unless run with
+  // --no-addons; other runtimes get dist/index.js.
+  const nodeEntry = join(REPO_ROOT, "dist/index.node.js");
+  const entry = existsSync(nodeEntry) ? nodeEntry : join(REPO_ROOT, "dist/index.js");
   const seen = new Map<string, number>();
   const visit = (file: string): void => {
     if (seen.has(file)) return;
@@ -49,7 +52,7 @@ export function describeBuiltEntry(): string {
   visit(entry);
   const bytes = [...seen.values()].reduce((sum, length) => sum + length, 0);
   const cached = existsSync(join(REPO_ROOT, "dist/knowledge/rootChunk.cache"));
-  return `dist/index.js (npm run build): ${seen.size} files in its static import graph, ${(bytes / 1024).toFixed(0)} KiB${cached ? " (the engine chunk with its V8 code cache in plain node)" : ""}`;
+  return `${relative(REPO_ROOT, entry)} (npm run build): ${seen.size} files in its static import graph, ${(bytes / 1024).toFixed(0)} KiB${cached ? " (the engine chunk with its V8 code cache in plain node)" : ""}`;
 }
 
 /**
