@@ -330,7 +330,7 @@ describe("engine from a self-contained artifact alone", () => {
   });
 
   it("posting blocks are read and checked when a turn first needs them: a damaged block fails that turn open, the others serve", async () => {
-    // Enough body postings for several blocks (a block holds at least 1,024 postings).
+    // Enough body postings for several blocks (a block holds at least 256 postings).
     const entries = Array.from({ length: 600 }, (_, index) => ({
       id: `entry-${String(index).padStart(4, "0")}`,
       title: `Entry ${index}`,

@@ -43,28 +43,23 @@ function blockedList(
   count: number,
   starts: Int32Array,
   written: Uint8Array = file,
-): { lazy: LazyEntryIds; reads: number[] } {
+): { lazy: LazyEntryIds; reads: number[]; buffer: Uint8Array } {
   const checksums = new Uint32Array(Math.ceil(count / ID_BLOCK_IDS));
   for (let block = 0; block < checksums.length; block++) {
     const range = idBlockRange(starts, written.length, block)!;
     checksums[block] = checksum32(written.subarray(range.from, range.to));
   }
   const reads: number[] = [];
-  const lazy = new LazyEntryIds(
-    new Uint8Array(file.length),
-    count,
-    (message) => new RangeError(message),
-    starts,
-    {
-      checksums,
-      fill(from, to, target) {
-        reads.push(from);
-        target.set(file.subarray(from, to));
-      },
-      check: checksum32,
+  const buffer = new Uint8Array(file.length);
+  const lazy = new LazyEntryIds(buffer, count, (message) => new RangeError(message), starts, {
+    checksums,
+    fill(from, to, target) {
+      reads.push(from);
+      target.set(file.subarray(from, to));
     },
-  );
-  return { lazy, reads };
+    check: checksum32,
+  });
+  return { lazy, reads, buffer };
 }
 
 describe("entry ids decoded as they are read", () => {
@@ -96,6 +91,20 @@ describe("entry ids decoded as they are read", () => {
       ),
       { numRuns: 100 },
     );
+  });
+
+  it("blocks read for single ids are packed apart, not read into the list's zeroed buffer (its pages stay untouched until every id is decoded)", () => {
+    const ids = Array.from({ length: 1000 }, (_, index) => `entry-${String(index * 7919).padStart(8, "0")}`);
+    const list = encoder.encode(ids.join("\u0000"));
+    const { lazy, reads, buffer } = blockedList(list, ids.length, startsOf(list, ids.length));
+    for (const doc of [5, 700, 64, 999, 128, 300]) expect(lazy.at(doc)).toBe(ids[doc]);
+    expect(reads).toHaveLength(6);
+    expect(buffer.every((byte) => byte === 0)).toBe(true);
+    // Every id: the blocks read before are copied, the others read into the list.
+    expect(entryIdArray(lazy)).toEqual(ids);
+    expect(reads).toHaveLength(Math.ceil(ids.length / ID_BLOCK_IDS));
+    expect(buffer).toEqual(list);
+    expect(lazy.at(700)).toBe(ids[700]);
   });
 
   it("a damaged block of a list read a block at a time fails only the reads of its ids, and zeros its bytes again", () => {

@@ -30,6 +30,8 @@ const SEPARATOR = 0;
 /** Ids per checked block of an artifact's lazy id list (format 6; a power of two). */
 export const ID_BLOCK_IDS = 64;
 const ID_BLOCK_SHIFT = 6;
+/** Bytes of each chunk of a lazily read list's arena (see `LazyEntryIds`'s `blockBytes`). */
+const ARENA_CHUNK_BYTES = 64 * 1024;
 
 /**
  * Where block `block` of an id list lies (`starts` as {@link LazyEntryIds} takes them, `listLength` the list's bytes):
@@ -84,6 +86,16 @@ export class LazyEntryIds implements EntryIds {
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
   /** Per block of a lazily read list, whether its bytes were read and checked (null: the list is all there). */
   private readonly filled: Uint8Array | null = null;
+  /**
+   * The blocks of a lazily read list read so far, each its range's bytes ({@link idBlockRange}) in {@link arena}: a
+   * first turn reads a few dozen blocks spread over the list (a 10k one 41 of 157), and read in place each touched
+   * two or three fresh pages of the list's zeroed buffer (a first touch of a page is a page fault, about 15
+   * microseconds on some virtual machines); packed one after another they touch about one page per block or less.
+   * The list's own buffer is filled only when every id is decoded ({@link toArray}).
+   */
+  private readonly blockBytes = new Map<number, Uint8Array>();
+  private arena: Uint8Array | null = null;
+  private arenaUsed = 0;
 
   /**
    * `bytes` is the whole list, or with `blocks` (format 6) a zeroed buffer of its length that blocks are read into
@@ -106,21 +118,42 @@ export class LazyEntryIds implements EntryIds {
     }
   }
 
-  /** Reads and checks block `block` of a lazily read list (see {@link idBlockRange}). */
-  private fill(block: number): void {
+  /**
+   * Reads and checks block `block` of a lazily read list (see {@link idBlockRange}): into the list's own bytes with
+   * `inPlace` (every id decoded at once), else into the arena ({@link blockBytes}).
+   */
+  private fill(block: number, inPlace = false): void {
     const range = idBlockRange(this.starts!, this.bytes.length, block);
     if (!range) throw this.corrupt("lexical.idList does not hold one id per entry");
-    const target = this.bytes.subarray(range.from, range.to);
+    const target = inPlace
+      ? this.bytes.subarray(range.from, range.to)
+      : this.arenaSpace(range.to - range.from);
     const blocks = this.blocks!;
     blocks.fill(range.from, range.to, target);
     if (blocks.check(target) !== blocks.checksums[block]) {
-      // Zeros again (a neighbour's shared separator included, which its own check still covers when it is read).
+      // Zeros again (in place, a neighbour's shared separator included, which its own check still covers when it
+      // is read); the arena's space is left unused.
       target.fill(0);
-      if (block > 0) this.filled![block - 1] = 0;
-      if (block + 1 < this.filled!.length) this.filled![block + 1] = 0;
+      if (inPlace) {
+        if (block > 0) this.filled![block - 1] = 0;
+        if (block + 1 < this.filled!.length) this.filled![block + 1] = 0;
+      }
       throw this.corrupt(`block ${block} of section lexical.idList does not match its checksum`);
     }
+    if (!inPlace) this.blockBytes.set(block, target);
     this.filled![block] = 1;
+  }
+
+  /** `length` bytes of the arena, after the blocks read before (a block longer than a quarter chunk gets its own). */
+  private arenaSpace(length: number): Uint8Array {
+    if (length > ARENA_CHUNK_BYTES / 4) return new Uint8Array(length);
+    if (this.arena === null || this.arenaUsed + length > this.arena.length) {
+      this.arena = new Uint8Array(ARENA_CHUNK_BYTES);
+      this.arenaUsed = 0;
+    }
+    const space = this.arena.subarray(this.arenaUsed, this.arenaUsed + length);
+    this.arenaUsed += length;
+    return space;
   }
 
   at(denseId: number): string | undefined {
@@ -134,16 +167,28 @@ export class LazyEntryIds implements EntryIds {
     const starts = this.starts;
     const start = starts[denseId]!;
     const end = starts[denseId + 1]! - 1;
+    const listLength = this.bytes.length;
+    // The bytes the id is decoded from: its block's in the arena (`base`: where they start in the list), or the list.
+    let source = this.bytes;
+    let base = 0;
+    if (this.filled !== null) {
+      const block = denseId >>> ID_BLOCK_SHIFT;
+      const read = this.blockBytes.get(block);
+      if (read !== undefined) {
+        source = read;
+        base = idBlockRange(starts, listLength, block)?.from ?? 0;
+      }
+    }
     // Each id ends at a separator (the last one at the end of the list) and holds none.
     if (
-      !(start >= 0 && start <= end && end <= this.bytes.length) ||
+      !(start >= 0 && start <= end && end <= listLength) ||
       (this.filled !== null && !this.insideBlock(denseId, start, end)) ||
-      (start > 0 && this.bytes[start - 1] !== SEPARATOR) ||
-      (end < this.bytes.length && this.bytes[end] !== SEPARATOR) ||
-      (denseId === this.length - 1 && end !== this.bytes.length)
+      (start > 0 && source[start - 1 - base] !== SEPARATOR) ||
+      (end < listLength && source[end - base] !== SEPARATOR) ||
+      (denseId === this.length - 1 && end !== listLength)
     )
       throw this.corrupt("lexical.idList does not hold one id per entry");
-    const bytes = this.bytes.subarray(start, end);
+    const bytes = source.subarray(start - base, end - base);
     if (bytes.indexOf(SEPARATOR) >= 0) throw this.corrupt("lexical.idList does not hold one id per entry");
     let id: string;
     try {
@@ -179,8 +224,15 @@ export class LazyEntryIds implements EntryIds {
   toArray(): readonly string[] {
     if (this.all) return this.all;
     const filled = this.filled;
-    if (filled !== null)
-      for (let block = 0; block < filled.length; block++) if (filled[block] === 0) this.fill(block);
+    if (filled !== null) {
+      // The blocks read into the arena (checked then) are copied into the list; the others read into it.
+      for (let block = 0; block < filled.length; block++) {
+        const read = this.blockBytes.get(block);
+        if (read !== undefined)
+          this.bytes.set(read, idBlockRange(this.starts!, this.bytes.length, block)!.from);
+        else if (filled[block] === 0) this.fill(block, true);
+      }
+    }
     let text: string;
     try {
       text = this.decoder.decode(this.bytes);
@@ -191,6 +243,8 @@ export class LazyEntryIds implements EntryIds {
     if (ids.length !== this.length) throw this.corrupt("lexical.idList does not hold one id per entry");
     this.all = ids;
     this.decoded.clear();
+    this.blockBytes.clear();
+    this.arena = null;
     return ids;
   }
 
