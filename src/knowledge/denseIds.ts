@@ -45,12 +45,20 @@ export function idBlockRange(
   listLength: number,
   block: number,
 ): { from: number; to: number } | undefined {
-  const count = starts.length - 1;
-  const first = block * ID_BLOCK_IDS;
-  const next = first + ID_BLOCK_IDS;
-  const from = block === 0 ? 0 : starts[first]! - 1;
-  const to = next >= count ? listLength : starts[next]!;
+  const from = idBlockFrom(starts, block);
+  const to = idBlockTo(starts, listLength, block);
   return from >= 0 && from <= to && to <= listLength ? { from, to } : undefined;
+}
+
+/** Where block `block`'s range starts ({@link idBlockRange}'s `from`, unchecked; no object allocated). */
+function idBlockFrom(starts: Int32Array, block: number): number {
+  return block === 0 ? 0 : starts[block * ID_BLOCK_IDS]! - 1;
+}
+
+/** Where block `block`'s range ends ({@link idBlockRange}'s `to`, unchecked). */
+function idBlockTo(starts: Int32Array, listLength: number, block: number): number {
+  const next = (block + 1) * ID_BLOCK_IDS;
+  return next >= starts.length - 1 ? listLength : starts[next]!;
 }
 
 /**
@@ -176,7 +184,7 @@ export class LazyEntryIds implements EntryIds {
       const read = this.blockBytes.get(block);
       if (read !== undefined) {
         source = read;
-        base = idBlockRange(starts, listLength, block)?.from ?? 0;
+        base = idBlockFrom(starts, block);
       }
     }
     // Each id ends at a separator (the last one at the end of the list) and holds none.
@@ -209,11 +217,9 @@ export class LazyEntryIds implements EntryIds {
    */
   private insideBlock(denseId: number, start: number, end: number): boolean {
     const block = denseId >>> ID_BLOCK_SHIFT;
-    const range = idBlockRange(this.starts!, this.bytes.length, block)!;
-    return (
-      (block === 0 || start - 1 >= range.from) &&
-      (end < range.to || (end === range.to && end === this.bytes.length))
-    );
+    const from = idBlockFrom(this.starts!, block);
+    const to = idBlockTo(this.starts!, this.bytes.length, block);
+    return (block === 0 || start - 1 >= from) && (end < to || (end === to && end === this.bytes.length));
   }
 
   decodedDenseId(id: string): number | undefined {
@@ -228,8 +234,7 @@ export class LazyEntryIds implements EntryIds {
       // The blocks read into the arena (checked then) are copied into the list; the others read into it.
       for (let block = 0; block < filled.length; block++) {
         const read = this.blockBytes.get(block);
-        if (read !== undefined)
-          this.bytes.set(read, idBlockRange(this.starts!, this.bytes.length, block)!.from);
+        if (read !== undefined) this.bytes.set(read, idBlockFrom(this.starts!, block));
         else if (filled[block] === 0) this.fill(block, true);
       }
     }
