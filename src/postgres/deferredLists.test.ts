@@ -98,14 +98,17 @@ describe("resolveDeferred", () => {
     topK: fc.integer({ min: 1, max: 12 }),
     stages: fc.constantFrom(1, 2),
     reversed: fc.boolean(),
+    // Every frequent list deferred, or the larger bounds read whole: as arrays, or only summed (`sumLists`).
+    share: fc.constantFrom(Number.POSITIVE_INFINITY, 0.6, 0.2),
+    summing: fc.boolean(),
   });
 
-  it("returns the candidates' whole postings and keeps the best K among the candidates, in one or two rounds, rows in any order", async () => {
+  it("returns the candidates' whole postings and keeps the best K among the candidates, in one or two rounds, rows in any order, lists read whole or summed", async () => {
     const costs = { ...deferralCosts };
     try {
       await fc.assert(
-        fc.asyncProperty(instance, async ({ lists, topK, stages, reversed }) => {
-          deferralCosts.share = Number.POSITIVE_INFINITY;
+        fc.asyncProperty(instance, async ({ lists, topK, stages, reversed, share, summing }) => {
+          deferralCosts.share = share;
           deferralCosts.listBytesPerPosting = Number.POSITIVE_INFINITY;
           deferralCosts.twoStagesFrom = stages === 2 ? 1 : Number.POSITIVE_INFINITY;
           deferralCosts.firstStage = 1;
@@ -118,6 +121,7 @@ describe("resolveDeferred", () => {
           const rows = new FrequentRows(ENTRY_COUNT);
           const deferred: DeferredHeader[] = [];
           const deferredWhole: FetchedList[] = [];
+          const deferredBytes: Uint8Array[] = [];
           const complete: FetchedList[] = [];
           lists.forEach(({ frequent }, index) => {
             const list = whole[index]!;
@@ -132,6 +136,7 @@ describe("resolveDeferred", () => {
             const number = rows.add(list.docs, parts.codes);
             deferred.push({ ...header, number });
             deferredWhole.push(decodeWireList(parts.bytes.slice(), ENTRY_COUNT));
+            deferredBytes.push(parts.bytes.slice());
           });
           const rowBytes = new Map<number, Uint8Array>();
           for (const row of rows.rows(1) as Iterable<{ doc: number; bytes: Uint8Array }>)
@@ -144,6 +149,23 @@ describe("resolveDeferred", () => {
             mask,
             rowBytesPerEntry: 1,
             readLists: async (indexes) => indexes.map((index) => deferredWhole[index]!),
+            // Lists only summed: their bytes in the reverse order, in one buffer the next list overwrites.
+            ...(summing
+              ? {
+                  sumLists: async (
+                    indexes: readonly number[],
+                    onList: (index: number, bytes: Uint8Array) => void,
+                  ) => {
+                    for (const index of [...indexes].reverse()) {
+                      const bytes = deferredBytes[index]!;
+                      const buffer = new Uint8Array(bytes.length);
+                      buffer.set(bytes);
+                      onList(index, buffer);
+                      buffer.fill(0xff);
+                    }
+                  },
+                }
+              : {}),
             // Rows in the order asked for, or (a server free to return them in any order) reversed.
             readRows: async (docs, onRow) => {
               for (const doc of reversed ? [...docs].reverse() : docs) {
@@ -178,6 +200,89 @@ describe("resolveDeferred", () => {
         }),
         { seed: propertySeed("deferred-resolve"), numRuns: propertyRuns(200) },
       );
+    } finally {
+      Object.assign(deferralCosts, costs);
+    }
+  });
+
+  it("takes a list only summed from the candidates' rows, and counts only the deferred lists in a candidate's known score", async () => {
+    // Entry 0 (A) scores 10 in the summed list S; entry 1 (B) 9.5 in the complete list C and 1 in the deferred
+    // list D: B is the best (10.5). K = 1, two rounds of one row first: A has the best partial sum (10, S summed);
+    // its known score is 10 (S already in its partial sum), so B (9.5 + at most 1) must still be read.
+    const entryCount = 40;
+    const range = (from: number, to: number) => Array.from({ length: to - from }, (_, index) => from + index);
+    // Copied out of the encoder's scratch space.
+    const coded = (docs: number[], value: (doc: number) => number) => {
+      const sorted = Int32Array.from(docs);
+      const parts = encodeWireListParts(sorted, Float64Array.from(sorted, value));
+      return { bytes: parts.bytes.slice(), headerBytes: parts.headerBytes, codes: parts.codes!.slice() };
+    };
+    const summedParts = coded([0, ...range(10, 20)], (doc) => (doc === 0 ? 10 : 0.5));
+    const deferredParts = coded([1, ...range(20, 30)], (doc) => (doc === 1 ? 1 : 0.25));
+    const rows = new FrequentRows(entryCount);
+    const headers: DeferredHeader[] = [];
+    const bytes: Uint8Array[] = [];
+    const wholeLists: FetchedList[] = [];
+    for (const parts of [deferredParts, summedParts]) {
+      const list = decodeWireList(parts.bytes.slice(), entryCount);
+      const number = rows.add(list.docs, parts.codes);
+      headers.push({ ...decodeWireHeader(parts.bytes.slice(0, parts.headerBytes)), number });
+      bytes.push(parts.bytes.slice());
+      wholeLists.push(list);
+    }
+    const rowBytes = new Map<number, Uint8Array>();
+    for (const row of rows.rows(1) as Iterable<{ doc: number; bytes: Uint8Array }>)
+      rowBytes.set(row.doc, row.bytes.slice());
+    const complete: FetchedList[] = [
+      { docs: Int32Array.of(1, 30, 31, 32), contributions: Float64Array.of(9.5, 0.1, 0.1, 0.1), upper: 9.5 },
+    ];
+    const costs = { ...deferralCosts };
+    try {
+      deferralCosts.listBytesPerPosting = Number.POSITIVE_INFINITY;
+      deferralCosts.twoStagesFrom = 1;
+      deferralCosts.firstStage = 1;
+      for (const summing of [true, false]) {
+        const summed: number[][] = [];
+        const read: number[][] = [];
+        const result = await resolveDeferred(complete, headers, {
+          entryCount,
+          topK: 1,
+          mask: new Uint8Array(entryCount).fill(1),
+          rowBytesPerEntry: 1,
+          readLists: async (indexes) => {
+            read.push([...indexes]);
+            return indexes.map((index) => wholeLists[index]!);
+          },
+          ...(summing
+            ? {
+                sumLists: async (
+                  indexes: readonly number[],
+                  onList: (index: number, bytes: Uint8Array) => void,
+                ) => {
+                  summed.push([...indexes]);
+                  for (const index of indexes) onList(index, bytes[index]!);
+                },
+              }
+            : {}),
+          readRows: async (docs, onRow) => {
+            for (const doc of docs) {
+              const row = rowBytes.get(doc);
+              if (row) onRow(doc, row);
+            }
+          },
+        });
+        // D deferred (bound 1 within 0.4 of 9.5), S read whole: summed, or as a list.
+        expect(summed).toEqual(summing ? [[1]] : []);
+        expect(read).toEqual(summing ? [] : [[1]]);
+        expect(result.whole).toEqual([false, !summing]);
+        expect(result.candidates).not.toBeNull();
+        expect([0, 1].map((doc) => isCandidate(result.candidates!, doc))).toEqual([true, true]);
+        expect(result.candidates!.count).toBe(2);
+        const postings = (list: FetchedList | null | undefined) =>
+          list ? [...list.docs].map((doc, position) => [doc, contribution(list, position)]) : [];
+        expect(postings(result.lists[0])).toEqual([[1, 1]]);
+        expect(postings(result.lists[1])).toEqual(summing ? [[0, 10]] : postings(wholeLists[1]));
+      }
     } finally {
       Object.assign(deferralCosts, costs);
     }

@@ -5,10 +5,13 @@
  * 1. The other lists are summed per entry (every eligible entry's partial score); the K-th best partial score is a
  *    lower bound of the K-th best full score.
  * 2. The frequent lists with the smallest bounds are deferred while their bounds sum to at most
- *    {@link DEFERRED_SHARE} of that lower bound; the others are read whole (a second round trip) and summed too.
+ *    {@link DEFERRED_SHARE} of that lower bound; the others are read whole (a second round trip) and summed too
+ *    (with `sumLists`, summed as their bytes arrive, without making their arrays: at a million entries a
+ *    history-heavy turn reads about 5 M postings of them, which it only sums).
  * 3. An entry whose partial score plus the deferred lists' bounds stays below the K-th best partial score cannot be
  *    among the best K. The others (the candidates) are few: their rows of the `frequent` table are read (a third
- *    round trip) and each deferred list becomes the list of the candidates' postings in it.
+ *    round trip) and each deferred list becomes the list of the candidates' postings in it (and so does each list
+ *    summed by `sumLists`: a row holds the entry's postings in every frequent list).
  * 4. The scorer then ranks the candidates' postings in every list (`candidatePostings`). A candidate holds all of
  *    its postings, so its score is the same sum in the same order; an entry that is not a candidate was below the
  *    K-th best score in full already. So the top K, their scores and their breakdowns are those of the whole lists.
@@ -19,7 +22,7 @@
 import { BinaryArrayError } from "./binaryArrays.js";
 import { readFrequentRow } from "./frequentLists.js";
 import type { FetchedList } from "./postingCache.js";
-import type { WireListHeader } from "./wireLists.js";
+import { addWireList, type WireListHeader } from "./wireLists.js";
 
 /** A frequent list that a turn received as its header (a term's list in one field). */
 export type DeferredHeader = WireListHeader & {
@@ -79,6 +82,14 @@ export type DeferralContext = {
   rowBytesPerEntry: number;
   /** Reads these deferred lists whole (by their index in the deferred lists; results in the given order). */
   readLists: (indexes: readonly number[]) => Promise<FetchedList[]>;
+  /**
+   * Reads these deferred lists whole as their coded bytes (`wireLists.ts`), each handed to `onList` with its index
+   * as it arrives (a view: valid during the call). When given, the lists a deferral reads only to sum are read so.
+   */
+  sumLists?: (
+    indexes: readonly number[],
+    onList: (index: number, bytes: Uint8Array) => void,
+  ) => Promise<void>;
   /** Reads the `frequent` rows of `docs` (ascending), each handed to `onRow` as it arrives (a view: copy to keep). */
   readRows: (docs: Int32Array, onRow: (doc: number, bytes: Uint8Array) => void) => Promise<void>;
   /** Where a partial-sum buffer is kept between turns (the reader's posting cache); a fresh one when absent. */
@@ -215,10 +226,28 @@ export async function resolveDeferred(
     }
     const isKept = new Uint8Array(deferred.length);
     for (const index of kept) isKept[index] = 1;
-    const wholeLists = await readWhole(everyIndex.filter((index) => isKept[index] === 0));
-    lap("defer: read whole");
-    for (const list of wholeLists) addList(totals, list);
-    lap("defer: sum");
+    const rest = everyIndex.filter((index) => isKept[index] === 0);
+    // The lists only summed (`sumLists`): the candidates' postings in them come from the candidates' rows.
+    let summed: number[] = [];
+    if (context.sumLists && rest.length > 0) {
+      const seen = new Uint8Array(deferred.length);
+      await context.sumLists(rest, (index, bytes) => {
+        if (!(index >= 0 && index < deferred.length) || isKept[index] !== 0 || seen[index] !== 0)
+          throw new BinaryArrayError("postings: a deferred list not asked for");
+        seen[index] = 1;
+        if (addWireList(bytes, totals) !== deferred[index]!.count)
+          throw new BinaryArrayError("postings: a deferred list differs from its header");
+      });
+      if (rest.some((index) => seen[index] === 0))
+        throw new BinaryArrayError("postings: a deferred list is missing");
+      summed = rest;
+      lap("defer: read whole");
+    } else {
+      const wholeLists = await readWhole(rest);
+      lap("defer: read whole");
+      for (const list of wholeLists) addList(totals, list);
+      lap("defer: sum");
+    }
     const bound = kthTotal(totals, mask, topK);
     lap("defer: kth");
     // A candidate may still reach the K-th best partial score with every deferred posting at its bound.
@@ -238,18 +267,22 @@ export async function resolveDeferred(
       candidates.length * (context.rowBytesPerEntry + deferralCosts.rowOverheadBytes) >
       deferredPostings * deferralCosts.listBytesPerPosting
     ) {
-      await readWhole(kept);
+      // The lists only summed are read again, whole (rare: the bounds left too many candidates).
+      await readWhole([...kept, ...summed]);
       return { lists, whole, candidates: null };
     }
-    // The candidates' postings in the deferred lists, from their rows (see `readCandidateRows`).
+    // The candidates' postings in the deferred lists and in those only summed, from their rows (see
+    // `readCandidateRows`); positions below `kept.length` are the deferred ones.
+    const fromRows = [...kept, ...summed];
+    const deferredPositions = kept.length;
     const candidateDocs = Int32Array.from(candidates);
-    const wanted = Int32Array.from(kept.map((index) => deferred[index]!.number));
+    const wanted = Int32Array.from(fromRows.map((index) => deferred[index]!.number));
     const order = Int32Array.from(wanted.keys()).sort((left, right) => wanted[left]! - wanted[right]!);
     const sortedWanted = Int32Array.from(order, (index) => wanted[index]!);
-    const values = kept.map((index) => deferred[index]!.values);
+    const values = fromRows.map((index) => deferred[index]!.values);
     const rounds = await readCandidateRows(candidateDocs, totals, reach, bound, (docs, onRow) => {
       // One round's postings per deferred list, decoded as the rows arrive (each row's bytes are a view).
-      const run: RowRun = { docs: kept.map(() => []), codes: kept.map(() => []), ordered: true };
+      const run: RowRun = { docs: fromRows.map(() => []), codes: fromRows.map(() => []), ordered: true };
       let previous = -1;
       let current = -1;
       let sum = 0;
@@ -259,7 +292,8 @@ export async function resolveDeferred(
         if (value === undefined) throw new BinaryArrayError("frequent row: a code names no value");
         run.docs[position]!.push(current);
         run.codes[position]!.push(code);
-        sum += value;
+        // The partial sums already hold the lists only summed.
+        if (position < deferredPositions) sum += value;
       };
       return {
         run,
@@ -276,7 +310,7 @@ export async function resolveDeferred(
     });
     lap("defer: read rows");
     const chosen = candidateSet(rounds.chosen, entryCount);
-    kept.forEach((index, position) => {
+    fromRows.forEach((index, position) => {
       const header = deferred[index]!;
       const { docs, codes } = mergedRuns(rounds.runs, position);
       if (docs.length === 0) return;

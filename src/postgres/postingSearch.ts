@@ -196,6 +196,12 @@ export class PostingSearch {
               missing.map((position) => encodeKey(terms[position]!)),
               ticket,
             ),
+          sumLists: (indexes, onList) =>
+            this.readListBytes(
+              indexes.map((index) => deferred[index]!),
+              missing.map((position) => encodeKey(terms[position]!)),
+              (position, bytes) => onList(indexes[position]!, bytes),
+            ),
           readRows: (docs, onRow) => this.readFrequentRows(docs, onRow),
           scratch: {
             take: (length) => this.cache.takeScratch(length),
@@ -425,6 +431,36 @@ export class PostingSearch {
     if (read.some((list) => list === null))
       throw new BinaryArrayError("postings: a deferred list is missing");
     return read as FetchedList[];
+  }
+
+  /**
+   * Deferred lists read whole as their coded bytes (`terms`: the fetched terms, encoded, by slot), each handed to
+   * `onList` with its position in `headers` as it arrives (a view of the COPY's buffer: nothing is kept).
+   */
+  private async readListBytes(
+    headers: readonly FetchedHeader[],
+    terms: readonly string[],
+    onList: (position: number, bytes: Uint8Array) => void,
+  ): Promise<void> {
+    const started = performance.now();
+    let bytes = 0;
+    await this.backend.readCopy(
+      fieldListsQuery(
+        this.tables,
+        sqlTextArray(headers.map((header) => terms[header.slot]!)),
+        `'{${headers.map((header) => header.field).join(",")}}'::int4[]`,
+      ),
+      (fields) => {
+        const position = int4Of(fields[3]!) - 1;
+        const header = headers[position];
+        if (int4Of(fields[0]!) !== 3 || !header || int4Of(fields[4]!) !== header.field)
+          throw new BinaryArrayError("postings: a row names no deferred list");
+        const list = required(fields[5]);
+        bytes += list.byteLength;
+        onList(position, list);
+      },
+    );
+    this.backend.turnProfile?.add("fetch", performance.now() - started, bytes);
   }
 
   /** The `frequent` rows of `docs` (ascending dense ids), each handed to `onRow` as it arrives. */

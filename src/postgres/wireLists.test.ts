@@ -5,7 +5,7 @@ import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { BinaryArrayError } from "./binaryArrays.js";
 import { codedList } from "./codedLists.js";
 import { type FetchedList, listUpperBound } from "./postingCache.js";
-import { decodeWireList, encodeWireList } from "./wireLists.js";
+import { addWireList, decodeWireList, encodeWireList } from "./wireLists.js";
 
 const NAN_WITH_PAYLOAD = new Float64Array(new BigInt64Array([0x7ff8_0000_0000_1234n]).buffer)[0]!;
 const NEGATIVE_NAN = new Float64Array(new BigInt64Array([-0x0008_0000_0000_0001n]).buffer)[0]!;
@@ -92,6 +92,23 @@ describe("wire lists", () => {
         expect(Object.is(decoded.upper, listUpperBound(contributions))).toBe(true);
         // One entry fewer: the last document names a missing entry.
         expect(() => roundTrip(docs, contributions, entryCount - 1)).toThrow(BinaryArrayError);
+        // Summed without its arrays (lists over up to 2^14 entries: a total per entry): each entry's total is what
+        // adding the decoded postings gives, bit for bit; one entry fewer is refused.
+        if (entryCount <= 1 << 14) {
+          const bytes = Uint8Array.from(encodeWireList(Int32Array.from(docs), contributions));
+          const start = (doc: number) => (doc % 5) - 2;
+          const totals = Float64Array.from({ length: entryCount }, (_, doc) => start(doc));
+          expect(addWireList(bytes, totals)).toBe(docs.length);
+          const expected = Float64Array.from({ length: entryCount }, (_, doc) => start(doc));
+          decoded.docs.forEach((doc, position) => {
+            expected[doc]! += decoded.contributions[decoded.codes ? decoded.codes[position]! : position]!;
+          });
+          const differing = [...totals.keys()].filter(
+            (doc) => bitsOf(totals[doc]!) !== bitsOf(expected[doc]!),
+          );
+          expect(differing).toEqual([]);
+          expect(() => addWireList(bytes, new Float64Array(entryCount - 1))).toThrow(BinaryArrayError);
+        }
       }),
       { seed, numRuns: propertyRuns(200) },
     );
@@ -118,18 +135,23 @@ describe("wire lists", () => {
     const docs = [0, 1, 200, 70_000, 70_001];
     const bytes = Uint8Array.from(encodeWireList(Int32Array.from(docs), Float64Array.of(1, 2, 1, 2, 1)));
     expect(Array.from(decodeWireList(bytes, 70_002).docs)).toEqual(docs);
-    for (let length = 0; length < bytes.length; length++)
-      expect(() => decodeWireList(bytes.subarray(0, length), 70_002)).toThrow(BinaryArrayError);
-    expect(() => decodeWireList(Uint8Array.of(...bytes, 1), 70_002)).toThrow(BinaryArrayError);
+    // Each malformed form refused by the decoder and by the sum alike.
+    const refused = (malformed: Uint8Array, entryCount = 70_002) => {
+      expect(() => decodeWireList(malformed, entryCount)).toThrow(BinaryArrayError);
+      expect(() => addWireList(malformed, new Float64Array(entryCount))).toThrow(BinaryArrayError);
+    };
+    expect(addWireList(bytes, new Float64Array(70_002))).toBe(5);
+    for (let length = 0; length < bytes.length; length++) refused(bytes.subarray(0, length));
+    refused(Uint8Array.of(...bytes, 1));
     // Kind 1, 5 postings, 2 values (16 bytes), then the codes: the third names a third value.
     const badCode = Uint8Array.from(bytes);
     expect(badCode[0]).toBe(1);
     badCode[3 + 16 + 2] = 2;
-    expect(() => decodeWireList(badCode, 70_002)).toThrow(BinaryArrayError);
+    refused(badCode);
     // The second document's gap (1) made 0: not ascending.
     const zeroGap = Uint8Array.from(bytes);
     zeroGap[3 + 16 + 5 + 1] = 0;
-    expect(() => decodeWireList(zeroGap, 70_002)).toThrow(BinaryArrayError);
-    expect(() => decodeWireList(Uint8Array.of(7, 1, 1, 1), 10)).toThrow(BinaryArrayError);
+    refused(zeroGap);
+    refused(Uint8Array.of(7, 1, 1, 1), 10);
   });
 });

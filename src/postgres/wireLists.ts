@@ -168,6 +168,67 @@ export function decodeWireList(bytes: Uint8Array, entryCount: number): FetchedLi
   return { docs, contributions, codes, upper: listUpperBound(contributions) };
 }
 
+/**
+ * Adds each posting's contribution of a wire list to its entry's total (`totals[doc] += contribution`, `totals`
+ * one per entry), in one pass, without making the list's arrays; returns its posting count. What a deferring turn
+ * does with the frequent lists it reads whole (`deferredLists.ts`): it needs their sums, and takes the candidates'
+ * postings in them from the candidates' rows. Checked as {@link decodeWireList} checks (a `BinaryArrayError`,
+ * never a wrong sum that is not reported): when it throws, `totals` may hold part of the list.
+ */
+export function addWireList(bytes: Uint8Array, totals: Float64Array): number {
+  const cursor: Cursor = { bytes, offset: 1 };
+  const kind = bytes[0];
+  const count = readVarint(cursor);
+  if (count === 0 || count > bytes.length) throw new BinaryArrayError("wire list: a bad posting count");
+  let values: Float64Array;
+  let codes: Uint8Array | null = null;
+  let width = 0;
+  if (kind === PLAIN) values = packedFloat64s(slice(cursor, count * 8));
+  else if (kind === BYTE_CODES || kind === SHORT_CODES) {
+    const distinct = readVarint(cursor);
+    if (distinct === 0 || distinct > (kind === BYTE_CODES ? 256 : 65_536) || distinct > count)
+      throw new BinaryArrayError("wire list: a bad count of distinct contributions");
+    values = packedFloat64s(slice(cursor, distinct * 8));
+    width = kind === BYTE_CODES ? 1 : 2;
+    codes = slice(cursor, count * width);
+  } else throw new BinaryArrayError(`wire list: unknown kind ${kind}`);
+  const entryCount = totals.length;
+  const length = bytes.length;
+  let offset = cursor.offset;
+  let doc = -1;
+  for (let position = 0; position < count; position++) {
+    if (offset >= length) throw new BinaryArrayError("wire list: its length does not match its postings");
+    let byte = bytes[offset++]!;
+    let gap = byte;
+    if (byte > 0x7f) {
+      gap = byte & 0x7f;
+      let scale = 128;
+      for (;;) {
+        if (offset >= length) throw new BinaryArrayError("wire list: its length does not match its postings");
+        byte = bytes[offset++]!;
+        gap += (byte & 0x7f) * scale;
+        if (byte < 0x80) break;
+        scale *= 128;
+        if (scale > 0x1000_0000) throw new BinaryArrayError("wire list: a document gap out of range");
+      }
+    }
+    doc += gap;
+    if (gap === 0) throw new BinaryArrayError("postings: documents are not ascending");
+    if (doc >= entryCount) throw new BinaryArrayError("postings: a posting names a missing entry");
+    const code =
+      width === 0
+        ? position
+        : width === 1
+          ? codes![position]!
+          : codes![position * 2]! | (codes![position * 2 + 1]! << 8);
+    const value = values[code];
+    if (value === undefined) throw new BinaryArrayError("wire list: a code names no value");
+    totals[doc]! += value;
+  }
+  if (offset !== length) throw new BinaryArrayError("wire list: its length does not match its postings");
+  return count;
+}
+
 /** A coded list's header (see {@link WireListParts.headerBytes}): what a turn reads of a deferred frequent list. */
 export type WireListHeader = {
   /** The list's posting count. */
