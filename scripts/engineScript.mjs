@@ -289,7 +289,16 @@ function fromScript() {
     // No cache: compiled as usual.
   }
   const script = new vm.Script(source, { filename: scriptPath, cachedData });
-  const engine = script.runInThisContext()(new URL("./rootChunk.js", import.meta.url).href);
+  // The check's memory (its pages already touched by the source and the cache, which V8 no longer needs) offered
+  // to the engine while its top-level code runs (see runtime.ts, takeLoaderScratch).
+  const scratchKey = Symbol.for("lexground.loaderScratch");
+  if (instance !== undefined) globalThis[scratchKey] = instance.memory.buffer;
+  let engine;
+  try {
+    engine = script.runInThisContext()(new URL("./rootChunk.js", import.meta.url).href);
+  } finally {
+    delete globalThis[scratchKey];
+  }
   report(cachedData === undefined ? state : script.cachedDataRejected ? "rejected" : "accepted");
   return engine;
 }

@@ -58,6 +58,7 @@ import { allBelow } from "./artifactPostings.js";
 import { sectionReader } from "./artifactSections.js";
 import { RelationMap } from "./derivedMaps.js";
 import { type CompiledSnapshot, createEligibilityCache, registerCompiledSnapshot } from "./knowledgeIndex.js";
+import { takeLoaderScratch } from "./runtime.js";
 
 /** Index sections up to this size are read from a file in one piece. */
 const ONE_READ_BYTES = 1024 * 1024 * 1024;
@@ -278,10 +279,13 @@ async function loadSections(
     // Up to a few megabytes (the eager sections of registries up to about 50,000 entries) they are read
     // in one synchronous read, about a millisecond: no round trip through libuv's thread pool, which a cold
     // process would first have to start.
+    const scratch = regionLength <= SYNC_READ_BYTES ? takeLoaderScratch(regionLength) : null;
+    if (scratch !== null) source.readInto(head.payloadStart, scratch);
     const region =
-      regionLength <= SYNC_READ_BYTES
+      scratch ??
+      (regionLength <= SYNC_READ_BYTES
         ? source.read(head.payloadStart, regionLength)
-        : await source.readAsync(head.payloadStart, regionLength);
+        : await source.readAsync(head.payloadStart, regionLength));
     fetch = (_name, offset, length) => region.subarray(offset, offset + length);
   } else {
     const buffers = new Map<string, Uint8Array>();

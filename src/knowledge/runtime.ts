@@ -15,6 +15,26 @@ type HostGlobals = {
 const host = globalThis as unknown as HostGlobals;
 
 /**
+ * Memory the engine's Node loader (`dist/knowledge/rootChunk.node.js`) hands over while this code's top level runs:
+ * its code cache check's WebAssembly memory, whose pages it already touched (the script's source, then the cache)
+ * and no longer needs. A first touch of a fresh page is a page fault (about 15 microseconds on some virtual
+ * machines), so a load's first read of up to its size (a 10k artifact's eager sections) goes there (see
+ * {@link takeLoaderScratch}). Null elsewhere.
+ */
+let loaderScratch: ArrayBuffer | null = (() => {
+  const offered = (globalThis as Record<symbol, unknown>)[Symbol.for("lexground.loaderScratch")];
+  return offered instanceof ArrayBuffer ? offered : null;
+})();
+
+/** `length` bytes of the loader's memory, once (null when there is none, it was taken, or it is too small). */
+export function takeLoaderScratch(length: number): Uint8Array | null {
+  if (loaderScratch === null || loaderScratch.byteLength < length) return null;
+  const bytes = new Uint8Array(loaderScratch, 0, length);
+  loaderScratch = null;
+  return bytes;
+}
+
+/**
  * Resolves on the next turn of the event loop, letting timers and I/O run: `setImmediate` in Node, a message
  * channel in browsers and workers (a nested `setTimeout(0)` is clamped to 4 ms there, which would slow a sliced
  * build by half), `setTimeout` as the last resort.

@@ -25,6 +25,8 @@ const root = await import(packageRoot + "/dist/index.js");
 const neurolink = await import(packageRoot + "/dist/neurolink/index.js");
 const postgres = await import(packageRoot + "/dist/postgres/index.js");
 const files = await import(packageRoot + "/dist/files/index.js");
+// The loader hands its memory over only while the engine's top level runs (see runtime.ts, takeLoaderScratch).
+const scratchLeft = Object.getOwnPropertySymbols(globalThis).some((key) => key.description?.startsWith("lexground"));
 const describe = (value) =>
   typeof value === "function" ? "function " + value.name + "/" + value.length
   : typeof value === "object" && value !== null && !ArrayBuffer.isView(value) ? JSON.stringify(value) ?? typeof value
@@ -50,6 +52,7 @@ console.log(JSON.stringify({
   origin: engine.getStatus().snapshotOrigin,
   context: outcome.ephemeralContext,
   thrown: thrown ?? null,
+  scratchLeft,
 }));
 `;
 
@@ -60,6 +63,7 @@ type ChildReport = {
   origin: string;
   context: string | null;
   thrown: string | null;
+  scratchLeft: boolean;
 };
 
 let scratch: string;
@@ -127,6 +131,7 @@ describe("the engine chunk's V8 code cache (Node)", () => {
     expect(report.context).toEqual(module.context);
     expect(report.thrown).toMatch(/^KnowledgeArtifactError: .* true$/);
     expect(report.thrown).toBe(module.thrown);
+    expect(report.scratchLeft).toBe(false);
   });
 
   it("a V8 option or LEXGROUND_CODE_CACHE=off loads the module instead", async () => {
