@@ -22,6 +22,8 @@
  *   `require`, synchronous: the loader has no top-level await, so `require("lexground")` still works) when the
  *   script cannot be read or run, under V8 options, with source maps enabled (a `vm` script's stack traces are not
  *   mapped), and with `LEXGROUND_CODE_CACHE=off`. `LEXGROUND_CODE_CACHE=report` prints what it did to stderr.
+ *   While the engine's top level runs, the loader offers it the check's memory (see `takeLoaderScratch` in
+ *   src/knowledge/runtime.ts).
  *
  * The cache sits in the package's own `dist/`, beside the code, with the code's trust; nothing is read from or
  * written to any other place.
