@@ -45,9 +45,6 @@ function indexState(entries: readonly NormalizedKnowledgeEntry[], options: Knowl
 describe("parallel build", () => {
   it("worker threads build the same index as one thread, bit for bit (property)", () => {
     const seed = propertySeed("parallel build");
-    let counted = 0;
-    let scattered = 0;
-    let scatteredInPlace = 0;
     fc.assert(
       fc.property(
         fc.array(registryArbitrary, { minLength: 1, maxLength: 3 }).map((registries) => registries.flat()),
@@ -66,20 +63,38 @@ describe("parallel build", () => {
           expect(stats.workers).toBe(threads - 1);
           // The workers counted parts (the test is about their merge, not only the main thread's share).
           if (entries.length >= 4 * partEntries * threads) expect(stats.countedEntries).toBeGreaterThan(0);
-          counted += stats.countedEntries;
-          scattered += stats.scatteredRanges;
-          scatteredInPlace += stats.scatteredInPlace;
           expect(parallel).toEqual(single);
         },
       ),
       { seed, numRuns: propertyRuns(6) },
     );
-    expect(counted).toBeGreaterThan(0);
-    // A worker also scattered ranges of postings when finalizing (tests split every field).
-    expect(scattered).toBeGreaterThan(0);
-    // Into the shared finished arrays, where the frequencies are left to recovery (sum scoring), with no copy.
-    expect(scatteredInPlace).toBeGreaterThan(0);
   }, 120_000);
+
+  it("on a fixed registry, workers count parts and scatter postings, in place with sum scoring", () => {
+    // The property's draws need not take these paths (with LEXGROUND_SEED=32 its 6 runs all drew BM25F: nothing was
+    // scattered in place), so they are asserted here, on a registry whose first round gives the worker a part
+    // whatever the timing.
+    const registry = Array.from({ length: 24 }, (_, index) =>
+      entry(
+        `entry.${String(index).padStart(2, "0")}`,
+        `Title ${index % 5} refund policy`,
+        `Body of entry ${index}: payment ${index % 3} checkout account ${index % 7} flow step`,
+      ),
+    );
+    const entries = normalized(registry);
+    for (const scoring of ["sum", "bm25f"] as const) {
+      const single = indexState(entries, { analyzer: "english", scoring, threads: 1 });
+      const parallel = indexState(entries, { analyzer: "english", scoring, threads: 2, partEntries: 2 });
+      const stats = lastParallelBuildStats()!;
+      expect(parallel).toEqual(single);
+      expect(stats.workers).toBe(1);
+      expect(stats.countedEntries).toBeGreaterThan(0);
+      // A worker also scattered ranges of postings when finalizing (tests split every field).
+      expect(stats.scatteredRanges).toBeGreaterThan(0);
+      // Into the shared finished arrays where the frequencies are left to recovery (sum scoring), with no copy.
+      if (scoring === "sum") expect(stats.scatteredInPlace).toBeGreaterThan(0);
+    }
+  });
 
   it("one thread, a small registry with automatic threads, or no entries: no worker starts", () => {
     const entries = normalized([entry("a", "A", "b")]);
