@@ -6,6 +6,7 @@
  * Without a redis-server binary these tests are skipped with a notice, unless LEXGROUND_REQUIRE_REDIS=1 (CI),
  * in which case the absence is a failure.
  */
+import { type AddressInfo, createConnection, createServer, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   ConversationMemoryError,
@@ -275,5 +276,47 @@ describeRedis("Redis conversation memory", { retry: 2 }, () => {
     const next = await neurolink.generate({ input: { text: "read again" }, model, context });
     expect(turnsOf(model.doGenerateCalls[2])).toHaveLength(3);
     expect(next.memoryWriteError?.message).toMatch(/OOM|EXECABORT/);
+  });
+
+  it("a reconnection reset before the server answered: the client connects again instead of hanging", async () => {
+    // What a dying server did to node-redis's immediate reconnection (the kill test above raced into it about one
+    // run in eight): the new connection is reset after the client wrote to it. node-redis ignores a failed
+    // CLIENT SETINFO handshake, so it called that dead connection ready: every later command waited for the
+    // deadline (MEMORY_TIMEOUT) and the client never connected again. A proxy in front of Redis resets the second
+    // connection when its first bytes arrive.
+    const redis = await server();
+    let connections = 0;
+    const open = new Set<Socket>();
+    const proxy = createServer((socket) => {
+      const number = ++connections;
+      socket.on("error", () => {});
+      open.add(socket);
+      socket.on("close", () => open.delete(socket));
+      if (number === 2) {
+        socket.once("data", () => socket.resetAndDestroy());
+        return;
+      }
+      const upstream = createConnection({ host: "127.0.0.1", port: redis.port });
+      upstream.on("error", () => socket.destroy());
+      socket.on("close", () => upstream.destroy());
+      socket.pipe(upstream).pipe(socket);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    cleanups.push(async () => {
+      for (const socket of open) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    });
+    const { port } = proxy.address() as AddressInfo;
+    const store = new RedisConversationMemoryStore({ url: `redis://127.0.0.1:${port}`, ...PATIENT });
+    cleanups.push(() => store.close());
+    const session = { sessionId: "reset-on-reconnect" };
+    await store.appendMessages(session, [{ role: "user", content: "kept" }]);
+    // The first connection closes: the client reconnects at once, and the first bytes it writes to the second
+    // connection (the server identity check on ready) reset it. It must connect a third time, not hang.
+    for (const socket of open) socket.destroy();
+    await expect
+      .poll(() => connections >= 3 && store.getStatus().details?.connected === true, { timeout: 10_000 })
+      .toBe(true);
+    expect(await store.getRecentMessages(session, 10)).toMatchObject([{ role: "user", content: "kept" }]);
   });
 });

@@ -8,6 +8,8 @@
  * Failure behaviour (what the client above relies on):
  * - an `'error'` listener is always attached, so a dying server never crashes the process;
  * - the offline queue is disabled, so while the server is unreachable commands fail at once instead of piling up;
+ * - no `CLIENT SETINFO` handshake (see `createClient` below), so a connection reset as it opens is never taken for
+ *   a ready one;
  * - every command races our own timer, because a paused (SIGSTOP'd) server accepts writes to its socket and
  *   never answers, which no client-side socket state reveals;
  *   A write that hit the deadline has an unknown outcome: the server may still apply it when it resumes;
@@ -331,6 +333,10 @@ export class RedisConversationMemoryStore implements ConversationMemoryStore {
     const client = createClient({
       url: this.url,
       disableOfflineQueue: true,
+      // No CLIENT SETINFO handshake: node-redis ignores its failure, connection errors included, so a reconnection
+      // reset before the server answered (a dying server) was called ready; commands then waited for the deadline
+      // and the client never reconnected. Without it a connection is ready once open, and a reset reconnects.
+      disableClientInfo: true,
       socket: {
         connectTimeout: this.connectTimeoutMs,
         reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 10), maxDelay),
