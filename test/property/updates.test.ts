@@ -287,7 +287,8 @@ describe("incremental updates equal a full build of the final registry", () => {
       ),
       { seed, numRuns: propertyRuns(40) },
     );
-  });
+    // About 23 s in a full run (each run waits for the engine's compaction delay): three times that and more.
+  }, 120_000);
 
   it("an engine started from an artifact of several sources refuses updates (index-not-ready): it cannot tell where entries live", async () => {
     const sources = [
