@@ -340,7 +340,9 @@ const CACHE_CHILD = `
 const [scriptPath, engineUrl, artifactPath, cachePath] = process.argv.slice(1);
 const fs = process.getBuiltinModule("node:fs");
 const vm = process.getBuiltinModule("node:vm");
-const script = new vm.Script(fs.readFileSync(scriptPath, "latin1"), { filename: scriptPath });
+// V8 keeps the name a cache was made under: stack traces of a cached load show this one, wherever the package is
+// installed, rather than the folder it was built in.
+const script = new vm.Script(fs.readFileSync(scriptPath, "latin1"), { filename: "lexground/dist/knowledge/rootChunk.script.js" });
 const { KnowledgeGroundingEngine } = script.runInThisContext()(engineUrl);
 const engine = new KnowledgeGroundingEngine({ enabled: true, indexArtifact: artifactPath });
 const outcome = await engine.ground({ query: "multi step flow onboarding" });

@@ -43,7 +43,8 @@ const engine = new root.KnowledgeGroundingEngine({ enabled: true, indexArtifact:
 const outcome = await engine.ground({ query: "enableMultiStepFlow onboarding" });
 let thrown;
 // A typed error from the engine: the same class, which the root's instanceof recognises.
-try { await root.loadIndexArtifact(new Uint8Array(10)); } catch (error) { thrown = error?.constructor?.name + ": " + error?.message + " " + (error instanceof root.KnowledgeArtifactError); }
+let thrownAt;
+try { await root.loadIndexArtifact(new Uint8Array(10)); } catch (error) { thrown = error?.constructor?.name + ": " + error?.message + " " + (error instanceof root.KnowledgeArtifactError); thrownAt = String(error?.stack).split("\\n").find((line) => line.includes("rootChunk")); }
 console.log(JSON.stringify({
   exported,
   shared: neurolink.MissingPeerDependencyError === root.MissingPeerDependencyError &&
@@ -52,6 +53,7 @@ console.log(JSON.stringify({
   origin: engine.getStatus().snapshotOrigin,
   context: outcome.ephemeralContext,
   thrown: thrown ?? null,
+  thrownAt: thrownAt ?? null,
   scratchLeft,
 }));
 `;
@@ -63,6 +65,8 @@ type ChildReport = {
   origin: string;
   context: string | null;
   thrown: string | null;
+  /** The error's first stack frame in the engine chunk. */
+  thrownAt: string | null;
   scratchLeft: boolean;
 };
 
@@ -132,6 +136,17 @@ describe("the engine chunk's V8 code cache (Node)", () => {
     expect(report.thrown).toMatch(/^KnowledgeArtifactError: .* true$/);
     expect(report.thrown).toBe(module.thrown);
     expect(report.scratchLeft).toBe(false);
+  });
+
+  it("stack traces of a cached load name the package's script, not the folder the cache was built in", async () => {
+    const copy = copyPackage("moved");
+    const { report, cache } = await run(copy);
+    expect(cache).toEqual(["accepted"]);
+    expect(report.thrownAt).toContain("lexground/dist/knowledge/rootChunk.script.js:");
+    expect(report.thrownAt).not.toContain(repositoryRoot);
+    // Without the cache: the installed file.
+    const off = await run(copy, [], { LEXGROUND_CODE_CACHE: "off" });
+    expect(off.report.thrownAt).toContain(join(copy, "dist/knowledge/rootChunk.js"));
   });
 
   it("a V8 option or LEXGROUND_CODE_CACHE=off loads the module instead", async () => {
