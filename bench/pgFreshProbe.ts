@@ -3,6 +3,8 @@
  * generation `bench/postgresMillion.ts --keep` left, with per turn the app's CPU and page faults, the backend's
  * steps, the candidates' rows read (and how many an earlier turn had read), and per server connection its CPU and
  * minor page faults (from /proc: the server must run on this machine; `*` marks a connection new in that turn).
+ * Also (session 17): `engine.ready()`'s time, CPU and faults; per turn the partial-sum buffers made so far
+ * (`scratchMisses`), heapTotal/external, and per step the app's faults since the previous step ended (`fN`).
  * `--dump-turn N` writes turn N's statements to /tmp/pgfresh16/turnN.json for `bench/pgReplay.ts`.
  * `node --expose-gc --import tsx bench/pgFreshProbe.ts --url postgres://… [--turns 20] [--clients 16]
  *   [--queries /tmp/lexground-pg-million-1000000.json] [--dump-turn N]`
@@ -68,7 +70,16 @@ const engine = new KnowledgeGroundingEngine({
   blockedDomains: input.blockedDomains,
   timeoutMs: 600_000,
 });
+const readyFaults = process.resourceUsage().minorPageFault;
+const readyCpu = process.cpuUsage();
+const readyStarted = performance.now();
 await engine.ready();
+{
+  const used = process.cpuUsage(readyCpu);
+  console.log(
+    `ready: ${(performance.now() - readyStarted).toFixed(0)} ms, app CPU ${((used.user + used.system) / 1000).toFixed(0)} faults ${process.resourceUsage().minorPageFault - readyFaults}`,
+  );
+}
 const runner = engineTurnRunner(engine);
 const everRead = new Set<number>();
 let rowStats = "";
@@ -105,8 +116,28 @@ backend.read = (config) => {
     });
   return originalRead(config);
 };
+let scratchMisses = 0;
+const cacheProto = backend.postingCache as unknown as {
+  takeScratch: (length: number) => Float64Array | undefined;
+};
+const originalTake = cacheProto.takeScratch.bind(backend.postingCache);
+cacheProto.takeScratch = (length) => {
+  const found = originalTake(length);
+  if (!found) scratchMisses++;
+  return found;
+};
 const profile = new TurnProfile();
 backend.turnProfile = profile;
+// Page faults since the previous step was added, per step (steps are added as they end).
+const stepFaults = new Map<string, number>();
+let lastFaults = process.resourceUsage().minorPageFault;
+const originalAdd = profile.add.bind(profile);
+profile.add = (step, milliseconds, bytes) => {
+  const now = process.resourceUsage().minorPageFault;
+  stepFaults.set(step, (stepFaults.get(step) ?? 0) + now - lastFaults);
+  lastFaults = now;
+  originalAdd(step, milliseconds, bytes);
+};
 const seen = new Map<number, { cpu: number; faults: number }>();
 const all = [
   ...input.warmupQueries.slice(0, 5).map((q) => ({ q, warm: true })),
@@ -117,6 +148,8 @@ for (const { q, warm } of all) {
   number++;
   current = number;
   profile.reset();
+  stepFaults.clear();
+  lastFaults = process.resourceUsage().minorPageFault;
   rowStats = "";
   const before = new Map<number, { cpu: number; faults: number }>();
   for (const pid of await lexgroundPids()) before.set(pid, procStat(pid) ?? { cpu: 0, faults: 0 });
@@ -141,11 +174,11 @@ for (const { q, warm } of all) {
   const steps = [...profile.steps]
     .map(
       ([k, v]) =>
-        `${k} ${v.milliseconds.toFixed(1)}${v.count > 1 ? `/${v.count}` : ""}${v.bytes ? ` ${(v.bytes / 1e6).toFixed(2)}MB` : ""}`,
+        `${k} ${v.milliseconds.toFixed(1)}${v.count > 1 ? `/${v.count}` : ""}${v.bytes ? ` ${(v.bytes / 1e6).toFixed(2)}MB` : ""}${stepFaults.get(k) ? ` f${stepFaults.get(k)}` : ""}`,
     )
     .join(", ");
   console.log(
-    `${warm ? "warm-up" : "turn"} ${number}: ${wall.toFixed(0)} ms, recent ${q.recentTurns.length}, app CPU ${((used.user + used.system) / 1000).toFixed(0)} faults ${appFaults}; server [${server.join("; ")}];${rowStats}; ${steps}`,
+    `${warm ? "warm-up" : "turn"} ${number}: ${wall.toFixed(0)} ms, recent ${q.recentTurns.length}, app CPU ${((used.user + used.system) / 1000).toFixed(0)} faults ${appFaults} scratchMisses ${scratchMisses} heap ${(process.memoryUsage().heapTotal / 1e6).toFixed(0)}/${(process.memoryUsage().external / 1e6).toFixed(0)}MB; server [${server.join("; ")}];${rowStats}; ${steps}`,
   );
 }
 if (dumpTurn)
