@@ -19,6 +19,7 @@
  * When the bounds leave too many candidates (their rows would cost more than the lists), the deferred lists are
  * read whole instead.
  */
+import { findPosting } from "../knowledge/fieldScores.js";
 import { BinaryArrayError } from "./binaryArrays.js";
 import { readFrequentRow } from "./frequentLists.js";
 import type { FetchedList } from "./postingCache.js";
@@ -364,7 +365,7 @@ export async function resolveDeferred(
     // entry without a row has no deferred posting.
     const lowers = Float64Array.from(first, (doc) => totals[doc]! / SLACK / SLACK);
     const firstRound = readRound(first, (doc, deferredSum) => {
-      const at = indexAmong(first, doc);
+      const at = findPosting(first, 0, first.length, doc);
       lowers[at] = (totals[doc]! + deferredSum) / SLACK / SLACK;
     });
     await firstRound.read;
@@ -433,23 +434,9 @@ function mergedRuns(runs: readonly RowRun[], position: number): { docs: number[]
   return merged;
 }
 
-/** The index of `doc` in `docs` (ascending), -1 when absent. */
-function indexAmong(docs: Int32Array, doc: number): number {
-  let low = 0;
-  let high = docs.length - 1;
-  while (low <= high) {
-    const middle = (low + high) >>> 1;
-    const value = docs[middle]!;
-    if (value === doc) return middle;
-    if (value < doc) low = middle + 1;
-    else high = middle - 1;
-  }
-  return -1;
-}
-
 /** Whether `doc` is in `docs` (ascending). */
 function isAmong(docs: Int32Array, doc: number): boolean {
-  return indexAmong(docs, doc) >= 0;
+  return findPosting(docs, 0, docs.length, doc) >= 0;
 }
 
 /** The candidates of a deferring turn: one bit per dense id (bit `doc & 31` of word `doc >>> 5`), and their count. */

@@ -413,17 +413,10 @@ export class PostingSearch {
     const read = new Array<FetchedList | null>(headers.length).fill(null);
     const slots = headers.map(() => new Array<FetchedList | null>(LIST_SLOTS).fill(null));
     const started = performance.now();
-    await this.backend.readCopy(
-      fieldListsQuery(
-        this.tables,
-        sqlTextArray(headers.map((header) => terms[header.slot]!)),
-        `'{${headers.map((header) => header.field).join(",")}}'::int4[]`,
-      ),
-      (fields) => {
-        const held = this.decodeTuple(fields, slots, [], this.cache.limitBytes > 0);
-        ticket?.add(held);
-      },
-    );
+    await this.backend.readCopy(this.headersListsQuery(headers, terms), (fields) => {
+      const held = this.decodeTuple(fields, slots, [], this.cache.limitBytes > 0);
+      ticket?.add(held);
+    });
     this.backend.turnProfile?.add("fetch", performance.now() - started);
     headers.forEach((header, index) => {
       read[index] = slots[index]![header.field] ?? null;
@@ -431,6 +424,15 @@ export class PostingSearch {
     if (read.some((list) => list === null))
       throw new BinaryArrayError("postings: a deferred list is missing");
     return read as FetchedList[];
+  }
+
+  /** The statement that reads the lists of `headers` (their terms by slot in `terms`, their fields), by position. */
+  private headersListsQuery(headers: readonly FetchedHeader[], terms: readonly string[]): string {
+    return fieldListsQuery(
+      this.tables,
+      sqlTextArray(headers.map((header) => terms[header.slot]!)),
+      `'{${headers.map((header) => header.field).join(",")}}'::int4[]`,
+    );
   }
 
   /**
@@ -444,22 +446,15 @@ export class PostingSearch {
   ): Promise<void> {
     const started = performance.now();
     let bytes = 0;
-    await this.backend.readCopy(
-      fieldListsQuery(
-        this.tables,
-        sqlTextArray(headers.map((header) => terms[header.slot]!)),
-        `'{${headers.map((header) => header.field).join(",")}}'::int4[]`,
-      ),
-      (fields) => {
-        const position = int4Of(fields[3]!) - 1;
-        const header = headers[position];
-        if (int4Of(fields[0]!) !== 3 || !header || int4Of(fields[4]!) !== header.field)
-          throw new BinaryArrayError("postings: a row names no deferred list");
-        const list = required(fields[5]);
-        bytes += list.byteLength;
-        onList(position, list);
-      },
-    );
+    await this.backend.readCopy(this.headersListsQuery(headers, terms), (fields) => {
+      const position = int4Of(fields[3]!) - 1;
+      const header = headers[position];
+      if (int4Of(fields[0]!) !== 3 || !header || int4Of(fields[4]!) !== header.field)
+        throw new BinaryArrayError("postings: a row names no deferred list");
+      const list = required(fields[5]);
+      bytes += list.byteLength;
+      onList(position, list);
+    });
     this.backend.turnProfile?.add("fetch", performance.now() - started, bytes);
   }
 
