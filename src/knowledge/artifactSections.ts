@@ -5,6 +5,7 @@
  */
 import { type BlockedArray, eagerBlockedArray, lazyBlockedArray } from "./artifactBlocks.js";
 import {
+  align8,
   type ByteSource,
   corrupt,
   KnowledgeArtifactError,
@@ -13,8 +14,12 @@ import {
 } from "./artifactHeader.js";
 import type { LazySection, SectionReader } from "./artifactLexical.js";
 import { checksum32 } from "./checksum.js";
+import { SCRATCH_BYTES, scoringBuffer } from "./scoringKernel.js";
 
-/** Lazy sections up to this size share one zeroed buffer (see `zeroed` below); larger ones get their own. */
+/**
+ * Without a scoring memory, lazy sections up to this size share one zeroed buffer (see `zeroed` below); larger ones
+ * get their own.
+ */
 const SHARED_ZEROED_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
@@ -49,23 +54,31 @@ export function sectionReader(
   // freeing a large buffer raises) were taken from the heap and cleared byte by byte, committing every page at
   // load (at 10,000 entries about 1.5 MB, ~370 page faults, 5-10 ms under load); one large allocation is mapped
   // zeroed by the kernel, so a page costs only when a block is first read into it.
+  // Where WebAssembly is available, every lazy section goes into one WebAssembly memory instead (when they fit in
+  // one), after the scoring kernel's scratch: the kernel then reads the postings in place (see `scoringKernel.ts`).
   let shared: { buffer: ArrayBuffer; offsets: Map<string, number> } | null = null;
   const zeroed = (name: string): Uint8Array => {
     const found = header.sections[name];
     if (!found) throw corrupt(`section ${name} is missing`);
     if (!found.lazy) throw corrupt(`section ${name} is read at load where it should be lazy`);
-    if (found.length > SHARED_ZEROED_MAX_BYTES) return new Uint8Array(found.length);
     if (shared === null) {
+      let all = 0;
+      for (const section of Object.values(header.sections)) if (section.lazy) all += align8(section.length);
+      const scoring = scoringBuffer(all);
+      const largest = scoring === null ? SHARED_ZEROED_MAX_BYTES : Number.POSITIVE_INFINITY;
       const offsets = new Map<string, number>();
-      let total = 0;
+      let total = scoring === null ? 0 : SCRATCH_BYTES;
       for (const [sectionName, section] of Object.entries(header.sections)) {
-        if (!section.lazy || section.length > SHARED_ZEROED_MAX_BYTES) continue;
+        if (!section.lazy || section.length > largest) continue;
         offsets.set(sectionName, total);
-        total += Math.ceil(section.length / 8) * 8;
+        total += align8(section.length);
       }
-      shared = { buffer: new ArrayBuffer(total), offsets };
+      shared = { buffer: scoring ?? new ArrayBuffer(total), offsets };
     }
-    return new Uint8Array(shared.buffer, shared.offsets.get(name)!, found.length);
+    const offset = shared.offsets.get(name);
+    return offset === undefined
+      ? new Uint8Array(found.length)
+      : new Uint8Array(shared.buffer, offset, found.length);
   };
   const lazy = (name: string): LazySection => {
     const found = header.sections[name];

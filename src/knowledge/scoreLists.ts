@@ -5,6 +5,7 @@
  * does for the postings it fetched).
  */
 import { findPostings, seek } from "./fieldScores.js";
+import { type ScoringKernel, SELECT_MAX_K, scoringKernelOf } from "./scoringKernel.js";
 import {
   contributionAt,
   type ScoringList,
@@ -98,6 +99,20 @@ function reserveLists(listCount: number): void {
   listEssential = new Uint8Array(length);
   listCursors = new Int32Array(length);
   listWindowFirst = new Int32Array(length);
+}
+
+/** The scoring kernel every list of `postings` lives in (uncoded), or undefined. */
+function listsKernel(postings: readonly ScoringList[]): ScoringKernel | undefined {
+  const kernel = scoringKernelOf(postings[0]!.docs.buffer);
+  if (kernel === undefined) return undefined;
+  for (const list of postings)
+    if (
+      list.codes !== undefined ||
+      list.docs.buffer !== kernel.buffer ||
+      list.contributions.buffer !== kernel.buffer
+    )
+      return undefined;
+  return kernel;
 }
 
 /**
@@ -251,9 +266,12 @@ export function scoreLists(
         positions.set(docs[index]!, found.subarray(index * listCount, (index + 1) * listCount));
   };
 
-  const totals = windowTotals;
-  const marks = windowMarks;
-  const touched = windowTouched;
+  // Lists that all live in one scoring memory (a loaded artifact's) are read by its WebAssembly kernel, with the
+  // memory's own window scratch (see `scoringKernel.ts`).
+  const kernel = listsKernel(postings);
+  const totals = kernel === undefined ? windowTotals : kernel.totals;
+  const marks = kernel === undefined ? windowMarks : kernel.marks;
+  const touched = kernel === undefined ? windowTouched : kernel.touched;
   let remaining = false;
   /**
    * Reads the window's postings of the essential lists (every list when none is skipped) into the window's
@@ -269,6 +287,34 @@ export function scoreLists(
   const scanWindowSparse = (windowStart: number, windowEnd: number): number => {
     let touchedCount = 0;
     remaining = false;
+    if (kernel !== undefined) {
+      if (mask !== null) kernel.mask.set(mask.subarray(windowStart, windowEnd));
+      const masked = mask === null ? 0 : 1;
+      for (let list = 0; list < listCount; list++) {
+        const end = ends[list]!;
+        if (essential[list] === 0) {
+          if (cursors[list]! < end) remaining = true;
+          continue;
+        }
+        const { docs, contributions } = postings[list]!;
+        const position = seek(docs, cursors[list]!, end, windowStart);
+        windowFirst[list] = position;
+        touchedCount = kernel.sparse(
+          docs.byteOffset,
+          contributions.byteOffset,
+          position,
+          end,
+          windowStart,
+          windowEnd,
+          masked,
+          touchedCount,
+        );
+        const reached = kernel.state[0]!;
+        cursors[list] = reached;
+        if (reached < end) remaining = true;
+      }
+      return touchedCount;
+    }
     for (let list = 0; list < listCount; list++) {
       const end = ends[list]!;
       if (essential[list] === 0) {
@@ -524,6 +570,20 @@ export function scoreLists(
       // aside: it is not offered (a score passed to a call that is not inlined is a fresh heap number, and at a
       // million entries a search offered tens of thousands of them).
       let bar = top.threshold();
+      // The kernel first passes over the documents this loop would: below the bar it starts from (which only
+      // rises), or, every contribution being non-negative, below the K-th largest total before them in the
+      // window, since the K-th score held is at least that (a document not offered is below it, so leaving it out
+      // changes no K-th score). Both are lower bounds of the bar each document meets here, so the same documents
+      // are offered in the same order.
+      if (kernel !== undefined)
+        touchedCount = kernel.select(
+          touchedCount,
+          0,
+          1 + RESERVE_SLACK,
+          bar,
+          finiteBounds && capacity <= SELECT_MAX_K ? capacity : 0,
+          0,
+        );
       for (let index = 0; index < touchedCount; index++) {
         const local = touched[index]!;
         const total = totals[local]!;
@@ -544,6 +604,9 @@ export function scoreLists(
         let count = 0;
         for (let local = 0; local < span; local++) if (marks[local] !== 0) touched[count++] = local;
       } else touched.subarray(0, touchedCount).sort();
+      // The documents below the threshold as it stands (it only rises) are passed over by the kernel.
+      if (kernel !== undefined)
+        touchedCount = kernel.select(touchedCount, nonEssentialBound, BOUND_SLACK, threshold(), 0, 1);
       for (let index = 0; index < touchedCount; index++) {
         const local = touched[index]!;
         const partial = totals[local]!;
