@@ -128,6 +128,59 @@ describe("engine with a prebuilt index", () => {
     }
   });
 
+  it("reads entries from a file through one reused buffer: each equals the built entry, in any order, one longer than the buffer included; a damaged record fails only its own reads", async () => {
+    const entries = Array.from({ length: 12 }, (_, index) => ({
+      id: `entry-${String(index).padStart(2, "0")}`,
+      title: `Entry ${index}`,
+      summary: `Summary ${index} ${"word ".repeat(index)}`,
+      domain: "records",
+      integrations: [],
+      // One record over the reused buffer's 16 KiB (read into a buffer of its own), the others under it.
+      body: index === 5 ? "long ".repeat(5000) : `Body ${index} ${"text ".repeat(index * 40)}`,
+      relatedEntryIds: index > 0 ? [`entry-${String(index - 1).padStart(2, "0")}`] : [],
+    }));
+    const fileSources = [{ id: "s", version: "1", entries }];
+    const normalized = normalizeSources(fileSources, { manifestVersion: "0" });
+    expect(normalized.validation.ok).toBe(true);
+    const built = buildIndexSnapshot(normalized.entries);
+    const bytes = serializeIndexSnapshot(built, buildKnowledgeIndexCacheKey(normalized.groups));
+    const header = readIndexArtifactHeader(bytes);
+    const directory = await mkdtemp(join(tmpdir(), "lexground-records-"));
+    try {
+      const path = join(directory, "index.lxg");
+      await writeFile(path, bytes);
+      const order = [7, 5, 0, 11, 5, 3, 7, 1, 10, 2, 9, 4, 8, 6];
+      const { snapshot } = await loadIndexArtifact(path);
+      const read = order.map((index) => snapshot.entriesById.get(entries[index]!.id));
+      order.forEach((index, position) => {
+        expect(read[position]?.body).toBe(entries[index]!.body);
+        expect(read[position]).toEqual(built.entriesById.get(entries[index]!.id));
+      });
+      // The last byte of entry 3's record flipped: only that entry fails, before and after the others are read.
+      const damaged = bytes.slice();
+      const recordsStart = bytes.length - header.entryRecords.length;
+      const third = [...built.entriesById.keys()].indexOf(entries[3]!.id);
+      const offsets = new Float64Array(
+        bytes.buffer.slice(
+          bytes.length - header.payloadLength + header.sections["entries.offsets"]!.offset,
+          bytes.length - header.payloadLength + header.sections["entries.offsets"]!.offset + 8 * 13,
+        ),
+      );
+      damaged[recordsStart + offsets[third + 1]! - 1]! ^= 0x01;
+      await writeFile(path, damaged);
+      const { snapshot: loaded } = await loadIndexArtifact(path);
+      expectArtifactError(() => loaded.entriesById.get(entries[3]!.id), "corrupt");
+      for (const index of order)
+        if (index !== 3)
+          expect(loaded.entriesById.get(entries[index]!.id)).toEqual(
+            built.entriesById.get(entries[index]!.id),
+          );
+      expectArtifactError(() => loaded.entriesById.get(entries[3]!.id), "corrupt");
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
   it("falls back to building, with a note, when the artifact does not match or is missing", async () => {
     const stale = await buildIndexArtifact([policiesSource]);
     clearKnowledgeIndexCache();

@@ -72,6 +72,50 @@ describe("blocked tables", () => {
     expect(() => table.ensureAll()).toThrow("block 2 of section t");
   });
 
+  it("read consecutive blocks not read yet in one read, each checked against its own checksum", () => {
+    const section = sectionOf(lazy!.bytes);
+    const table = lazyBlockedArray(
+      "t",
+      section,
+      new Uint32Array(checksums!.bytes.slice().buffer),
+      8,
+      (length) => new Float64Array(length),
+      corrupt,
+    );
+    table.ensure(17, 18);
+    expect(section.reads).toBe(1);
+    // Blocks 0-1, then 3-4: two reads around block 2, read before.
+    table.ensure(0, 37);
+    expect(section.reads).toBe(3);
+    expect(Array.from(table.array)).toEqual(Array.from(values));
+    table.ensureAll();
+    expect(section.reads).toBe(3);
+
+    // A damaged block inside a run: the blocks before it serve; it and the ones after it in that read stay zero and
+    // unread, and are read again (the damaged one failing again) when asked for.
+    const damaged = lazy!.bytes.slice();
+    damaged[8 * 8 * 2 + 3]! ^= 0x40;
+    const damagedSection = sectionOf(damaged);
+    const damagedTable = lazyBlockedArray(
+      "t",
+      damagedSection,
+      new Uint32Array(checksums!.bytes.slice().buffer),
+      8,
+      (length) => new Float64Array(length),
+      corrupt,
+    );
+    expect(() => damagedTable.ensure(0, 37)).toThrow("block 2 of section t does not match its checksum");
+    expect(damagedSection.reads).toBe(1);
+    expect(Array.from(damagedTable.array.subarray(0, 16))).toEqual(Array.from(values.subarray(0, 16)));
+    expect(damagedTable.array.subarray(16).every((value) => value === 0)).toBe(true);
+    damagedTable.ensure(0, 16);
+    expect(damagedSection.reads).toBe(1);
+    damagedTable.ensure(24, 37);
+    expect(damagedSection.reads).toBe(2);
+    expect(Array.from(damagedTable.array.subarray(24))).toEqual(Array.from(values.subarray(24)));
+    expect(() => damagedTable.ensure(16, 24)).toThrow("block 2 of section t");
+  });
+
   it("refuse a section whose block checksums do not match its length, or a partial element", () => {
     const checks = new Uint32Array(checksums!.bytes.slice().buffer);
     const make = (length: number) => new Float64Array(length);

@@ -86,28 +86,44 @@ export function lazyBlockedArray<T extends BlockedElements>(
   const bytes = bytesOf(array);
   const filled = new Uint8Array(checksums.length);
   const shift = Math.log2(blockElements);
-  const fill = (block: number): void => {
-    const start = block * blockElements * elementBytes;
-    const target = bytes.subarray(start, Math.min(bytes.length, start + blockElements * elementBytes));
+  // Reads blocks `[first, end)` (none of them read yet) in one read, then checks each against its checksum: a posting
+  // block's offsets span several blocks of a table (a 10k first turn's 25 posting blocks needed 68 of them), each
+  // read apart a system call and a `fs.readSync` of its own.
+  const fill = (first: number, end: number): void => {
+    const start = first * blockElements * elementBytes;
+    const target = bytes.subarray(start, Math.min(bytes.length, end * blockElements * elementBytes));
     section.readInto(start, target);
-    if (checksum32(target) !== checksums[block]) {
-      // Zeros again, so that no later reader sees the damaged bytes as data (it asks for the block again).
-      target.fill(0);
-      throw corrupt(`block ${block} of section ${name} does not match its checksum`);
+    for (let block = first; block < end; block++) {
+      const from = (block - first) * blockElements * elementBytes;
+      const part = target.subarray(from, from + blockElements * elementBytes);
+      if (checksum32(part) !== checksums[block]) {
+        // Zeros again (this block and the ones after it in this read, not checked), so that no later reader sees
+        // the damaged bytes as data (it asks for the block again).
+        target.subarray(from).fill(0);
+        throw corrupt(`block ${block} of section ${name} does not match its checksum`);
+      }
+      filled[block] = 1;
     }
-    filled[block] = 1;
+  };
+  /** Reads every block of `[first, last]` not read yet, each run of consecutive ones in one read. */
+  const fillRange = (first: number, last: number): void => {
+    for (let block = first; block <= last; block++) {
+      if (filled[block] !== 0) continue;
+      let end = block + 1;
+      while (end <= last && filled[end] === 0) end++;
+      fill(block, end);
+      block = end;
+    }
   };
   return {
     array,
     ensure(from, to) {
       const end = Math.min(length, to);
       if (!(end > from) || end <= 0) return;
-      const last = (end - 1) >>> shift;
-      for (let block = Math.max(0, from) >>> shift; block <= last; block++)
-        if (filled[block] === 0) fill(block);
+      fillRange(Math.max(0, from) >>> shift, (end - 1) >>> shift);
     },
     ensureAll() {
-      for (let block = 0; block < filled.length; block++) if (filled[block] === 0) fill(block);
+      fillRange(0, filled.length - 1);
     },
   };
 }

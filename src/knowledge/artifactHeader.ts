@@ -147,6 +147,11 @@ export type ByteSource = {
   read(position: number, length: number, aligned?: boolean): Uint8Array;
   /** Copies `target.byteLength` bytes at `position` into `target`. */
   readInto(position: number, target: Uint8Array): void;
+  /**
+   * Whether {@link read} copies (a file, into a new buffer each time) rather than returning bytes in place (memory):
+   * a reader that uses the bytes only briefly then reads them into a buffer of its own, reused.
+   */
+  readonly copies?: boolean;
   close(): void;
 };
 
@@ -198,6 +203,7 @@ export function openFileSource(path: string): FileByteSource {
   }
   return {
     size: file.size,
+    copies: true,
     read: (position, length) => file.readSync(position, length),
     readInto: (position, target) => file.readIntoSync(position, target),
     readAsync: (position, length) => file.read(position, length),

@@ -63,7 +63,7 @@ function blockedList(
 }
 
 describe("entry ids decoded as they are read", () => {
-  it("a list read a block of 64 ids at a time (format 6) reads back every id, reading each block once (property)", () => {
+  it("a list read a block of 64 ids at a time (format 6) reads back every id, reading a block at most twice before it is kept (property)", () => {
     const id = fc
       .string({ unit: "grapheme", minLength: 1, maxLength: 8 })
       .filter((text) => !text.includes("\u0000"));
@@ -73,19 +73,37 @@ describe("entry ids decoded as they are read", () => {
         fc.array(fc.nat(), { maxLength: 40 }),
         (ids, reads) => {
           const list = encoder.encode(ids.join("\u0000"));
-          const { lazy, reads: blocksRead } = blockedList(list, ids.length, startsOf(list, ids.length));
+          const starts = startsOf(list, ids.length);
+          const { lazy, reads: blocksRead } = blockedList(list, ids.length, starts);
           const touched = new Set<number>();
+          let previous = -1;
           for (const read of reads) {
             const doc = read % ids.length;
-            touched.add(Math.floor(doc / ID_BLOCK_IDS));
+            const block = Math.floor(doc / ID_BLOCK_IDS);
+            touched.add(block);
             // Ids equal as strings may repeat here; the list refuses a repeated id (tested apart).
             if (ids.indexOf(ids[doc]!) !== doc || ids.lastIndexOf(ids[doc]!) !== doc) continue;
+            const before = blocksRead.length;
             expect(lazy.at(doc)).toBe(ids[doc]);
+            // An id of the block read last is decoded from the bytes read for it.
+            if (block === previous) expect(blocksRead).toHaveLength(before);
+            if (blocksRead.length > before) previous = block;
           }
-          expect(blocksRead.length).toBeLessThanOrEqual(touched.size);
+          expect(blocksRead.length).toBeLessThanOrEqual(2 * touched.size);
+          // A block is kept once it is read a second time: never read a third.
+          const timesRead = new Map<number, number>();
+          for (const from of blocksRead) timesRead.set(from, (timesRead.get(from) ?? 0) + 1);
+          expect([...timesRead.values()].every((times) => times <= 2)).toBe(true);
+          for (const from of timesRead.keys())
+            expect(
+              [...touched].some((block) => idBlockRange(starts, list.length, block)!.from === from),
+            ).toBe(true);
           if (new Set(ids).size === ids.length) {
+            const kept = [...timesRead.values()].filter((times) => times === 2).length;
+            const readBefore = blocksRead.length;
             expect(entryIdArray(lazy)).toEqual(ids);
-            expect(blocksRead).toHaveLength(Math.ceil(ids.length / ID_BLOCK_IDS));
+            // Every block not kept apart is read (again) into the list.
+            expect(blocksRead.length - readBefore).toBe(Math.ceil(ids.length / ID_BLOCK_IDS) - kept);
           }
         },
       ),
@@ -93,16 +111,26 @@ describe("entry ids decoded as they are read", () => {
     );
   });
 
-  it("blocks read for single ids are packed apart, not read into the list's zeroed buffer (its pages stay untouched until every id is decoded)", () => {
+  it("a block read for one id goes to one reused buffer, and is kept apart only when read again; the list's zeroed buffer stays untouched until every id is decoded", () => {
     const ids = Array.from({ length: 1000 }, (_, index) => `entry-${String(index * 7919).padStart(8, "0")}`);
     const list = encoder.encode(ids.join("\u0000"));
     const { lazy, reads, buffer } = blockedList(list, ids.length, startsOf(list, ids.length));
     for (const doc of [5, 700, 64, 999, 128, 300]) expect(lazy.at(doc)).toBe(ids[doc]);
     expect(reads).toHaveLength(6);
+    // The block read last (ids 256-319) is still in the buffer: no read.
+    expect(lazy.at(301)).toBe(ids[301]);
+    expect(reads).toHaveLength(6);
+    // Block 10 (ids 640-703) was read before and is not in the buffer any more: read again, and kept.
+    expect(lazy.at(701)).toBe(ids[701]);
+    expect(reads).toHaveLength(7);
+    // Kept: another of its ids needs no read, after a read of block 0 (read before too: kept as well).
+    expect(lazy.at(5 + 1)).toBe(ids[6]);
+    expect(lazy.at(702)).toBe(ids[702]);
+    expect(reads).toHaveLength(8);
     expect(buffer.every((byte) => byte === 0)).toBe(true);
-    // Every id: the blocks read before are copied, the others read into the list.
+    // Every id: the blocks kept are copied, the others read into the list.
     expect(entryIdArray(lazy)).toEqual(ids);
-    expect(reads).toHaveLength(Math.ceil(ids.length / ID_BLOCK_IDS));
+    expect(reads).toHaveLength(8 + Math.ceil(ids.length / ID_BLOCK_IDS) - 2);
     expect(buffer).toEqual(list);
     expect(lazy.at(700)).toBe(ids[700]);
   });
