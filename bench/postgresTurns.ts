@@ -10,7 +10,7 @@
  *
  * `node --expose-gc --import tsx bench/postgresTurns.ts --url postgres://… [--size 100000] [--schema pgturn]
  *   [--publish] [--budget-ms 3000] [--turns N] [--clients 16] [--concurrent-ms 5000] [--memory]
- *   [--posting-cache-bytes N] [--slowest 10] [--processes N] [--json FILE] [--queries FILE]`
+ *   [--posting-cache-bytes N] [--slowest 10] [--processes N] [--json FILE] [--queries FILE] [--cpu-profile FILE]`
  * (`--schema bench --queries /tmp/lexground-pg-million-1000000.json`: the generation and turns that
  * `bench/postgresMillion.ts --keep` left.) Per turn it also reports the process's minor page faults and the main
  * thread's collection pauses.
@@ -23,6 +23,7 @@ import { PerformanceObserver, performance } from "node:perf_hooks";
 import { KnowledgeGroundingEngine, normalizeAndValidate } from "../src/index.js";
 import { createPostgresBackend } from "../src/postgres/index.js";
 import { TurnProfile } from "../src/postgres/turnProfile.js";
+import { BlockProfiler } from "./blockProbe.js";
 import { engineTurnRunner, type TurnRunner } from "./implementations.js";
 import { concurrentTurns, concurrentTurnsInProcesses } from "./postgres.js";
 import { generateSyntheticRegistry } from "./synthetic.js";
@@ -129,6 +130,9 @@ async function measure(
   let spent = 0;
   const pids = await serverPids();
   const serverBefore = await serverCpu(pids);
+  // `--cpu-profile FILE`: a sampling profile of the measured turns only (not the warm-ups), as a .cpuprofile.
+  const profiler = name === "postgres" && option("cpu-profile", "") ? new BlockProfiler() : null;
+  await profiler?.start();
   for (const [index, query] of queries.queries.entries()) {
     if ((spent >= budgetMs && records.length >= 5) || records.length >= maxTurns) break;
     profile?.reset();
@@ -154,6 +158,7 @@ async function measure(
       steps: Object.fromEntries(profile ? [...profile.steps] : []),
     });
   }
+  if (profiler) writeFileSync(option("cpu-profile"), JSON.stringify(await profiler.stop()));
   const serverMs = (await serverCpu(pids)) - serverBefore;
   const latencies = records.map((record) => record.milliseconds);
   const appCpu = records.reduce((sum, record) => sum + record.appCpuMs, 0);
@@ -183,6 +188,10 @@ async function measure(
         )
         .join(", ")}`,
     );
+  console.log(`  latencies in order (ms): ${latencies.map((value) => value.toFixed(0)).join(" ")}`);
+  console.log(
+    `  app CPU per turn in order (ms): ${records.map((record) => record.appCpuMs.toFixed(0)).join(" ")}`,
+  );
   const sorted = [...records].sort((left, right) => right.milliseconds - left.milliseconds);
   for (const record of sorted.slice(0, slowest)) {
     console.log(
