@@ -6,8 +6,9 @@
  *    lower bound of the K-th best full score.
  * 2. The frequent lists with the smallest bounds are deferred while their bounds sum to at most
  *    {@link DEFERRED_SHARE} of that lower bound; the others are read whole (a second round trip) and summed too
- *    (with `sumLists`, summed as their bytes arrive, without making their arrays: at a million entries a
- *    history-heavy turn reads about 5 M postings of them, which it only sums).
+ *    (with `sumLists`, summed as their bytes arrive, or by blocks of entries for those the reader kept, without
+ *    making their arrays: at a million entries a history-heavy turn reads about 5 M postings of them, which it
+ *    only sums).
  * 3. An entry whose partial score plus the deferred lists' bounds stays below the K-th best partial score cannot be
  *    among the best K. The others (the candidates) are few: their rows of the `frequent` table are read (a third
  *    round trip) and each deferred list becomes the list of the candidates' postings in it (and so does each list
@@ -23,7 +24,7 @@ import { findPosting } from "../knowledge/fieldScores.js";
 import { BinaryArrayError } from "./binaryArrays.js";
 import { readFrequentRow } from "./frequentLists.js";
 import type { FetchedList } from "./postingCache.js";
-import { addWireList, type WireListHeader } from "./wireLists.js";
+import { addWireList, addWireLists, type WireListHeader } from "./wireLists.js";
 
 /** A frequent list that a turn received as its header (a term's list in one field). */
 export type DeferredHeader = WireListHeader & {
@@ -51,8 +52,9 @@ const DEFERRED_SHARE = 0.4;
  * `twoStagesFrom`, the candidates' rows read in two rounds when there are more than `twoStagesFrom` × K
  * candidates, the first round `firstStage` × K of them (see `readCandidateRows`: at a million entries, a
  * history-heavy turn's 4,000 candidates became about 1,700 rows read; each row is a heap page and an index page
- * the server touches). Tests defer every frequent list and make rows always cheaper, so that small registries
- * take the rows' way too.
+ * the server touches). `sumBlock`: entries per block of `addLists` (65,536: 512 KB of totals, which stay in a
+ * core's cache while every list adds its postings of the block). Tests defer every frequent list and make rows
+ * always cheaper, so that small registries take the rows' way too, and sum by small blocks.
  * @internal
  */
 export const deferralCosts = {
@@ -61,6 +63,7 @@ export const deferralCosts = {
   share: DEFERRED_SHARE,
   firstStage: 2,
   twoStagesFrom: 8,
+  sumBlock: 65_536,
 };
 
 /**
@@ -85,11 +88,13 @@ export type DeferralContext = {
   readLists: (indexes: readonly number[]) => Promise<FetchedList[]>;
   /**
    * Reads these deferred lists whole as their coded bytes (`wireLists.ts`), each handed to `onList` with its index
-   * as it arrives (a view: valid during the call). When given, the lists a deferral reads only to sum are read so.
+   * as it arrives (a view: valid during the call), or several at once to `onLists` (those the reader kept: summed
+   * by blocks of entries). When given, the lists a deferral reads only to sum are read so.
    */
   sumLists?: (
     indexes: readonly number[],
     onList: (index: number, bytes: Uint8Array) => void,
+    onLists: (indexes: readonly number[], lists: readonly Uint8Array[]) => void,
   ) => Promise<void>;
   /** Reads the `frequent` rows of `docs` (ascending), each handed to `onRow` as it arrives (a view: copy to keep). */
   readRows: (docs: Int32Array, onRow: (doc: number, bytes: Uint8Array) => void) => Promise<void>;
@@ -99,19 +104,36 @@ export type DeferralContext = {
   profile?: (step: string, milliseconds: number) => void;
 };
 
-/** Adds each posting's contribution of `list` to its entry's total. */
-function addList(totals: Float64Array, list: FetchedList): void {
+/**
+ * Adds each posting's contribution of every list in `lists` to its entry's total, block of entries by block: the
+ * postings of a turn's lists are spread over the whole 8 MB of totals (at a million entries), so adding list by
+ * list fetches each total from memory once per list; by blocks, each block is fetched once. Every entry's total
+ * receives the same additions in the same order (list by list) as list by list, so the sums are the same bit for bit.
+ */
+function addLists(totals: Float64Array, lists: readonly FetchedList[]): void {
+  const positions = new Int32Array(lists.length);
+  const block = Math.max(1, Math.floor(deferralCosts.sumBlock));
+  for (let end = block; end - block < totals.length; end += block)
+    for (let index = 0; index < lists.length; index++)
+      positions[index] = addListUpTo(totals, lists[index]!, positions[index]!, end);
+}
+
+/** Adds `list`'s postings from `start` on, up to the first one of entry `end` or later; returns where it stopped. */
+function addListUpTo(totals: Float64Array, list: FetchedList, start: number, end: number): number {
   const docs = list.docs;
   const values = list.contributions;
   const codes = list.codes;
+  let position = start;
   if (codes === undefined)
-    for (let position = 0; position < docs.length; position++) totals[docs[position]!]! += values[position]!;
+    for (; position < docs.length && docs[position]! < end; position++)
+      totals[docs[position]!]! += values[position]!;
   else if (codes instanceof Uint8Array)
-    for (let position = 0; position < docs.length; position++)
+    for (; position < docs.length && docs[position]! < end; position++)
       totals[docs[position]!]! += values[codes[position]!]!;
   else
-    for (let position = 0; position < docs.length; position++)
+    for (; position < docs.length && docs[position]! < end; position++)
       totals[docs[position]!]! += values[codes[position]!]!;
+  return position;
 }
 
 /** The `k`-th largest total of an eligible entry (0 when fewer than `k` are positive). */
@@ -201,7 +223,7 @@ export async function resolveDeferred(
       profile(step, now - mark);
       mark = now;
     };
-    for (const list of complete) addList(totals, list);
+    addLists(totals, complete);
     lap("defer: sum");
     const firstBound = kthTotal(totals, mask, topK) / SLACK;
     lap("defer: kth");
@@ -232,13 +254,30 @@ export async function resolveDeferred(
     let summed: number[] = [];
     if (context.sumLists && rest.length > 0) {
       const seen = new Uint8Array(deferred.length);
-      await context.sumLists(rest, (index, bytes) => {
+      const asked = (index: number) => {
         if (!(index >= 0 && index < deferred.length) || isKept[index] !== 0 || seen[index] !== 0)
           throw new BinaryArrayError("postings: a deferred list not asked for");
         seen[index] = 1;
-        if (addWireList(bytes, totals) !== deferred[index]!.count)
+      };
+      const counted = (index: number, count: number) => {
+        if (count !== deferred[index]!.count)
           throw new BinaryArrayError("postings: a deferred list differs from its header");
-      });
+      };
+      await context.sumLists(
+        rest,
+        (index, bytes) => {
+          asked(index);
+          counted(index, addWireList(bytes, totals));
+        },
+        (indexes, lists) => {
+          if (lists.length !== indexes.length)
+            throw new BinaryArrayError("postings: a deferred list is missing");
+          for (const index of indexes) asked(index);
+          addWireLists(lists, totals, deferralCosts.sumBlock).forEach((count, at) => {
+            counted(indexes[at]!, count);
+          });
+        },
+      );
       if (rest.some((index) => seen[index] === 0))
         throw new BinaryArrayError("postings: a deferred list is missing");
       summed = rest;
@@ -246,7 +285,7 @@ export async function resolveDeferred(
     } else {
       const wholeLists = await readWhole(rest);
       lap("defer: read whole");
-      for (const list of wholeLists) addList(totals, list);
+      addLists(totals, wholeLists);
       lap("defer: sum");
     }
     const bound = kthTotal(totals, mask, topK);

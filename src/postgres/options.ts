@@ -39,9 +39,11 @@ export type PostgresBackendOptions = {
    * Bytes of decoded postings a reader keeps for its next turns (per backend, least recently used terms forgotten
    * first; coded: about 5 to 6 bytes per posting, 12 for a list of too many distinct contributions). A turn fetches from the database only the postings of terms not held for the
    * serving generation. 0 disables it. Default: sized for the generation served, 64 MiB up to 262,144 entries,
-   * then in inverse proportion to its entry count down to 32 MiB (from 524,288 entries; at a million entries a 64 MiB
+   * then in inverse proportion to its entry count down to 24 MiB (from 699,051 entries; at a million entries a 64 MiB
    * cache answered 8% of the lookups and 40 MiB served turns as fast: a workload's lists grow with the generation, so
-   * a cache of that order holds a shrinking part of them while it costs the reader the same memory).
+   * a cache of that order holds a shrinking part of them while it costs the reader the same memory). The same bytes
+   * also bound what a generation with frequent lists keeps for its deferring turns: the partial-sum buffer, and
+   * (within half of them) the coded bytes of the frequent lists those turns read whole only to sum.
    */
   postingCacheBytes?: number;
   /**

@@ -88,6 +88,38 @@ describe("PostingCache", () => {
     expect(off.limitBytes).toBe(0);
   });
 
+  it("keeps frequent lists' coded bytes within half its limit, forgetting the terms' lists first", () => {
+    const term = postings(100); // 1,360 bytes
+    const cache = new PostingCache(term.bytes * 4);
+    const prefix = cache.prefix(1, "k");
+    const key = PostingCache.codedKey(prefix, "w0", 2);
+    // Never a term's key, whatever the term; other fields and generations have their own.
+    expect(key).not.toBe(`${prefix}w0`);
+    expect(PostingCache.codedKey(prefix, "w0", 3)).not.toBe(key);
+    expect(PostingCache.codedKey(cache.prefix(2, "k"), "w0", 2)).not.toBe(key);
+    for (let index = 0; index < 4; index++) cache.set(`${prefix}t${index}`, postings(100));
+    const coded = new Uint8Array(1_000).fill(7);
+    cache.setCoded(key, coded);
+    expect(cache.getCoded(key)).toBe(coded);
+    expect(cache.get(key)).toBeUndefined(); // not a term's lists
+    // The coded bytes took the room of the least recently used terms.
+    expect(cache.bytes).toBeLessThanOrEqual(term.bytes * 4);
+    expect(cache.has(`${prefix}t0`)).toBe(false);
+    expect(cache.has(`${prefix}t3`)).toBe(true);
+    // A term set later never pushes coded bytes out; coded bytes beyond half the limit forget the oldest coded.
+    cache.set(`${prefix}t4`, postings(100));
+    expect(cache.getCoded(key)).toBe(coded);
+    cache.setCoded(PostingCache.codedKey(prefix, "w1", 2), new Uint8Array(1_000));
+    cache.setCoded(PostingCache.codedKey(prefix, "w2", 2), new Uint8Array(1_000));
+    expect(cache.getCoded(key)).toBeUndefined();
+    expect(cache.bytes).toBeLessThanOrEqual(term.bytes * 4);
+    cache.setCoded(PostingCache.codedKey(prefix, "big", 0), new Uint8Array(term.bytes * 3)); // over half
+    expect(cache.getCoded(PostingCache.codedKey(prefix, "big", 0))).toBeUndefined();
+    const off = new PostingCache(0);
+    off.setCoded(key, coded);
+    expect(off.getCoded(key)).toBeUndefined();
+  });
+
   it("keeps one partial-sum buffer between deferring turns, counted in its bytes and forgotten like a term", () => {
     const buffer = new Float64Array(1000);
     const cache = new PostingCache(postings(100).bytes * 20);

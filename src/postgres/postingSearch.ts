@@ -26,7 +26,7 @@ import { COMBINED_FIELD } from "./fieldPairs.js";
 import { KEPT_IDS } from "./generationCache.js";
 import { listBytes, listOfRow } from "./listRows.js";
 import { type PhraseHitDoc, PhraseKeys, phraseGrams } from "./phraseKeys.js";
-import { type FetchedList, type PostingCache, type TermPostings, termPostings } from "./postingCache.js";
+import { type FetchedList, PostingCache, type TermPostings, termPostings } from "./postingCache.js";
 import type { GenerationRow } from "./serving.js";
 import {
   encodeKey,
@@ -196,11 +196,16 @@ export class PostingSearch {
               missing.map((position) => encodeKey(terms[position]!)),
               ticket,
             ),
-          sumLists: (indexes, onList) =>
+          sumLists: (indexes, onList, onLists) =>
             this.readListBytes(
               indexes.map((index) => deferred[index]!),
               missing.map((position) => encodeKey(terms[position]!)),
               (position, bytes) => onList(indexes[position]!, bytes),
+              (positions, lists) =>
+                onLists(
+                  positions.map((position) => indexes[position]!),
+                  lists,
+                ),
             ),
           readRows: (docs, onRow) => this.readFrequentRows(docs, onRow),
           scratch: {
@@ -436,26 +441,75 @@ export class PostingSearch {
   }
 
   /**
-   * Deferred lists read whole as their coded bytes (`terms`: the fetched terms, encoded, by slot), each handed to
-   * `onList` with its position in `headers` as it arrives (a view of the COPY's buffer: nothing is kept).
+   * Deferred lists read whole as their coded bytes (`terms`: the fetched terms, encoded, by slot): those the posting
+   * cache keeps handed together to `onLists` with their positions in `headers`, the others each to `onList` as it
+   * arrives (a view of the COPY's buffer, copied into the cache).
    */
   private async readListBytes(
     headers: readonly FetchedHeader[],
     terms: readonly string[],
     onList: (position: number, bytes: Uint8Array) => void,
+    onLists: (positions: readonly number[], lists: readonly Uint8Array[]) => void,
   ): Promise<void> {
     const started = performance.now();
-    let bytes = 0;
-    await this.backend.readCopy(this.headersListsQuery(headers, terms), (fields) => {
-      const position = int4Of(fields[3]!) - 1;
-      const header = headers[position];
-      if (int4Of(fields[0]!) !== 3 || !header || int4Of(fields[4]!) !== header.field)
-        throw new BinaryArrayError("postings: a row names no deferred list");
-      const list = required(fields[5]);
-      bytes += list.byteLength;
-      onList(position, list);
+    const profile = this.backend.turnProfile;
+    // The frequent lists kept from earlier turns (the same few dozen recur across a conversation's turns): summed
+    // while the server sends the others.
+    const keys = this.codedKeys(headers, terms);
+    const kept = keys ? keys.map((key) => this.cache.getCoded(key)) : [];
+    const missing: FetchedHeader[] = [];
+    const missingPositions: number[] = [];
+    headers.forEach((header, position) => {
+      if (kept[position] === undefined) {
+        missing.push(header);
+        missingPositions.push(position);
+      }
     });
-    this.backend.turnProfile?.add("fetch", performance.now() - started, bytes);
+    let bytes = 0;
+    const read =
+      missing.length === 0
+        ? null
+        : this.backend.readCopy(this.headersListsQuery(missing, terms), (fields) => {
+            const at = int4Of(fields[3]!) - 1;
+            const header = missing[at];
+            if (int4Of(fields[0]!) !== 3 || !header || int4Of(fields[4]!) !== header.field)
+              throw new BinaryArrayError("postings: a row names no deferred list");
+            const list = required(fields[5]);
+            bytes += list.byteLength;
+            const position = missingPositions[at]!;
+            onList(position, list);
+            // Kept as a copy (the list is a view of the driver's buffer: a Buffer, whose slice() is a view too),
+            // once it summed without an error.
+            if (keys) {
+              const copy = new Uint8Array(list.byteLength);
+              copy.set(list);
+              this.cache.setCoded(keys[position]!, copy);
+            }
+          });
+    let keptBytes = 0;
+    try {
+      const keptPositions: number[] = [];
+      const keptLists: Uint8Array[] = [];
+      kept.forEach((list, position) => {
+        if (list === undefined) return;
+        keptBytes += list.byteLength;
+        keptPositions.push(position);
+        keptLists.push(list);
+      });
+      if (keptLists.length > 0) onLists(keptPositions, keptLists);
+    } finally {
+      // A failed sum still waits for the statement (its rows would otherwise arrive after the turn).
+      await read;
+    }
+    if (keptBytes > 0) profile?.add("frequent kept", 0, keptBytes);
+    profile?.add("fetch", performance.now() - started, bytes);
+  }
+
+  /** The posting cache's keys of these frequent lists' coded bytes (null when the cache is off). */
+  private codedKeys(headers: readonly FetchedHeader[], terms: readonly string[]): string[] | null {
+    if (this.cache.limitBytes === 0) return null;
+    const prefix = this.cache.prefix(this.generation.generation, this.generation.contentKey);
+    return headers.map((header) => PostingCache.codedKey(prefix, terms[header.slot]!, header.field));
   }
 
   /** The `frequent` rows of `docs` (ascending dense ids), each handed to `onRow` as it arrives. */

@@ -5,7 +5,7 @@ import { propertyRuns, propertySeed } from "../../test/property/seed.js";
 import { BinaryArrayError } from "./binaryArrays.js";
 import { codedList } from "./codedLists.js";
 import { type FetchedList, listUpperBound } from "./postingCache.js";
-import { addWireList, decodeWireList, encodeWireList } from "./wireLists.js";
+import { addWireList, addWireLists, decodeWireList, encodeWireList } from "./wireLists.js";
 
 const NAN_WITH_PAYLOAD = new Float64Array(new BigInt64Array([0x7ff8_0000_0000_1234n]).buffer)[0]!;
 const NEGATIVE_NAN = new Float64Array(new BigInt64Array([-0x0008_0000_0000_0001n]).buffer)[0]!;
@@ -108,6 +108,12 @@ describe("wire lists", () => {
           );
           expect(differing).toEqual([]);
           expect(() => addWireList(bytes, new Float64Array(entryCount - 1))).toThrow(BinaryArrayError);
+          // Several lists by blocks of entries (here the list twice, blocks of 5): the same additions in the same
+          // order per entry as list by list, so the same totals bit for bit.
+          const twice = Float64Array.from({ length: entryCount }, (_, doc) => start(doc));
+          expect(addWireLists([bytes, bytes], twice, 5)).toEqual([docs.length, docs.length]);
+          addWireList(bytes, totals);
+          expect([...twice.keys()].filter((doc) => bitsOf(twice[doc]!) !== bitsOf(totals[doc]!))).toEqual([]);
         }
       }),
       { seed, numRuns: propertyRuns(200) },
@@ -139,6 +145,9 @@ describe("wire lists", () => {
     const refused = (malformed: Uint8Array, entryCount = 70_002) => {
       expect(() => decodeWireList(malformed, entryCount)).toThrow(BinaryArrayError);
       expect(() => addWireList(malformed, new Float64Array(entryCount))).toThrow(BinaryArrayError);
+      expect(() => addWireLists([bytes, malformed], new Float64Array(entryCount), 7)).toThrow(
+        BinaryArrayError,
+      );
     };
     expect(addWireList(bytes, new Float64Array(70_002))).toBe(5);
     for (let length = 0; length < bytes.length; length++) refused(bytes.subarray(0, length));

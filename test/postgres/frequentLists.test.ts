@@ -138,6 +138,9 @@ describePostgres("frequent lists deferred: the same answers as in memory", () =>
     expect(twoRounds(pg)).toBeGreaterThan(0);
     expect(twoRounds(pg)).toBeLessThan(ways(pg).rows);
     expect(cached.postingCache.counts.hits).toBeGreaterThan(0);
+    // Frequent lists read whole only to be summed came from the cache's coded bytes too (never without a cache).
+    expect(cached.turnProfile.steps.get("frequent kept")?.count ?? 0).toBeGreaterThan(0);
+    expect(pg.turnProfile.steps.get("frequent kept")).toBeUndefined();
     const statistics = await suite.newPool({ max: 1 }).query({
       text: "select g.statistics from frequent_skewed.generations g join frequent_skewed.serving s using (generation)",
     });
@@ -158,6 +161,8 @@ describePostgres("frequent lists deferred: the same answers as in memory", () =>
     // Two rounds of rows whenever there are more candidates than K, the first round of K.
     deferralCosts.twoStagesFrom = 1;
     deferralCosts.firstStage = 1;
+    // Partial sums by blocks of 3 entries: every block boundary a list may cross.
+    deferralCosts.sumBlock = 3;
     suite.cleanup(async () => {
       Object.assign(deferralCosts, costs);
     });
