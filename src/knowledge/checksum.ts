@@ -17,6 +17,14 @@
  *   (the root export imports no `node:` module), and used for every input after that.
  */
 import { nodeBuiltin } from "./runtime.js";
+import {
+  bytesFromHex,
+  MODULE_PREAMBLE,
+  moduleName,
+  moduleSection,
+  signedLeb128,
+  unsignedLeb128,
+} from "./webAssemblyBytes.js";
 
 type Crc32 = (data: Uint8Array, value?: number) => number;
 
@@ -65,34 +73,6 @@ const DATA_OFFSET = KERNEL_TABLES * 1024;
 /** Bytes checked per call into the module (its memory is two 64 KiB pages: the tables, then one chunk). */
 const CHUNK_BYTES = 65536;
 
-/** Unsigned LEB128, the WebAssembly binary format's sizes, counts and offsets. */
-function leb128(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  do {
-    let byte = rest & 0x7f;
-    rest >>>= 7;
-    if (rest !== 0) byte |= 0x80;
-    out.push(byte);
-  } while (rest !== 0);
-  return out;
-}
-
-/** Signed LEB128, the WebAssembly binary format's `i32.const` operands. */
-function signedLeb128(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  for (;;) {
-    const byte = rest & 0x7f;
-    rest >>= 7;
-    if ((rest === 0 && (byte & 0x40) === 0) || (rest === -1 && (byte & 0x40) !== 0)) {
-      out.push(byte);
-      return out;
-    }
-    out.push(byte | 0x80);
-  }
-}
-
 /** The WebAssembly instructions the kernel uses (binary opcodes). */
 const OP = {
   block: 0x02,
@@ -134,7 +114,7 @@ const get = (local: number) => [OP.localGet, local];
 const set = (local: number) => [OP.localSet, local];
 const constant = (value: number) => [OP.i32Const, ...signedLeb128(value)];
 /** `i32.load` of the word at the address on the stack plus `offset` (4-byte aligned). */
-const loadWord = (offset: number) => [OP.i32Load, 2, ...leb128(offset)];
+const loadWord = (offset: number) => [OP.i32Load, 2, ...unsignedLeb128(offset)];
 /** The byte offset of entry `(local >>> shift) & 0xff`, then that entry of table `table` loaded. */
 const tableEntry = (local: number, shift: number, table: number) => [
   ...get(local),
@@ -312,37 +292,35 @@ export function kernelModuleBytes(): Uint8Array {
     ...get(0),
     OP.end,
   ];
-  const section = (id: number, content: number[]) => [id, ...leb128(content.length), ...content];
-  const name = (text: string) => [text.length, ...Array.from(text, (character) => character.charCodeAt(0))];
   // Magic and version; then the types (i32, i32) -> i32 and (f64, i32) -> f64, three functions (two of the first),
   // one memory of two pages, the exports and the code.
   return Uint8Array.from([
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    ...section(1, [2, 0x60, 2, OP.i32, OP.i32, 1, OP.i32, 0x60, 2, OP.f64, OP.i32, 1, OP.f64]),
-    ...section(3, [3, 0, 0, 1]),
-    ...section(5, [1, 0, 2]),
-    ...section(7, [
+    ...MODULE_PREAMBLE,
+    ...moduleSection(1, [2, 0x60, 2, OP.i32, OP.i32, 1, OP.i32, 0x60, 2, OP.f64, OP.i32, 1, OP.f64]),
+    ...moduleSection(3, [3, 0, 0, 1]),
+    ...moduleSection(5, [1, 0, 2]),
+    ...moduleSection(7, [
       4,
-      ...name("memory"),
+      ...moduleName("memory"),
       2,
       0,
-      ...name("update"),
+      ...moduleName("update"),
       0,
       0,
-      ...name("below"),
+      ...moduleName("below"),
       0,
       1,
-      ...name("largest"),
+      ...moduleName("largest"),
       0,
       2,
     ]),
-    ...section(10, [
+    ...moduleSection(10, [
       3,
-      ...leb128(body.length),
+      ...unsignedLeb128(body.length),
       ...body,
-      ...leb128(belowBody.length),
+      ...unsignedLeb128(belowBody.length),
       ...belowBody,
-      ...leb128(largestBody.length),
+      ...unsignedLeb128(largestBody.length),
       ...largestBody,
     ]),
   ]);
@@ -354,10 +332,7 @@ export const KERNEL_MODULE_HEX =
 
 /** The bytes of {@link KERNEL_MODULE_HEX}. */
 function kernelModule(): Uint8Array {
-  const bytes = new Uint8Array(KERNEL_MODULE_HEX.length / 2);
-  for (let index = 0; index < bytes.length; index++)
-    bytes[index] = Number.parseInt(KERNEL_MODULE_HEX.slice(2 * index, 2 * index + 2), 16);
-  return bytes;
+  return bytesFromHex(KERNEL_MODULE_HEX);
 }
 
 type KernelFunction = (first: number, length: number) => number;

@@ -10,6 +10,14 @@
  * pass's heap, see {@link SCRATCH_BYTES}); the artifact's lazy sections follow it.
  */
 import { WINDOW_DOCUMENTS } from "./scoringList.js";
+import {
+  bytesFromHex,
+  MODULE_PREAMBLE,
+  moduleName,
+  moduleSection,
+  signedLeb128,
+  unsignedLeb128,
+} from "./webAssemblyBytes.js";
 
 /** Byte offsets of the scratch at the start of a scoring memory. */
 const TOTALS = 0;
@@ -26,41 +34,13 @@ const PAGE_BYTES = 65536;
 /** The largest memory a 32-bit WebAssembly memory can hold, in pages. */
 const MAXIMUM_PAGES = 65536;
 
-/** Unsigned LEB128. */
-function unsigned(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  do {
-    let byte = rest & 0x7f;
-    rest >>>= 7;
-    if (rest !== 0) byte |= 0x80;
-    out.push(byte);
-  } while (rest !== 0);
-  return out;
-}
-
-/** Signed LEB128 (`i32.const` operands). */
-function signed(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  for (;;) {
-    const byte = rest & 0x7f;
-    rest >>= 7;
-    if ((rest === 0 && (byte & 0x40) === 0) || (rest === -1 && (byte & 0x40) !== 0)) {
-      out.push(byte);
-      return out;
-    }
-    out.push(byte | 0x80);
-  }
-}
-
 const I32 = 0x7f;
 const F64 = 0x7c;
 const VOID = 0x40;
 const get = (local: number) => [0x20, local];
 const set = (local: number) => [0x21, local];
 const tee = (local: number) => [0x22, local];
-const constant = (value: number) => [0x41, ...signed(value)];
+const constant = (value: number) => [0x41, ...signedLeb128(value)];
 const I32_EQZ = 0x45;
 const I32_GE_S = 0x4e;
 const I32_LT_S = 0x48;
@@ -76,7 +56,7 @@ const F64_MUL = 0xa2;
 const F64_MAX = 0xa5;
 const SELECT = 0x1b;
 /** Memory access with alignment `align` (log2) and offset `offset`. */
-const access = (opcode: number, align: number, offset: number) => [opcode, align, ...unsigned(offset)];
+const access = (opcode: number, align: number, offset: number) => [opcode, align, ...unsignedLeb128(offset)];
 const loadByte = (offset: number) => access(0x2d, 0, offset);
 const storeByte = (offset: number) => access(0x3a, 0, offset);
 const loadInt = (offset: number) => access(0x28, 2, offset);
@@ -379,12 +359,10 @@ export function scoringKernelBytes(): Uint8Array {
   const sparse = sparseBody();
   const select = selectBody();
   const heapOffer = heapOfferBody();
-  const section = (id: number, content: number[]) => [id, ...unsigned(content.length), ...content];
-  const name = (text: string) => [text.length, ...Array.from(text, (character) => character.charCodeAt(0))];
   return Uint8Array.from([
-    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    ...MODULE_PREAMBLE,
     // (i32 x 8) -> i32 and (i32, f64, f64, f64, i32) -> i32
-    ...section(1, [
+    ...moduleSection(1, [
       3,
       0x60,
       8,
@@ -417,16 +395,16 @@ export function scoringKernelBytes(): Uint8Array {
       I32,
     ]),
     // import e.m: a memory of at least one page
-    ...section(2, [1, ...name("e"), ...name("m"), 2, 0, 1]),
-    ...section(3, [3, 0, 1, 2]),
-    ...section(7, [2, ...name("sparse"), 0, 0, ...name("select"), 0, 1]),
-    ...section(10, [
+    ...moduleSection(2, [1, ...moduleName("e"), ...moduleName("m"), 2, 0, 1]),
+    ...moduleSection(3, [3, 0, 1, 2]),
+    ...moduleSection(7, [2, ...moduleName("sparse"), 0, 0, ...moduleName("select"), 0, 1]),
+    ...moduleSection(10, [
       3,
-      ...unsigned(sparse.length),
+      ...unsignedLeb128(sparse.length),
       ...sparse,
-      ...unsigned(select.length),
+      ...unsignedLeb128(select.length),
       ...select,
-      ...unsigned(heapOffer.length),
+      ...unsignedLeb128(heapOffer.length),
       ...heapOffer,
     ]),
   ]);
@@ -438,10 +416,7 @@ export const SCORING_KERNEL_HEX =
 
 /** The bytes of {@link SCORING_KERNEL_HEX}. */
 function kernelModule(): Uint8Array {
-  const bytes = new Uint8Array(SCORING_KERNEL_HEX.length / 2);
-  for (let index = 0; index < bytes.length; index++)
-    bytes[index] = Number.parseInt(SCORING_KERNEL_HEX.slice(2 * index, 2 * index + 2), 16);
-  return bytes;
+  return bytesFromHex(SCORING_KERNEL_HEX);
 }
 
 type Select = (count: number, shift: number, scale: number, bar: number, k: number, below: number) => number;
