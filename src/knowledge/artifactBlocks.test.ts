@@ -20,11 +20,9 @@ const corrupt = (message: string) => new RangeError(`corrupt: ${message}`);
 describe("blocked tables", () => {
   const values = Float64Array.from({ length: 37 }, (_, index) => index * 1.5 - 3);
   const [checksums, lazy] = blockedSections("t", values, 8);
-
-  it("read the blocks a reader asks for, once each, and nothing else", () => {
-    expect(lazy!.lazy).toBe(true);
-    const section = sectionOf(lazy!.bytes);
-    const table = lazyBlockedArray(
+  /** The lazy table over `section` (the blocks of `values`, 8 elements each), checked against their checksums. */
+  const tableOf = (section: Parameters<typeof lazyBlockedArray>[1]) =>
+    lazyBlockedArray(
       "t",
       section,
       new Uint32Array(checksums!.bytes.slice().buffer),
@@ -32,6 +30,11 @@ describe("blocked tables", () => {
       (length) => new Float64Array(length),
       corrupt,
     );
+
+  it("read the blocks a reader asks for, once each, and nothing else", () => {
+    expect(lazy!.lazy).toBe(true);
+    const section = sectionOf(lazy!.bytes);
+    const table = tableOf(section);
     expect(table.array.length).toBe(37);
     table.ensure(9, 10);
     expect(section.reads).toBe(1);
@@ -56,14 +59,7 @@ describe("blocked tables", () => {
   it("a damaged block is an error each time it is asked for, its elements stay zero, the other blocks serve", () => {
     const damaged = lazy!.bytes.slice();
     damaged[8 * 8 * 2 + 3]! ^= 0x40;
-    const table = lazyBlockedArray(
-      "t",
-      sectionOf(damaged),
-      new Uint32Array(checksums!.bytes.slice().buffer),
-      8,
-      (length) => new Float64Array(length),
-      corrupt,
-    );
+    const table = tableOf(sectionOf(damaged));
     expect(() => table.ensure(17, 18)).toThrow("block 2 of section t does not match its checksum");
     expect(Array.from(table.array.subarray(16, 24))).toEqual(new Array(8).fill(0));
     expect(() => table.ensure(16, 17)).toThrow("block 2 of section t");
@@ -74,14 +70,7 @@ describe("blocked tables", () => {
 
   it("read consecutive blocks not read yet in one read, each checked against its own checksum", () => {
     const section = sectionOf(lazy!.bytes);
-    const table = lazyBlockedArray(
-      "t",
-      section,
-      new Uint32Array(checksums!.bytes.slice().buffer),
-      8,
-      (length) => new Float64Array(length),
-      corrupt,
-    );
+    const table = tableOf(section);
     table.ensure(17, 18);
     expect(section.reads).toBe(1);
     // Blocks 0-1, then 3-4: two reads around block 2, read before.
@@ -96,14 +85,7 @@ describe("blocked tables", () => {
     const damaged = lazy!.bytes.slice();
     damaged[8 * 8 * 2 + 3]! ^= 0x40;
     const damagedSection = sectionOf(damaged);
-    const damagedTable = lazyBlockedArray(
-      "t",
-      damagedSection,
-      new Uint32Array(checksums!.bytes.slice().buffer),
-      8,
-      (length) => new Float64Array(length),
-      corrupt,
-    );
+    const damagedTable = tableOf(damagedSection);
     expect(() => damagedTable.ensure(0, 37)).toThrow("block 2 of section t does not match its checksum");
     expect(damagedSection.reads).toBe(1);
     expect(Array.from(damagedTable.array.subarray(0, 16))).toEqual(Array.from(values.subarray(0, 16)));

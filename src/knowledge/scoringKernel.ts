@@ -259,6 +259,16 @@ function selectBody(): number[] {
 function heapOfferBody(): number[] {
   const [TOTAL, K, SIZE, SLOT, CHILD] = [0, 1, 2, 3, 4];
   const heapAt = (local: number) => [...shifted(local, 3), ...loadFloat(HEAP)];
+  // Both sifts: heap[slot] = heap[child]; slot = child; continue the loop. And, once it stops: heap[slot] = total.
+  const moveChildToSlot = [
+    ...shifted(SLOT, 3),
+    ...heapAt(CHILD),
+    ...storeFloat(HEAP),
+    ...get(CHILD),
+    ...set(SLOT),
+    ...branch(0),
+  ];
+  const placeTotal = [...shifted(SLOT, 3), ...get(TOTAL), ...storeFloat(HEAP)];
   return [
     1,
     2,
@@ -288,16 +298,9 @@ function heapOfferBody(): number[] {
           ...get(TOTAL),
           F64_LE,
           ...branchIf(1),
-          ...shifted(SLOT, 3),
-          ...heapAt(CHILD),
-          ...storeFloat(HEAP),
-          ...get(CHILD),
-          ...set(SLOT),
-          ...branch(0),
+          ...moveChildToSlot,
         ]),
-        ...shifted(SLOT, 3),
-        ...get(TOTAL),
-        ...storeFloat(HEAP),
+        ...placeTotal,
       ],
       [
         ...constant(HEAP),
@@ -336,16 +339,9 @@ function heapOfferBody(): number[] {
             ...get(TOTAL),
             F64_GE,
             ...branchIf(1),
-            ...shifted(SLOT, 3),
-            ...heapAt(CHILD),
-            ...storeFloat(HEAP),
-            ...get(CHILD),
-            ...set(SLOT),
-            ...branch(0),
+            ...moveChildToSlot,
           ]),
-          ...shifted(SLOT, 3),
-          ...get(TOTAL),
-          ...storeFloat(HEAP),
+          ...placeTotal,
         ]),
       ],
     ),
