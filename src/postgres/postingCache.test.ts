@@ -120,9 +120,10 @@ describe("PostingCache", () => {
     expect(off.getCoded(key)).toBeUndefined();
   });
 
-  it("keeps one partial-sum buffer between deferring turns, counted in its bytes and forgotten like a term", () => {
+  it("keeps one partial-sum buffer between deferring turns, counted in its bytes, before the terms' lists", () => {
     const buffer = new Float64Array(1000);
-    const cache = new PostingCache(postings(100).bytes * 20);
+    const term = postings(100);
+    const cache = new PostingCache(term.bytes * 20);
     expect(cache.takeScratch(1000)).toBeUndefined();
     cache.keepScratch(buffer);
     expect(cache.bytes).toBeGreaterThanOrEqual(8000);
@@ -132,10 +133,26 @@ describe("PostingCache", () => {
     expect(cache.takeScratch(1000)).toBeUndefined(); // taken out
     expect(cache.bytes).toBe(0);
     cache.keepScratch(buffer);
-    for (let term = 0; term < 20; term++) cache.set(`0:${term}`, postings(100));
-    expect(cache.takeScratch(1000)).toBeUndefined(); // the least recently used: forgotten for the terms
-    const small = new PostingCache(4000);
-    small.keepScratch(buffer); // larger than the whole cache
+    // Terms' lists filling the cache give way to the buffer (their oldest forgotten), and so do they when it
+    // comes back while they fill the cache.
+    for (let index = 0; index < 20; index++) cache.set(`0:${index}`, postings(100));
+    expect(cache.bytes).toBeLessThanOrEqual(term.bytes * 20);
+    expect(cache.has("0:19")).toBe(true);
+    expect(cache.has("0:0")).toBe(false);
+    expect(cache.takeScratch(1000)).toBe(buffer);
+    for (let index = 0; index < 20; index++) cache.set(`0:${index}`, postings(100));
+    expect(cache.has("0:0")).toBe(true);
+    cache.keepScratch(buffer);
+    expect(cache.has("0:0")).toBe(false);
+    expect(cache.bytes).toBeLessThanOrEqual(term.bytes * 20);
+    // Coded lists filling their half leave it too.
+    const prefix = cache.prefix(1, "key");
+    for (let index = 0; index < 20; index++)
+      cache.setCoded(PostingCache.codedKey(prefix, `t${index}`, 0), new Uint8Array(term.bytes));
+    expect(cache.bytes).toBeLessThanOrEqual(term.bytes * 20);
+    expect(cache.takeScratch(1000)).toBe(buffer);
+    const small = new PostingCache(16000);
+    small.keepScratch(buffer); // larger than the half the coded lists leave
     expect(small.takeScratch(1000)).toBeUndefined();
     const off = new PostingCache(0);
     off.keepScratch(buffer);

@@ -4,7 +4,8 @@
  * generation and its content key, so a new generation never reads an older one's postings (its entries'
  * dense ids and contributions differ); the older generation's terms simply age out. It also keeps a deferring
  * turn's partial-sum buffer, and within half of its limit the coded bytes of the frequent lists such turns read
- * whole only to sum (`deferredLists.ts`), under the same bound.
+ * whole only to sum (`deferredLists.ts`), under the same bound: the buffer within the other half, before the
+ * terms' lists (which get what the two leave).
  */
 import { LruCache } from "../knowledge/lruCache.js";
 import type { ScoringList } from "../knowledge/scoring.js";
@@ -25,9 +26,6 @@ export type TermPostings = {
   bytes: number;
 };
 
-/** What the cache holds under a key: a term's lists, or the partial-sum buffer kept between deferring turns. */
-type Held = TermPostings | { scratch: Float64Array; bytes: number };
-
 /** A frequent list's coded bytes, as a deferring turn reads it whole only to sum it (`deferredLists.ts`). */
 type Coded = { coded: Uint8Array; bytes: number };
 
@@ -38,9 +36,6 @@ type Coded = { coded: Uint8Array; bytes: number };
  * lists hit, so in one recency order the rare terms' lists would push them out.
  */
 const CODED_SHARE = 0.5;
-
-/** The partial-sum buffer's key (term keys start with a serial and a colon). */
-const SCRATCH_KEY = "scratch";
 
 /** Bytes counted per cached term beyond its arrays (key, objects, map entry). */
 const ENTRY_OVERHEAD = 160;
@@ -95,9 +90,11 @@ export function termPostings(lists: (FetchedList | null)[]): TermPostings {
 
 /** The postings cache of one backend (shared by its generations and turns), bounded by bytes (`LruCache`). */
 export class PostingCache {
-  private entries: LruCache<string, Held>;
+  private entries: LruCache<string, TermPostings>;
   /** Frequent lists' coded bytes (within {@link CODED_SHARE} of the limit; the terms' lists get the rest). */
   private coded: LruCache<string, Coded>;
+  /** The partial-sum buffer kept between deferring turns (see {@link keepScratch}); null when none is. */
+  private scratch: Float64Array | null = null;
   /** Key prefix serials by generation and content key (one per generation a reader served). */
   private readonly serials = new Map<string, number>();
   /** Lookups that found their term, and that did not (for benchmarks and tests). */
@@ -113,7 +110,7 @@ export class PostingCache {
     this.coded = PostingCache.codedWithin(limitBytes);
   }
 
-  private static entriesWithin(limitBytes: number): LruCache<string, Held> {
+  private static entriesWithin(limitBytes: number): LruCache<string, TermPostings> {
     return new LruCache(limitBytes, undefined, (postings) => postings.bytes);
   }
 
@@ -121,9 +118,14 @@ export class PostingCache {
     return new LruCache(Math.floor(limitBytes * CODED_SHARE), undefined, (coded) => coded.bytes);
   }
 
-  /** Forgets the least recently used terms' lists (and partial-sum buffer) until both kinds fit the limit. */
+  /** Bytes the kept partial-sum buffer counts (0 when none is kept). */
+  private get scratchBytes(): number {
+    return this.scratch === null ? 0 : this.scratch.byteLength + ENTRY_OVERHEAD;
+  }
+
+  /** Forgets the least recently used terms' lists until they fit beside the coded lists and partial-sum buffer. */
   private trim(): void {
-    const room = this.entries.limit - this.coded.weight;
+    const room = this.entries.limit - this.coded.weight - this.scratchBytes;
     while (this.entries.weight > room) {
       const oldest = this.entries.keys().next();
       if (oldest.done) break;
@@ -146,6 +148,7 @@ export class PostingCache {
     if (limitBytes === this.entries.limit) return;
     this.entries = PostingCache.entriesWithin(limitBytes);
     this.coded = PostingCache.codedWithin(limitBytes);
+    this.scratch = null;
   }
 
   /**
@@ -166,7 +169,7 @@ export class PostingCache {
   /** The postings of `key`, marking them most recently used; undefined when not held. */
   get(key: string): TermPostings | undefined {
     const found = this.entries.get(key);
-    if (found === undefined || !("lists" in found)) {
+    if (found === undefined) {
       this.counts.misses++;
       return undefined;
     }
@@ -200,21 +203,26 @@ export class PostingCache {
 
   /**
    * The partial-sum buffer a deferring turn kept (zeroed, of `length` entries), taken out of the cache; undefined
-   * when none is held. Kept between turns because fresh memory costs page faults (8 MB at a million entries: up to
-   * 100 ms on a VM), and in the cache because its bytes count against the same limit as the lists.
+   * when none is held. Kept between turns because fresh memory costs page faults (8 MB at a million entries: 2,000
+   * faults, 30-45 ms of a turn on this VM), and in the cache because its bytes count against the same limit as the
+   * lists.
    */
   takeScratch(length: number): Float64Array | undefined {
-    const held = this.entries.peek(SCRATCH_KEY);
-    if (held === undefined || !("scratch" in held) || held.scratch.length !== length) return undefined;
-    this.entries.delete(SCRATCH_KEY);
-    return held.scratch;
+    const held = this.scratch;
+    if (held === null || held.length !== length) return undefined;
+    this.scratch = null;
+    return held;
   }
 
-  /** Keeps `buffer` (zeroed) for the next deferring turn, forgotten like a term when the limit needs its bytes. */
+  /**
+   * Keeps `buffer` (zeroed) for the next deferring turn, within the half of the limit the coded lists leave: the
+   * terms' lists give way to it, not the other way round. Forgotten earlier (when it was a term of the LRU), the
+   * buffer was the least recently used item whenever a turn's lists filled the cache, and each such turn faulted
+   * 8 MB of fresh memory in again.
+   */
   keepScratch(buffer: Float64Array): void {
-    const bytes = buffer.byteLength + ENTRY_OVERHEAD;
-    if (bytes > this.limitBytes) return;
-    this.entries.set(SCRATCH_KEY, { scratch: buffer, bytes });
+    if (buffer.byteLength + ENTRY_OVERHEAD > this.entries.limit - this.coded.limit) return;
+    this.scratch = buffer;
     this.trim();
   }
 
@@ -233,7 +241,7 @@ export class PostingCache {
 
   /** Bytes held (terms' lists, the partial-sum buffer, frequent lists' coded bytes). */
   get bytes(): number {
-    return this.entries.weight + this.coded.weight;
+    return this.entries.weight + this.coded.weight + this.scratchBytes;
   }
 
   /** Terms held. */
