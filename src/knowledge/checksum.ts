@@ -19,6 +19,7 @@
 import { nodeBuiltin } from "./runtime.js";
 import {
   bytesFromHex,
+  codeSection,
   MODULE_PREAMBLE,
   moduleName,
   moduleSection,
@@ -314,15 +315,7 @@ export function kernelModuleBytes(): Uint8Array {
       0,
       2,
     ]),
-    ...moduleSection(10, [
-      3,
-      ...unsignedLeb128(body.length),
-      ...body,
-      ...unsignedLeb128(belowBody.length),
-      ...belowBody,
-      ...unsignedLeb128(largestBody.length),
-      ...largestBody,
-    ]),
+    ...codeSection(body, belowBody, largestBody),
   ]);
 }
 

@@ -12,6 +12,7 @@
 import { WINDOW_DOCUMENTS } from "./scoringList.js";
 import {
   bytesFromHex,
+  codeSection,
   MODULE_PREAMBLE,
   moduleName,
   moduleSection,
@@ -394,15 +395,7 @@ export function scoringKernelBytes(): Uint8Array {
     ...moduleSection(2, [1, ...moduleName("e"), ...moduleName("m"), 2, 0, 1]),
     ...moduleSection(3, [3, 0, 1, 2]),
     ...moduleSection(7, [2, ...moduleName("sparse"), 0, 0, ...moduleName("select"), 0, 1]),
-    ...moduleSection(10, [
-      3,
-      ...unsignedLeb128(sparse.length),
-      ...sparse,
-      ...unsignedLeb128(select.length),
-      ...select,
-      ...unsignedLeb128(heapOffer.length),
-      ...heapOffer,
-    ]),
+    ...codeSection(sparse, select, heapOffer),
   ]);
 }
 

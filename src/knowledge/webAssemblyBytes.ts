@@ -40,6 +40,13 @@ export function moduleSection(id: number, content: number[]): number[] {
   return [id, ...unsignedLeb128(content.length), ...content];
 }
 
+/** The code section (id 10) of function `bodies`, each a body's bytes (locals, then instructions, then `end`). */
+export function codeSection(...bodies: number[][]): number[] {
+  const content = unsignedLeb128(bodies.length);
+  for (const body of bodies) content.push(...unsignedLeb128(body.length), ...body);
+  return moduleSection(10, content);
+}
+
 /** A name (of an export or an import) as the binary format writes it: its length, then its ASCII bytes. */
 export function moduleName(text: string): number[] {
   return [text.length, ...Array.from(text, (character) => character.charCodeAt(0))];
