@@ -10,6 +10,10 @@
  * name, as an application does. With
  * `--artifact-dir`, the artifacts (and their query) are kept in DIR as `synthetic-<size>-seed42.lxg` and reused by
  * later runs with only the `artifact` mode (a million entries' artifact takes minutes and gigabytes to build).
+ * `--environments inherited,clean`: the children's environment, one table row each: `inherited`, the harness's own;
+ * `clean`, the same without the variables that change Node's own start (`NODE_EXTRA_CA_CERTS`, `NODE_OPTIONS`:
+ * `NODE_START_VARIABLES` in firstTurn.ts). Default: both when the harness's environment sets one of them, else
+ * `inherited`. Every row has its own bare `node -e ""`, in the same environment and the same runs.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -18,12 +22,15 @@ import { join } from "node:path";
 import { buildIndexArtifactChunks, clearKnowledgeIndexCache } from "../src/index.js";
 import type { KnowledgeManifest } from "../src/types/knowledge.js";
 import {
+  type ChildEnvironment,
   describeBuiltEntry,
   median,
+  NODE_START_VARIABLES,
   REPO_ROOT,
   timeBareNode,
   timeCliFirstTurn,
   timeFirstTurn,
+  withoutNodeStartVariables,
   writeArtifactPieces,
   writeFirstTurnChild,
 } from "./firstTurn.js";
@@ -44,6 +51,19 @@ const artifactDirectory = option("artifact-dir", "");
  * engine load without it: scripts/engineScript.mjs); sizes from a million entries get it regardless.
  */
 const heapFlag = process.argv.includes("--heap");
+const startVariablesSet = NODE_START_VARIABLES.filter((name) => process.env[name] !== undefined);
+const environments = option(
+  "environments",
+  startVariablesSet.length > 0 ? "inherited,clean" : "inherited",
+).split(",");
+for (const environment of environments)
+  if (environment !== "inherited" && environment !== "clean")
+    throw new Error(`--environments: "${environment}" is neither inherited nor clean`);
+/** What each environment adds to or removes from a child's. */
+const environmentChanges: Record<string, ChildEnvironment> = {
+  inherited: {},
+  clean: withoutNodeStartVariables(),
+};
 
 async function main(): Promise<void> {
   execFileSync("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: "ignore" });
@@ -55,6 +75,9 @@ async function main(): Promise<void> {
   console.log(
     `children load ${describeBuiltEntry()}; node options: ${heapFlag ? "--max-old-space-size=8192" : "none below 1M entries (--max-old-space-size=8192 from 1M)"}`,
   );
+  console.log(
+    `environments: ${environments.join(", ")}; the harness's sets ${startVariablesSet.length > 0 ? startVariablesSet.map((name) => `${name}=${process.env[name]}`).join(" ") : "none of"} ${NODE_START_VARIABLES.join(", ")} (clean: without them)`,
+  );
   console.log("");
   const labels: Record<string, string> = {
     manifest: "manifest (ms: turn (CPU); exit)",
@@ -64,9 +87,9 @@ async function main(): Promise<void> {
     cli: "CLI query --kb kb.lxg (ms, wall only)",
   };
   console.log(
-    `| entries | manifest MB | artifact MB | ${modes.map((mode) => labels[mode] ?? mode).join(" | ")} | bare \`node -e ""\` (ms) | max RSS artifact alone (MB) | runs |`,
+    `| entries | environment | manifest MB | artifact MB | ${modes.map((mode) => labels[mode] ?? mode).join(" | ")} | bare \`node -e ""\` (ms) | max RSS artifact alone (MB) | runs |`,
   );
-  console.log(`|--:|--:|--:|${modes.map(() => "--:|").join("")}--:|--:|--:|`);
+  console.log(`|--:|:--|--:|--:|${modes.map(() => "--:|").join("")}--:|--:|--:|`);
   try {
     for (const size of sizes) {
       const manifestPath = join(directory, `kb-${size}.json`);
@@ -108,48 +131,66 @@ async function main(): Promise<void> {
         if (kept) writeFileSync(`${kept}.query.txt`, query);
       }
       const heapOption = heapFlag || size >= 1_000_000;
-      const times = new Map<string, number[]>(modes.map((mode) => [mode, []]));
-      const cpuTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
-      const exitTimes = new Map<string, number[]>(modes.map((mode) => [mode, []]));
-      const bareTimes: number[] = [];
-      let rssMb = 0;
+      type Figures = { times: number[]; cpuTimes: number[]; exitTimes: number[] };
+      const figures = new Map<string, Map<string, Figures>>(
+        environments.map((environment) => [
+          environment,
+          new Map(modes.map((mode) => [mode, { times: [], cpuTimes: [], exitTimes: [] }])),
+        ]),
+      );
+      const bareTimes = new Map<string, number[]>(environments.map((environment) => [environment, []]));
+      const rssMb = new Map<string, number>(environments.map((environment) => [environment, 0]));
       for (let run = 0; run < runs; run++) {
-        bareTimes.push(await timeBareNode());
-        for (const mode of modes) {
-          if (mode === "cli") {
-            times.get(mode)!.push(await timeCliFirstTurn({ artifactPath, query }));
-            cpuTimes.get(mode)!.push(Number.NaN);
-            continue;
+        // The environments alternate within each run, so a change of the machine's state touches both alike.
+        for (const environment of environments) {
+          const changes = environmentChanges[environment]!;
+          bareTimes.get(environment)!.push(await timeBareNode(changes));
+          for (const mode of modes) {
+            const modeFigures = figures.get(environment)!.get(mode)!;
+            if (mode === "cli") {
+              modeFigures.times.push(await timeCliFirstTurn({ artifactPath, query }, changes));
+              modeFigures.cpuTimes.push(Number.NaN);
+              continue;
+            }
+            const result = await timeFirstTurn(
+              childPath,
+              {
+                ...(mode === "artifact" || mode === "artifact-nocache" ? {} : { manifestPath }),
+                ...(mode === "manifest" ? {} : { artifactPath }),
+                query,
+              },
+              heapOption ? ["--max-old-space-size=8192"] : [],
+              mode === "artifact-nocache" ? { ...changes, LEXGROUND_CODE_CACHE: "off" } : changes,
+            );
+            const expectedOrigin = mode === "manifest" ? "built" : "artifact";
+            if (result.report.origin !== expectedOrigin || !result.report.grounded)
+              throw new Error(`unexpected (${mode}): ${JSON.stringify(result.report)}`);
+            modeFigures.times.push(result.milliseconds);
+            modeFigures.exitTimes.push(result.exitMilliseconds);
+            modeFigures.cpuTimes.push(result.report.cpuMs);
+            if (mode === "artifact")
+              rssMb.set(environment, Math.max(rssMb.get(environment)!, result.report.rssMb));
           }
-          const result = await timeFirstTurn(
-            childPath,
-            {
-              ...(mode === "artifact" || mode === "artifact-nocache" ? {} : { manifestPath }),
-              ...(mode === "manifest" ? {} : { artifactPath }),
-              query,
-            },
-            heapOption ? ["--max-old-space-size=8192"] : [],
-            mode === "artifact-nocache" ? { LEXGROUND_CODE_CACHE: "off" } : {},
-          );
-          const expectedOrigin = mode === "manifest" ? "built" : "artifact";
-          if (result.report.origin !== expectedOrigin || !result.report.grounded)
-            throw new Error(`unexpected (${mode}): ${JSON.stringify(result.report)}`);
-          times.get(mode)!.push(result.milliseconds);
-          exitTimes.get(mode)!.push(result.exitMilliseconds);
-          cpuTimes.get(mode)!.push(result.report.cpuMs);
-          if (mode === "artifact") rssMb = Math.max(rssMb, result.report.rssMb);
         }
       }
-      console.log(
-        `| ${size} | ${manifestBytes ? (manifestBytes / 1048576).toFixed(1) : "-"} | ${(artifactBytes / 1048576).toFixed(1)} | ${modes.map((mode) => (mode === "cli" ? median(times.get(mode)!).toFixed(0) : `${median(times.get(mode)!).toFixed(0)} (${median(cpuTimes.get(mode)!).toFixed(0)}); ${median(exitTimes.get(mode)!).toFixed(0)}`)).join(" | ")} | ${median(bareTimes).toFixed(0)} | ${rssMb || "-"} | ${runs} |`,
-      );
+      for (const environment of environments) {
+        const cells = modes.map((mode) => {
+          const { times, cpuTimes, exitTimes } = figures.get(environment)!.get(mode)!;
+          return mode === "cli"
+            ? median(times).toFixed(0)
+            : `${median(times).toFixed(0)} (${median(cpuTimes).toFixed(0)}); ${median(exitTimes).toFixed(0)}`;
+        });
+        console.log(
+          `| ${size} | ${environment} | ${manifestBytes ? (manifestBytes / 1048576).toFixed(1) : "-"} | ${(artifactBytes / 1048576).toFixed(1)} | ${cells.join(" | ")} | ${median(bareTimes.get(environment)!).toFixed(0)} | ${rssMb.get(environment) || "-"} | ${runs} |`,
+        );
+      }
     }
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
   console.log("");
   console.log(
-    `Median wall time from spawning \`node\` to the first grounded turn, i.e. until the parent holds the child's report written right after the turn (in brackets: the child's CPU time up to then, user + system, which the machine's other load disturbs less), then to the child's exit (Node's teardown, and V8's background compilations, which the process waits for); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources); CLI: lexground query --kb kb.lxg, spawn to exit; bare \`node -e ""\`: Node's own start and exit (its start is in every figure, its exit in the exit figures).`,
+    `Median wall time from spawning \`node\` to the first grounded turn, i.e. until the parent holds the child's report written right after the turn (in brackets: the child's CPU time up to then, user + system, which the machine's other load disturbs less), then to the child's exit (Node's teardown, and V8's background compilations, which the process waits for); load ${loadavg()[0]!.toFixed(2)} after the run. manifest: read, validate, content hash, build; manifest + artifact: read, validate, content hash, load the artifact (key check); artifact alone: load the self-contained artifact (no sources); CLI: lexground query --kb kb.lxg, spawn to exit; bare \`node -e ""\`: Node's own start and exit in the row's environment (its start is in every figure, its exit in the exit figures). Environment inherited: the harness's own; clean: without ${NODE_START_VARIABLES.join(" and ")}, which change Node's own start.`,
   );
 }
 

@@ -125,6 +125,22 @@ export function writeArtifactPieces(path: string, pieces: readonly Uint8Array[])
   return bytes;
 }
 
+/** Variables added to a child's environment (a string) or removed from it (`undefined`). */
+export type ChildEnvironment = Record<string, string | undefined>;
+
+/**
+ * The variables through which the parent's environment changes Node's own start, before any code of the child runs:
+ * `NODE_EXTRA_CA_CERTS` (Node 20 parses the file's certificates and its bundled root certificates at start, whether
+ * or not the process ever opens a TLS connection: 45-50 ms with Debian's 144-certificate bundle on this machine,
+ * where the sandbox sets it) and `NODE_OPTIONS`. `withoutNodeStartVariables` removes them from a child's environment.
+ */
+export const NODE_START_VARIABLES = ["NODE_EXTRA_CA_CERTS", "NODE_OPTIONS"] as const;
+
+/** A child environment without {@link NODE_START_VARIABLES}, plus `environment`. */
+export function withoutNodeStartVariables(environment: ChildEnvironment = {}): ChildEnvironment {
+  return { ...Object.fromEntries(NODE_START_VARIABLES.map((name) => [name, undefined])), ...environment };
+}
+
 /**
  * Spawns `node` with `args`; resolves with the wall time from spawn to exit, what it printed, and the wall time from
  * spawn to its report: the moment its standard output first held one whole JSON value (a child writes its report
@@ -132,13 +148,16 @@ export function writeArtifactPieces(path: string, pieces: readonly Uint8Array[])
  */
 function timedNode(
   args: string[],
-  environment: Record<string, string> = {},
+  environment: ChildEnvironment = {},
 ): Promise<{ milliseconds: number; reportMilliseconds: number; output: string }> {
   return new Promise((resolvePromise, reject) => {
+    const childEnvironment: NodeJS.ProcessEnv = { ...process.env, ...environment };
+    for (const [name, value] of Object.entries(environment))
+      if (value === undefined) delete childEnvironment[name];
     const started = performance.now();
     const child = spawn(process.execPath, args, {
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, ...environment },
+      env: childEnvironment,
     });
     let output = "";
     let reportMilliseconds = Number.NaN;
@@ -169,13 +188,13 @@ function timedNode(
  * given, with the artifact when `artifactPath` is given (both: the key-checked mode; the artifact alone: no sources).
  * `nodeOptions`: the child's `node` options (a larger heap by default, which a million entries need; any V8 option
  * makes the child load the engine without its code cache, see scripts/engineScript.mjs); `environment`: added to
- * the child's.
+ * the child's (a string) or removed from it (`undefined`).
  */
 export async function timeFirstTurn(
   childPath: string,
   turn: { manifestPath?: string; artifactPath?: string; query: string },
   nodeOptions: readonly string[] = ["--max-old-space-size=8192"],
-  environment: Record<string, string> = {},
+  environment: ChildEnvironment = {},
 ): Promise<{ milliseconds: number; exitMilliseconds: number; report: FirstTurnReport }> {
   const { milliseconds, reportMilliseconds, output } = await timedNode(
     [...nodeOptions, childPath, "lexground", turn.manifestPath ?? "-", turn.artifactPath ?? "-", turn.query],
@@ -193,21 +212,21 @@ export async function timeFirstTurn(
  * Wall time from spawning the CLI (`dist/cli/bin.js`, as `npx lexground` runs it) on the artifact alone to its exit:
  * `lexground query --kb <artifact> <query>`, human output to a pipe. Its output must show a grounded context.
  */
-export async function timeCliFirstTurn(turn: { artifactPath: string; query: string }): Promise<number> {
-  const { milliseconds, output } = await timedNode([
-    join(REPO_ROOT, "dist/cli/bin.js"),
-    "query",
-    "--kb",
-    turn.artifactPath,
-    turn.query,
-  ]);
+export async function timeCliFirstTurn(
+  turn: { artifactPath: string; query: string },
+  environment: ChildEnvironment = {},
+): Promise<number> {
+  const { milliseconds, output } = await timedNode(
+    [join(REPO_ROOT, "dist/cli/bin.js"), "query", "--kb", turn.artifactPath, turn.query],
+    environment,
+  );
   if (!/^Context\s+[1-9]\d* tokens/m.test(output)) throw new Error(`the CLI grounded nothing:\n${output}`);
   return milliseconds;
 }
 
 /** Wall time of a bare `node -e ""` (Node's own start and exit), for comparison in the same run. */
-export async function timeBareNode(): Promise<number> {
-  return (await timedNode(["-e", ""])).milliseconds;
+export async function timeBareNode(environment: ChildEnvironment = {}): Promise<number> {
+  return (await timedNode(["-e", ""], environment)).milliseconds;
 }
 
 /** The median of `values` (the upper one of an even count). */

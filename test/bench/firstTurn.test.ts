@@ -8,7 +8,12 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, timeFirstTurn, writeFirstTurnChild } from "../../bench/firstTurn.js";
+import {
+  REPO_ROOT,
+  timeFirstTurn,
+  withoutNodeStartVariables,
+  writeFirstTurnChild,
+} from "../../bench/firstTurn.js";
 
 const directory = mkdtempSync(join(tmpdir(), "lexground-first-turn-"));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -58,5 +63,32 @@ setTimeout(() => {}, 1000);`,
     const timed = await timeFirstTurn(lingering, { artifactPath: "kb.lxg", query: "a query" });
     expect(timed.report).toMatchObject({ origin: "artifact", grounded: true });
     expect(timed.exitMilliseconds - timed.milliseconds).toBeGreaterThanOrEqual(500);
+  });
+
+  it("runs a child without the variables that change Node's own start when asked, keeping the rest", async () => {
+    const reporter = join(directory, "environment.mjs");
+    writeFileSync(
+      reporter,
+      `const { NODE_EXTRA_CA_CERTS, NODE_OPTIONS, LEXGROUND_PROBE } = process.env;
+process.getBuiltinModule("node:fs").writeSync(1, JSON.stringify({ origin: "artifact", grounded: true,
+  extra: NODE_EXTRA_CA_CERTS ?? null, options: NODE_OPTIONS ?? null, probe: LEXGROUND_PROBE ?? null }));`,
+    );
+    const inherited = await timeFirstTurn(reporter, { artifactPath: "kb.lxg", query: "q" }, [], {
+      NODE_EXTRA_CA_CERTS: "/nonexistent/extra.pem",
+      NODE_OPTIONS: "--no-warnings",
+      LEXGROUND_PROBE: "kept",
+    });
+    expect(inherited.report).toMatchObject({
+      extra: "/nonexistent/extra.pem",
+      options: "--no-warnings",
+      probe: "kept",
+    });
+    const clean = await timeFirstTurn(
+      reporter,
+      { artifactPath: "kb.lxg", query: "q" },
+      [],
+      withoutNodeStartVariables({ LEXGROUND_PROBE: "kept" }),
+    );
+    expect(clean.report).toMatchObject({ extra: null, options: null, probe: "kept" });
   });
 });
